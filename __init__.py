@@ -1,0 +1,1 @@
+"""analyst_env: an OpenEnv-compatible RL environment server for data-analyst agents."""

@@ -1,0 +1,94 @@
+"""The task format: one data-analysis question with its files and how to score it.
+
+A ``Task`` is what a loader produces and what the environment serves. The
+fields split cleanly into what the agent may see (``instruction``, ``files``)
+and what only the server and the verifier see (``answer``, ``oracle_answer``,
+``verifier``, ``verify``). The server never copies the second group into an
+observation or into the episode state.
+
+Example:
+    >>> from analyst_env.datasets.task import Task, VerifierSpec
+    >>> t = Task(id="demo-1", instruction="How many rows?", files={"data.csv": "/tmp/data.csv"},
+    ...          answer=3, oracle_answer="3", verifier=VerifierSpec(name="numeric"))
+    >>> t.public_view()["id"]
+    'demo-1'
+    >>> "answer" in t.public_view()
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class VerifierSpec(BaseModel):
+    """Which scorer turns the submitted answer into a reward, and its parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="A scorer registered in analyst_env.verifiers, e.g. 'numeric'")
+    params: dict[str, Any] = Field(default_factory=dict, description="Scorer options, e.g. tolerances")
+
+
+class Task(BaseModel):
+    """One episode's worth of work."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Unique within its dataset")
+    instruction: str = Field(description="The question, including the required answer format")
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="{name in the working directory: host path of the source file}",
+    )
+    answer: Any = Field(description="Gold answer, in the form the verifier expects. Never shown.")
+    oracle_answer: str = Field(
+        description="A final_answer text that earns reward 1.0 (used by the oracle policy). Never shown."
+    )
+    verifier: VerifierSpec
+    setup: list[str] = Field(
+        default_factory=list, description="Shell commands run in the sandbox before the first step"
+    )
+    verify: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Shell commands run after final_answer; reward = passed/total, unless a "
+            "float is written to logs/verifier/reward.txt (Harbor convention)"
+        ),
+    )
+    max_steps: int = Field(default=40, ge=1, description="Steps before the episode ends with reward 0")
+    image: str = Field(default="default", description="Baked environment image to run in")
+    split: str = Field(default="test", description="Dataset split the task belongs to")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Public facts: source benchmark, level, input kind"
+    )
+
+    def public_view(self) -> dict[str, Any]:
+        """The task as the Task API and observations may show it: no answer, no verifier."""
+        return {
+            "id": self.id,
+            "split": self.split,
+            "instruction": self.instruction,
+            "files": sorted(self.files),
+            "max_steps": self.max_steps,
+            "image": self.image,
+            "metadata": self.metadata,
+        }
+
+
+class Dataset(BaseModel):
+    """A named, ordered collection of tasks, grouped into splits."""
+
+    name: str
+    tasks: list[Task]
+
+    def splits(self) -> list[str]:
+        return sorted({t.split for t in self.tasks})
+
+    def split(self, name: str) -> list[Task]:
+        return [t for t in self.tasks if t.split == name]
+
+    def by_id(self) -> dict[str, Task]:
+        return {t.id: t for t in self.tasks}
