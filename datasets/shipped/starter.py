@@ -1,0 +1,153 @@
+"""The ``starter`` set: the project's own generated tasks over CSV, SQLite and Excel files.
+
+Everything comes from code and a seed: synthetic tables (``tables``), written
+byte-deterministically (``writers``), read back from disk, and asked about by
+templates (``csv_tasks``, ``sqlite_tasks``, ``excel_tasks``) whose answers are
+computed with pandas. A template runs a few times with different drawn
+parameters; duplicates, ties and questions that would state their own answer
+are dropped. Files and a ``manifest.json`` are cached per generator version
+and seed, so only the first load in a cache pays for generation.
+
+Example:
+    >>> ds = load_starter()  # doctest: +SKIP
+    >>> len(ds.tasks) >= 100  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyst_env.datasets.shipped import csv_tasks, excel_tasks, sqlite_tasks, tables
+from analyst_env.datasets.shipped.cache import MANIFEST, cache_root, materialize
+from analyst_env.datasets.shipped.draft import leaks, oracle_and_verifier, to_task
+from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
+from analyst_env.datasets.task import Dataset, Task
+
+NAME = "starter"
+GENERATOR_VERSION = 1
+DEFAULT_SEED = 0
+TEST_FRACTION = 0.2
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def _read_sqlite(path: Path) -> dict[str, pd.DataFrame]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return {n: pd.read_sql_query(f'SELECT * FROM "{n}"', con) for n in names}
+    finally:
+        con.close()
+
+
+def _read_xlsx(path: Path) -> dict[str, pd.DataFrame]:
+    return pd.read_excel(path, sheet_name=None, engine="openpyxl")
+
+
+# (file name, kind, table maker, writer, reader, templates, repetitions per template)
+SOURCES: list[tuple[str, str, Callable[..., Any], Callable[..., None], Callable[[Path], Any], list, int]] = [
+    ("sales.csv", "csv", tables.make_sales, write_csv, _read_csv, csv_tasks.TEMPLATES["sales"], 2),
+    ("employees.csv", "csv", tables.make_employees, write_csv, _read_csv, csv_tasks.TEMPLATES["employees"], 1),
+    ("flights.csv", "csv", tables.make_flights, write_csv, _read_csv, csv_tasks.TEMPLATES["flights"], 2),
+    ("sensors.csv", "csv", tables.make_sensors, write_csv, _read_csv, csv_tasks.TEMPLATES["sensors"], 1),
+    ("retail.sqlite", "sqlite", tables.make_retail_db, write_sqlite, _read_sqlite, sqlite_tasks.TEMPLATES["retail"], 4),
+    ("university.sqlite", "sqlite", tables.make_university_db, write_sqlite, _read_sqlite,
+     sqlite_tasks.TEMPLATES["university"], 4),
+    ("financials.xlsx", "excel", tables.make_financials_wb, write_xlsx, _read_xlsx,
+     excel_tasks.TEMPLATES["financials"], 5),
+    ("inventory.xlsx", "excel", tables.make_inventory_wb, write_xlsx, _read_xlsx,
+     excel_tasks.TEMPLATES["inventory"], 5),
+]
+
+
+def _split_of(task_ids: list[str], seed: int) -> dict[str, str]:
+    """Deterministic 80/20 train/test split: the ids with the smallest seeded hashes go to test."""
+    ranked = sorted(task_ids, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    n_test = round(len(ranked) * TEST_FRACTION)
+    return {tid: ("test" if k < n_test else "train") for k, tid in enumerate(ranked)}
+
+
+def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
+    """Write the starter files and ``manifest.json`` into ``directory`` and return the tasks.
+
+    Args:
+        directory: An existing, empty directory.
+        seed: Seed for tables and template parameters.
+
+    Returns:
+        The tasks, with ``files`` pointing into ``directory``.
+    """
+    drafts = []
+    for index, (file_name, kind, make, write, read, templates, reps) in enumerate(SOURCES):
+        path = directory / file_name
+        write(make(np.random.default_rng([seed, index, 0])), path)
+        data = read(path)
+        rng = np.random.default_rng([seed, index, 1])
+        seen: set[str] = set()
+        count = 0
+        for template in templates:
+            for _ in range(reps):
+                draft = template(data, rng)
+                if draft is None or draft.question in seen:
+                    continue
+                seen.add(draft.question)
+                stem = file_name.split(".")[0]
+                task = to_task(draft, f"{NAME}-{stem}-{count:03d}", file_name, str(path), kind,
+                               template.__name__, split="train")
+                oracle, _, _ = oracle_and_verifier(draft)
+                if leaks(task.instruction, oracle, draft.style):
+                    continue
+                drafts.append(task)
+                count += 1
+    splits = _split_of([t.id for t in drafts], seed)
+    tasks = [t.model_copy(update={"split": splits[t.id]}) for t in drafts]
+    manifest = {
+        "name": NAME,
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "tasks": [
+            t.model_dump(mode="json") | {"files": {n: n for n in t.files}} for t in tasks
+        ],
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return tasks
+
+
+def _load_manifest(directory: Path) -> Dataset:
+    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    tasks = []
+    for record in manifest["tasks"]:
+        record["files"] = {n: str(directory / rel) for n, rel in record["files"].items()}
+        tasks.append(Task.model_validate(record))
+    return Dataset(name=NAME, tasks=tasks)
+
+
+def starter_dir(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = None) -> Path:
+    """Where the set for ``seed`` is cached (whether or not it exists yet)."""
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    return root / f"{NAME}-v{GENERATOR_VERSION}-seed{seed}"
+
+
+def load_starter(seed: int = DEFAULT_SEED, cache_dir: str | Path | None = None) -> Dataset:
+    """Load the starter set, generating it into the cache first if needed.
+
+    Args:
+        seed: Generation seed; each seed is a different, reproducible set.
+        cache_dir: Cache root; defaults to ``$ANALYST_ENV_CACHE`` or ``~/.cache/analyst_env``.
+
+    Returns:
+        The dataset; task files point into the cache directory.
+    """
+    final = materialize(starter_dir(seed, cache_dir), lambda tmp: generate(tmp, seed))
+    return _load_manifest(final)

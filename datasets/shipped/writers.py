@@ -1,0 +1,75 @@
+"""Byte-deterministic writers for generated CSV, SQLite and Excel files.
+
+The starter set promises that one seed always yields the same bytes, so a
+cached copy can be checked or regenerated anywhere. CSV and SQLite output is
+deterministic already; ``.xlsx`` files are zip archives stamped with the
+current time, so the Excel writer pins every timestamp.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sqlite3
+import zipfile
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+_FIXED_TIME = (2024, 1, 1, 0, 0, 0)
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` as a UTF-8 CSV with a header and no index."""
+    df.to_csv(path, index=False, lineterminator="\n")
+
+
+def write_sqlite(tables: dict[str, pd.DataFrame], path: Path) -> None:
+    """Write each frame as a table of a new SQLite database, in dict order."""
+    con = sqlite3.connect(path)
+    try:
+        for name, df in tables.items():
+            df.to_sql(name, con, index=False)
+        con.commit()
+    finally:
+        con.close()
+
+
+def _cell(value: object) -> object:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if hasattr(value, "item"):  # numpy scalar -> Python scalar
+        return value.item()
+    return value
+
+
+def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> None:
+    """Write each frame as a sheet (header in row 1) with pinned zip and document timestamps."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    wb.remove(wb.active)
+    for name, df in sheets.items():
+        ws = wb.create_sheet(title=name)
+        ws.append([str(c) for c in df.columns])
+        for row in df.itertuples(index=False, name=None):
+            ws.append([_cell(v) for v in row])
+    wb.properties.creator = "analyst_env starter generator"
+    wb.properties.created = datetime(*_FIXED_TIME)
+    wb.properties.modified = datetime(*_FIXED_TIME)
+    buf = io.BytesIO()
+    wb.save(buf)
+    with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == "docProps/core.xml":
+                data = re.sub(
+                    rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*",
+                    rb"\g<1>2024-01-01T00:00:00Z",
+                    data,
+                )
+            info = zipfile.ZipInfo(item.filename, date_time=_FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zout.writestr(info, data)

@@ -1,0 +1,12 @@
+"""The docstring examples of the dataset modules stay true."""
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["preview", "dabench", "registry", "shipped.draft", "shipped.starter"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(f"analyst_env.datasets.{module}"))
+    assert result.failed == 0

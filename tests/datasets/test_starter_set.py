@@ -1,0 +1,159 @@
+"""The shipped ``starter`` set: size, balance, determinism, scorability, no leaks, reproducible answers."""
+
+import json
+import math
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+import pytest
+
+from analyst_env.datasets.shipped import starter as starter_mod
+from analyst_env.datasets.shipped.draft import leaks
+from analyst_env.verifiers import score
+
+
+def by_template(ds, name):
+    found = [t for t in ds.tasks if t.metadata["template"] == name]
+    assert found, f"no task from template {name}"
+    return found
+
+
+def test_size_kinds_levels_ids(starter):
+    tasks = starter.tasks
+    assert len(tasks) >= 100
+    kinds = Counter(t.metadata["kind"] for t in tasks)
+    assert set(kinds) == {"csv", "sqlite", "excel"}
+    assert all(n >= len(tasks) / 4 for n in kinds.values()), kinds
+    assert {t.metadata["level"] for t in tasks} == {"easy", "medium", "hard"}
+    assert {t.verifier.name for t in tasks} == {"numeric", "exact", "set", "list", "dabench"}
+    assert len({t.id for t in tasks}) == len(tasks)
+
+
+def test_train_test_split(starter):
+    assert starter.splits() == ["test", "train"]
+    assert len(starter.split("test")) == round(0.2 * len(starter.tasks))
+
+
+def test_oracle_scores_one_and_empty_zero(starter):
+    for t in starter.tasks:
+        assert score(t.verifier, t.oracle_answer, t.answer) == 1.0, t.id
+        assert score(t.verifier, "", t.answer) == 0.0, t.id
+
+
+def test_instructions_do_not_leak_answers(starter):
+    for t in starter.tasks:
+        if t.verifier.name in ("numeric", "exact"):
+            style = "text" if t.verifier.name == "exact" else "number"
+            assert not leaks(t.instruction, t.oracle_answer, style), t.id
+        if t.verifier.name == "numeric":
+            assert t.oracle_answer not in t.instruction, t.id
+        for name in t.files:
+            assert name in t.instruction
+
+
+def test_generation_is_deterministic(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    started = time.perf_counter()
+    ta = starter_mod.generate(a, seed=7)
+    elapsed = time.perf_counter() - started
+    tb = starter_mod.generate(b, seed=7)
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+    def strip(t):
+        return t.model_dump() | {"files": sorted(t.files)}
+
+    assert [strip(t) for t in ta] == [strip(t) for t in tb]
+    assert elapsed < 10, f"generation took {elapsed:.1f}s"
+
+
+def test_other_seed_differs(tmp_path, starter):
+    other = starter_mod.load_starter(seed=1, cache_dir=tmp_path)
+    assert [t.answer for t in other.tasks] != [t.answer for t in starter.tasks]
+
+
+def test_second_load_uses_cache(starter_cache, starter, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("regenerated")
+
+    monkeypatch.setattr(starter_mod, "generate", boom)
+    again = starter_mod.load_starter(seed=0, cache_dir=starter_cache)
+    assert [t.model_dump() for t in again.tasks] == [t.model_dump() for t in starter.tasks]
+    assert not [p for p in starter_cache.iterdir() if p.name.startswith(".")], "temp dirs left behind"
+
+
+def test_manifest_paths_are_relative(starter_cache, starter):
+    manifest = json.loads((starter_mod.starter_dir(0, starter_cache) / "manifest.json").read_text())
+    assert all(n == p for rec in manifest["tasks"] for n, p in rec["files"].items())
+    assert all(Path(p).is_file() for t in starter.tasks for p in t.files.values())
+
+
+# ---- independent recomputation, straight from the files on disk -----------------------
+
+
+def test_csv_answer_reproducible(starter):
+    for t in by_template(starter, "sales_region_year_total"):
+        df = pd.read_csv(t.files["sales.csv"], parse_dates=["order_date"])
+        p = t.metadata["params"]
+        sub = df[(df["region"] == p["region"]) & (df["order_date"].dt.year == p["year"])]
+        assert math.isclose(round(sub["revenue"].sum(), 2), t.answer, abs_tol=1e-6)
+    for t in by_template(starter, "emp_missing_scores"):
+        df = pd.read_csv(t.files["employees.csv"])
+        assert int(df["performance_score"].isna().sum()) == t.answer
+
+
+def test_sqlite_answer_reproducible(starter):
+    for t in by_template(starter, "rt_city_revenue"):
+        con = sqlite3.connect(t.files["retail.sqlite"])
+        (v,) = con.execute(
+            "SELECT SUM(oi.quantity * p.unit_price * (1 - oi.discount)) FROM order_items oi "
+            "JOIN orders o ON o.order_id = oi.order_id JOIN customers c ON c.customer_id = o.customer_id "
+            "JOIN products p ON p.product_id = oi.product_id WHERE o.status = 'completed' AND c.city = ?",
+            (t.metadata["params"]["city"],),
+        ).fetchone()
+        con.close()
+        assert math.isclose(round(v, 2), t.answer, abs_tol=1e-6)
+    for t in by_template(starter, "un_major_count"):
+        con = sqlite3.connect(t.files["university.sqlite"])
+        (v,) = con.execute(
+            "SELECT COUNT(*) FROM students s JOIN departments d ON d.dept_id = s.major_dept_id "
+            "WHERE d.dept_name = ?", (t.metadata["params"]["department"],)
+        ).fetchone()
+        con.close()
+        assert v == t.answer
+
+
+def test_excel_answer_reproducible(starter):
+    for t in by_template(starter, "inv_wh_quantity"):
+        wb = openpyxl.load_workbook(t.files["inventory.xlsx"], read_only=True)
+        rows = list(wb["Stock"].iter_rows(values_only=True))
+        wb.close()
+        col = {name: i for i, name in enumerate(rows[0])}
+        total = sum(r[col["quantity"]] for r in rows[1:] if r[col["warehouse"]] == t.metadata["params"]["warehouse"])
+        assert total == t.answer
+    for t in by_template(starter, "fi_line_profit"):
+        wb = openpyxl.load_workbook(t.files["financials.xlsx"], read_only=True)
+        profit = 0.0
+        for q in ("Q1", "Q2", "Q3", "Q4"):
+            rows = list(wb[q].iter_rows(values_only=True))
+            col = {name: i for i, name in enumerate(rows[0])}
+            profit += sum(r[col["revenue"]] - r[col["cost"]] for r in rows[1:]
+                          if r[col["product_line"]] == t.metadata["params"]["product_line"])
+        wb.close()
+        assert math.isclose(round(profit, 2), t.answer, abs_tol=1e-6)
+
+
+def test_damaged_cache_is_reported(tmp_path):
+    broken = starter_mod.starter_dir(0, tmp_path)
+    broken.mkdir(parents=True)
+    (broken / "sales.csv").write_text("half-written")
+    with pytest.raises(RuntimeError, match="damaged"):
+        starter_mod.load_starter(seed=0, cache_dir=tmp_path)

@@ -1,0 +1,12 @@
+"""The docstring examples of the verifier modules stay true."""
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["normalize", "scorers", "hooks"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(f"analyst_env.verifiers.{module}"))
+    assert result.failed == 0

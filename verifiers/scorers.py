@@ -1,0 +1,270 @@
+"""Built-in answer scorers and the registry that maps verifier names to them.
+
+A task names its scorer in ``VerifierSpec.name``; the server calls
+:func:`score` with the agent's ``final_answer`` text. Every scorer has the
+signature ``(submitted: str, gold: Any, **params) -> float`` and returns a
+reward in ``[0, 1]``. Scorers never raise on malformed submitted text: an
+answer that cannot be read is simply wrong (0.0).
+
+Example:
+    >>> from analyst_env.datasets.task import VerifierSpec
+    >>> score(VerifierSpec(name="numeric", params={"abs_tol": 0.01}), "It is 3.14", 3.1416)
+    1.0
+    >>> score(VerifierSpec(name="exact"), "'North'.", "north")
+    1.0
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from analyst_env.datasets.task import VerifierSpec
+from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
+
+Scorer = Callable[..., float]
+
+SCORERS: dict[str, Scorer] = {}
+
+
+def register(name: str) -> Callable[[Scorer], Scorer]:
+    """Register a scorer under ``name`` (decorator).
+
+    Args:
+        name: The verifier name tasks use in ``VerifierSpec.name``.
+    """
+
+    def deco(fn: Scorer) -> Scorer:
+        SCORERS[name] = fn
+        return fn
+
+    return deco
+
+
+def score(spec: VerifierSpec, submitted: str, gold: Any) -> float:
+    """Score a submitted answer with the scorer ``spec`` names.
+
+    Args:
+        spec: Scorer name and parameters.
+        submitted: The agent's final answer text.
+        gold: The task's gold answer.
+
+    Returns:
+        The reward, clamped to ``[0, 1]``.
+
+    Raises:
+        ValueError: If ``spec.name`` is not a registered scorer.
+    """
+    try:
+        fn = SCORERS[spec.name]
+    except KeyError:
+        known = ", ".join(sorted(SCORERS))
+        raise ValueError(f"unknown verifier {spec.name!r}; known: {known}") from None
+    if submitted is None:
+        return 0.0
+    reward = float(fn(str(submitted), gold, **spec.params))
+    return min(1.0, max(0.0, reward)) if reward == reward else 0.0
+
+
+@register("exact")
+def exact(submitted: str, gold: Any) -> float:
+    """1.0 iff the normalized texts are equal (case, spacing, quotes, trailing period ignored).
+
+    Example:
+        >>> exact("  Electronics. ", "electronics")
+        1.0
+        >>> exact("", "electronics")
+        0.0
+    """
+    want = normalize_text(gold)
+    return 1.0 if want and normalize_text(submitted) == want else 0.0
+
+
+@register("numeric")
+def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
+    """1.0 iff the number stated in the answer is within tolerance of ``gold``.
+
+    The number is the last one written in the text, so "The answer is 42.0"
+    and "$1,234" both parse; see :func:`~analyst_env.verifiers.normalize.parse_number`.
+
+    Args:
+        submitted: Answer text.
+        gold: The gold number (or a numeric string).
+        rel_tol: Relative tolerance.
+        abs_tol: Absolute tolerance (default 1e-6).
+
+    Example:
+        >>> numeric("The answer is 42.0", 42)
+        1.0
+        >>> numeric("41.9", 42, abs_tol=0.05)
+        0.0
+    """
+    want = as_number(gold)
+    got = parse_number(submitted)
+    if want is None or got is None:
+        return 0.0
+    return 1.0 if close(got, want, rel_tol=rel_tol, abs_tol=abs_tol) else 0.0
+
+
+_DABENCH_PART = re.compile(r"@(\w+)\[(.*?)\]")
+
+
+def _dabench_equal(pred: str, label: str) -> bool:
+    if pred == label:
+        return True
+    try:
+        return abs(float(pred) - float(label)) < 1e-6
+    except (TypeError, ValueError):
+        return False
+
+
+@register("dabench")
+def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> float:
+    """The InfiAgent-DABench closed-form rule.
+
+    All ``@name[value]`` parts are extracted from the answer (the last one wins
+    when a name repeats). A gold ``[name, value]`` part is correct iff the
+    extracted string equals the label exactly, or both parse as floats and
+    differ by less than 1e-6.
+
+    Args:
+        submitted: Answer text.
+        gold: List of ``[name, value]`` pairs (values are strings).
+        partial_credit: If true, return the fraction of correct parts instead of all-or-nothing.
+
+    Example:
+        >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]])
+        1.0
+        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]])
+        0.0
+        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True)
+        0.5
+    """
+    try:
+        labels = [(str(name), str(value)) for name, value in gold]
+    except (TypeError, ValueError):
+        return 0.0
+    if not labels:
+        return 0.0
+    found = dict(_DABENCH_PART.findall(submitted))
+    correct = sum(1 for name, label in labels if name in found and _dabench_equal(found[name], label))
+    if partial_credit:
+        return correct / len(labels)
+    return 1.0 if correct == len(labels) else 0.0
+
+
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
+
+
+def parse_collection(text: str) -> list[str] | None:
+    """Read an answer as a list of element strings.
+
+    Accepts a JSON (or Python literal) list, possibly embedded in prose, or
+    items separated by newlines (bullets and ``1.`` numbering stripped), or by
+    commas / semicolons.
+
+    Returns:
+        The elements as strings, or ``None`` if there are none.
+
+    Example:
+        >>> parse_collection('Top: ["North", "East"]')
+        ['North', 'East']
+        >>> parse_collection("1. North\\n2. East")
+        ['North', 'East']
+        >>> parse_collection("North; East")
+        ['North', 'East']
+    """
+    text = text.strip()
+    if not text:
+        return None
+    start, end = text.find("["), text.rfind("]")
+    if 0 <= start < end:
+        chunk = text[start : end + 1]
+        for loader in (json.loads, ast.literal_eval):
+            try:
+                value = loader(chunk)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, (list, tuple)):
+                items = [v if isinstance(v, str) else json.dumps(v) for v in value]
+                return [i for i in items if i.strip()] or None
+    if "\n" in text:
+        items = [_BULLET.sub("", line) for line in text.splitlines()]
+    else:
+        items = re.split(r"[;,]", text)
+    items = [i.strip() for i in items if i.strip()]
+    return items or None
+
+
+def _element_equal(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
+    na, nb = as_number(a), as_number(b)
+    if na is not None and nb is not None:
+        return close(na, nb, rel_tol=rel_tol, abs_tol=abs_tol)
+    return normalize_text(a) == normalize_text(b)
+
+
+def _gold_items(gold: Any) -> list[Any] | None:
+    if isinstance(gold, str):
+        return parse_collection(gold)
+    try:
+        return list(gold)
+    except TypeError:
+        return None
+
+
+@register("list")
+def ordered_list(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
+    """1.0 iff the answer lists the gold elements in the gold order.
+
+    Elements compare as normalized text, or as numbers within tolerance.
+
+    Example:
+        >>> ordered_list('["East", "north"]', ["East", "North"])
+        1.0
+        >>> ordered_list("North, East", ["East", "North"])
+        0.0
+    """
+    want, got = _gold_items(gold), parse_collection(submitted)
+    if not want or got is None or len(want) != len(got):
+        return 0.0
+    ok = all(_element_equal(g, w, rel_tol, abs_tol) for g, w in zip(got, want))
+    return 1.0 if ok else 0.0
+
+
+def _dedupe(items: list[Any]) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for item in items:
+        n = as_number(item)
+        seen.setdefault(repr(n) if n is not None else normalize_text(item), item)
+    return list(seen.values())
+
+
+@register("set")
+def unordered_set(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
+    """1.0 iff the answer holds exactly the gold elements, in any order.
+
+    Duplicates are ignored on both sides. Elements compare as normalized text,
+    or as numbers within tolerance.
+
+    Example:
+        >>> unordered_set("East, North", ["North", "East"])
+        1.0
+        >>> unordered_set("East", ["North", "East"])
+        0.0
+    """
+    want, got = _gold_items(gold), parse_collection(submitted)
+    if not want or got is None:
+        return 0.0
+    want, got = _dedupe(want), _dedupe(got)
+    if len(want) != len(got):
+        return 0.0
+    remaining = list(got)
+    for w in want:
+        match = next((i for i, g in enumerate(remaining) if _element_equal(g, w, rel_tol, abs_tol)), None)
+        if match is None:
+            return 0.0
+        remaining.pop(match)
+    return 1.0
