@@ -104,6 +104,15 @@ class AnalystToolObservation(CallToolObservation):
 
     step_count: int = Field(default=0, ge=0, description="Steps taken in this episode so far")
 
+    @property
+    def text(self) -> str:
+        """What the model reads: the tool's text, or the error message."""
+        if self.error is not None:
+            return f"Error: {self.error.message}"
+        if isinstance(self.result, dict):
+            return str(self.result.get("data", ""))
+        return "" if self.result is None else str(self.result)
+
 
 class AnalystState(State):
     """Episode state, as returned by the ``state`` frame. Free of ground truth."""

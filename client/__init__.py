@@ -1,0 +1,5 @@
+"""Clients for analyst_env: the typed OpenEnv client and the Gymnasium adapter."""
+
+from analyst_env.client.analyst_client import AnalystEnv
+
+__all__ = ["AnalystEnv"]

@@ -1,0 +1,18 @@
+# analyst_env server image: `docker build -t analyst-env . && docker run -p 8000:8000 analyst-env`
+# Serves the shipped tasks on local fork-server sandboxes. Inside a container the
+# server must listen on 0.0.0.0, so a token is required: pass -e ANALYST_ENV_TOKEN=...
+# (or set ANALYST_ENV_INSECURE=1 to serve without one, e.g. behind a private proxy).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    ANALYST_ENV_CACHE=/var/cache/analyst_env
+
+WORKDIR /app/env
+COPY . /app/env
+RUN pip install --no-cache-dir /app/env \
+    && analyst-env tasks --dataset starter > /dev/null
+
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health')"
+CMD ["sh", "-c", "exec analyst-env serve --host 0.0.0.0 --port 8000 ${ANALYST_ENV_INSECURE:+--insecure}"]

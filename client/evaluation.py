@@ -1,0 +1,74 @@
+"""Drive whole episodes over the protocol with a fixed policy and collect rewards.
+
+``oracle`` submits each task's known-good answer and ``null`` an empty one:
+together they check that a served dataset is solvable (oracle 1.0) and that
+its scorer cannot be gamed by saying nothing (null 0.0). The gold answers are
+read locally from the same dataset; the server never reveals them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from analyst_env.client.analyst_client import AnalystEnv
+from analyst_env.datasets import Task
+
+POLICIES: dict[str, Callable[[Task], str]] = {
+    "oracle": lambda task: task.oracle_answer,
+    "null": lambda task: "",
+}
+
+
+async def run_episode(base_url: str, task: Task, answer: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    """Reset into ``task``, submit ``answer``, and report the reward the server gave."""
+    async with AnalystEnv(base_url=base_url, headers=headers, message_timeout_s=300) as env:
+        first = await env.reset(task_id=task.id)
+        if first.done:
+            return {"task_id": task.id, "reward": 0.0, "error": first.observation.message}
+        result = await env.final_answer(answer)
+        if result.observation.error is not None:
+            return {"task_id": task.id, "reward": 0.0, "error": result.observation.error.message}
+        return {"task_id": task.id, "reward": float(result.reward or 0.0)}
+
+
+async def evaluate(
+    base_url: str,
+    tasks: Iterable[Task],
+    policy: str,
+    *,
+    concurrency: int = 8,
+    headers: dict[str, str] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run one episode per task with ``policy``; results in task order."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose from {sorted(POLICIES)}")
+    choose = POLICIES[policy]
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: Task) -> dict[str, Any]:
+        async with gate:
+            try:
+                row = await run_episode(base_url, task, choose(task), headers)
+            except Exception as exc:  # a failed episode is a data point, not a crash
+                row = {"task_id": task.id, "reward": 0.0, "error": f"{type(exc).__name__}: {exc}"}
+        if on_result is not None:
+            on_result(row)
+        return row
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+def report(dataset: str, policy: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON report: dataset, policy, n, mean_reward and per-task rewards."""
+    n = len(rows)
+    return {
+        "dataset": dataset,
+        "policy": policy,
+        "n": n,
+        "mean_reward": sum(r["reward"] for r in rows) / n if n else 0.0,
+        "errors": sum(1 for r in rows if "error" in r),
+        "tasks": rows,
+    }

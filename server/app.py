@@ -1,0 +1,79 @@
+"""The FastAPI app: OpenEnv's own routes around ``AnalystEnvironment``.
+
+``build_app`` wires settings, the shared runtime and OpenEnv's
+``create_fastapi_app`` (``/ws``, ``/mcp``, ``/reset``, ``/step``, ``/state``,
+``/schema``, ``/metadata``, ``/health`` and the Task API), adds the optional
+bearer token, and warms the sandbox backend at startup so the first reset is
+fast. ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first
+access from ``ANALYST_ENV_*`` variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+from fastapi import FastAPI
+from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.mcp_types import CallToolAction
+from openenv.core.env_server.types import ConcurrencyConfig
+
+from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation
+from analyst_env.server.auth import BearerTokenMiddleware
+from analyst_env.server.environment import AnalystEnvironment
+from analyst_env.server.runtime import Runtime
+from analyst_env.server.settings import Settings
+
+ENV_NAME = "analyst_env"
+
+
+def build_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> FastAPI:
+    """The server app for ``settings`` (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    runtime = runtime or Runtime(settings)
+    app = create_fastapi_app(
+        functools.partial(AnalystEnvironment, runtime),
+        CallToolAction,
+        AnalystToolObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=settings.max_sessions,
+            session_timeout=settings.session_idle_timeout_s,
+        ),
+        env_name=ENV_NAME,
+        state_cls=AnalystState,
+        reset_observation_cls=AnalystResetObservation,
+    )
+    app.state.runtime = runtime
+
+    async def warm_backend() -> None:
+        warm_up = getattr(runtime.backend, "warm_up", None)
+        if warm_up is not None:
+            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+
+    async def close_runtime() -> None:
+        runtime.close()
+
+    app.router.on_startup.append(warm_backend)
+    app.router.on_shutdown.append(close_runtime)
+
+    if settings.token:
+        app.add_middleware(BearerTokenMiddleware, token=settings.token)
+    return app
+
+
+@functools.cache
+def _default_app() -> FastAPI:
+    return build_app()
+
+
+def __getattr__(name: str):
+    if name == "app":
+        return _default_app()
+    raise AttributeError(name)
+
+
+def main() -> None:
+    """Entry point of the OpenEnv convention (``server = analyst_env.server.app:main``)."""
+    from analyst_env.cli import main as cli_main
+
+    cli_main(["serve"])

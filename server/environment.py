@@ -1,0 +1,300 @@
+"""``AnalystEnvironment``: one data-analysis episode at a time, served by OpenEnv.
+
+The environment is an OpenEnv ``Environment`` whose actions are OpenEnv's MCP
+actions (``ListToolsAction``/``CallToolAction``). Tool calls are dispatched
+straight to the tool functions in ``tools.py``: routing them through FastMCP's
+in-process client would cost ~5 ms per call, ten times a notebook cell. The
+same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
+server built on first use whose tools call back into this environment, so both
+paths validate, count steps and score identically.
+
+Blocking work (starting a sandbox, running a cell) happens on the environment's
+own worker thread; the ``*_async`` methods the server awaits just hand it over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
+    CallToolAction,
+    ListToolsAction,
+    ListToolsObservation,
+    Tool,
+    ToolError,
+    ToolErrorType,
+)
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
+
+from analyst_env.envs.kernel_helpers import HELPER_SOURCE
+from analyst_env.envs.sandbox import SandboxError
+from analyst_env.models import (
+    AnalystResetObservation,
+    AnalystState,
+    AnalystToolObservation,
+)
+from analyst_env.server.episode import Episode
+from analyst_env.server.reset_options import ResetOptions
+from analyst_env.server.runtime import Runtime
+from analyst_env.server.tools import TOOLS, ToolOutput
+
+DESCRIPTION = (
+    "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
+    "notebook sandbox (Python with pandas/duckdb/matplotlib, SQL, shell) and "
+    "scored by the task's verifier when the agent calls final_answer."
+)
+
+
+class ToolCallError(Exception):
+    """A tool call that could not run at all (not a failure of the code it ran)."""
+
+    def __init__(self, error_type: ToolErrorType, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
+    """One session's environment. Cheap to construct; the sandbox starts at ``reset``."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self._runtime = runtime
+        self._episode: Episode | None = None
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._mcp_server: Any = None
+
+    # ── episode lifecycle ───────────────────────────────────────────────────
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        **options: Any,
+    ) -> AnalystResetObservation:
+        """Start a new episode on the task chosen by ``task_id`` or ``split``/``index``.
+
+        Without a task choice the task is drawn from all served tasks, by ``seed``
+        when given. The same (task, seed) always gives the same initial state.
+
+        Raises:
+            ValueError: Unknown reset options or conflicting choices.
+            KeyError: No such task or split.
+            IndexError: ``index`` outside the split.
+        """
+        opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
+        runtime = self._runtime
+        task = runtime.select(task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed)
+        with self._lock:
+            self._end_episode()
+            episode = Episode(
+                episode_id=opts.episode_id or uuid.uuid4().hex,
+                task=task,
+                sandbox=None,
+                limits=runtime.limits,
+                seed=opts.seed,
+            )
+            self._episode = episode
+            status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
+            try:
+                episode.sandbox = runtime.backend.start(task.image, files=task.files, seed=opts.seed)
+                episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
+                failed = self._run_setup(episode)
+                if failed:
+                    status, message = "error", f"Setup command failed: {failed}"
+            except SandboxError as exc:
+                status, message = "error", f"Sandbox failed to start: {exc}"
+            if status == "error":
+                episode.finish(0.0, "setup_failed")
+            return AnalystResetObservation(
+                episode_id=episode.episode_id,
+                task_id=task.id,
+                instruction=task.instruction,
+                files=runtime.describe_files(task),
+                available_tools=[t.spec() for t in TOOLS.values()],
+                max_steps=task.max_steps,
+                status=status,
+                message=message,
+                done=episode.done,
+                reward=episode.reward,
+                metadata={"status": status, "task_id": task.id, "instruction": task.instruction},
+            )
+
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        """Run one action: ``ListToolsAction`` or ``CallToolAction``. Every step counts."""
+        if isinstance(action, ListToolsAction):
+            with self._lock:
+                if self._episode is not None and not self._episode.done:
+                    self._episode.step_count += 1
+            tools = [Tool(**t.spec().model_dump()) for t in TOOLS.values()]
+            return ListToolsObservation(tools=tools)
+        if not isinstance(action, CallToolAction):
+            return AnalystToolObservation(
+                tool_name="",
+                error=ToolError(
+                    error_type=ToolErrorType.INVALID_ARGS,
+                    message=f"unsupported action {type(action).__name__}; send call_tool or list_tools",
+                ),
+            )
+        with self._lock:
+            try:
+                output = self._invoke(action.tool_name, action.arguments)
+                error = None
+            except ToolCallError as exc:
+                output, error = None, ToolError(error_type=exc.error_type, message=str(exc))
+            episode = self._episode
+            done = episode is not None and episode.done
+            return AnalystToolObservation(
+                tool_name=action.tool_name,
+                result=output.as_call_tool_result() if output else None,
+                error=error,
+                done=done,
+                reward=episode.reward if done else None,
+                step_count=episode.step_count if episode else 0,
+            )
+
+    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **options: Any):
+        return await self._in_worker(self.reset, seed, episode_id, **options)
+
+    async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any):
+        return await self._in_worker(self.step, action)
+
+    @property
+    def state(self) -> AnalystState:
+        episode = self._episode
+        if episode is None:
+            return AnalystState()
+        return AnalystState(
+            episode_id=episode.episode_id,
+            step_count=episode.step_count,
+            task_id=episode.task.id,
+            cells=list(episode.cells),
+            done=episode.done,
+            reward=episode.reward,
+            submitted_answer=episode.submitted_answer,
+            max_steps=episode.task.max_steps,
+        )
+
+    def close(self) -> None:
+        """End the episode and kill its sandbox. Safe to call from any thread, twice."""
+        self._end_episode()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        from analyst_env import __version__
+
+        return EnvironmentMetadata(name="analyst_env", description=DESCRIPTION, version=__version__)
+
+    # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
+    def _invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+        episode = self._episode
+        if episode is None:
+            raise ToolCallError(
+                ToolErrorType.EXECUTION_ERROR,
+                "No episode is running: the environment has not been reset yet.",
+            )
+        if episode.done:
+            raise ToolCallError(
+                ToolErrorType.EXECUTION_ERROR,
+                f"The episode is over ({episode.end_reason}); no further tool calls are accepted.",
+            )
+        episode.step_count += 1
+        try:
+            tool = TOOLS.get(name)
+            if tool is None:
+                raise ToolCallError(
+                    ToolErrorType.TOOL_NOT_FOUND,
+                    f"Unknown tool: {name!r}. Available tools: {', '.join(TOOLS)}.",
+                )
+            try:
+                args = tool.validate(arguments)
+            except ValueError as exc:
+                raise ToolCallError(ToolErrorType.INVALID_ARGS, str(exc)) from None
+            try:
+                output = tool.run(episode, **args)
+            except SandboxError as exc:
+                output = ToolOutput(text=f"Error: the sandbox failed: {exc}", is_error=True)
+        finally:
+            self._enforce_step_limit(episode)
+        if episode.end_reason == "step_limit":
+            output.text += (
+                f"\n\nStep limit reached ({episode.task.max_steps} steps): "
+                "the episode is over with reward 0."
+            )
+        return output
+
+    def _enforce_step_limit(self, episode: Episode) -> None:
+        if not episode.done and episode.step_count >= episode.task.max_steps:
+            episode.finish(0.0, "step_limit")
+
+    def _run_setup(self, episode: Episode) -> str | None:
+        """Run the task's setup hooks; the first failing command, or None."""
+        for command in episode.task.setup:
+            result = episode.sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
+            if result.exit_code != 0:
+                return f"{command!r} (exit {result.exit_code}): {result.stderr[-500:]}"
+        return None
+
+    def _end_episode(self) -> None:
+        episode, self._episode = self._episode, None
+        if episode is not None and episode.sandbox is not None:
+            episode.sandbox.close()
+
+    async def _in_worker(self, fn, *args, **kwargs):
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analyst-episode")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    # ── /mcp JSON-RPC: FastMCP tools that call back into _invoke ────────────
+    @property
+    def mcp_server(self) -> Any:
+        """A FastMCP server exposing the tools (built on first use: /mcp only)."""
+        if self._mcp_server is None:
+            from analyst_env.server.mcp_bridge import build_mcp_server
+
+            self._mcp_server = build_mcp_server(self._call_tool_for_mcp)
+        return self._mcp_server
+
+    async def _call_tool_for_mcp(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            with self._lock:
+                try:
+                    return self._invoke(name, arguments).as_call_tool_result()
+                except ToolCallError as exc:
+                    raise RuntimeError(f"{exc.error_type.value}: {exc}") from None
+
+        return await self._in_worker(call)
+
+    # ── Task API (OpenEnv TaskProvider) ─────────────────────────────────────
+    def list_splits(self) -> list[dict[str, Any]]:
+        return [{"name": s, "type": "tasks"} for s in self._runtime.splits()]
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        return [self._task_spec(split, i) for i in range(self.num_tasks(split))]
+
+    def num_tasks(self, split: str) -> int:
+        return len(self._runtime.split(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        tasks = self._runtime.split(split)
+        if not 0 <= index < len(tasks):
+            raise IndexError(f"index {index} out of range for split {split!r} ({len(tasks)} tasks)")
+        return self._task_spec(split, index)
+
+    def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
+        n = self.num_tasks(split)
+        return [self._task_spec(split, i) for i in range(max(0, start), min(stop, n))]
+
+    def _task_spec(self, split: str, index: int) -> dict[str, Any]:
+        spec = self._runtime.split(split)[index].public_view()
+        spec["index"] = index
+        return spec

@@ -1,0 +1,54 @@
+"""One running episode: the task, its sandbox, its notebook and its outcome.
+
+The environment holds at most one ``Episode``; tools read and write it. Keeping
+the mutable episode apart from the environment object makes "no episode yet",
+"episode running" and "episode over" explicit instead of a tangle of ``None``
+checks on the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analyst_env.datasets.task import Task
+from analyst_env.envs.sandbox import Sandbox
+from analyst_env.models import NotebookCell
+
+
+@dataclass
+class Limits:
+    """Per-call limits applied to every tool of an episode."""
+
+    cell_timeout_s: float = 30.0
+    shell_timeout_s: float = 60.0
+    output_limit_chars: int = 20_000
+    sql_max_rows: int = 50
+
+
+@dataclass
+class Episode:
+    """State of one episode. ``done`` is final: no tool runs after it."""
+
+    episode_id: str
+    task: Task
+    sandbox: Sandbox | None
+    limits: Limits
+    seed: int | None = None
+    step_count: int = 0
+    cells: list[NotebookCell] = field(default_factory=list)
+    done: bool = False
+    reward: float | None = None
+    submitted_answer: str | None = None
+    end_reason: str | None = None
+
+    def add_cell(self, cell: NotebookCell) -> NotebookCell:
+        """Append ``cell`` with the next id."""
+        cell.cell_id = len(self.cells)
+        self.cells.append(cell)
+        return cell
+
+    def finish(self, reward: float, reason: str) -> None:
+        """End the episode with ``reward`` clamped to [0, 1]."""
+        self.done = True
+        self.reward = min(1.0, max(0.0, float(reward)))
+        self.end_reason = reason

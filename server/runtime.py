@@ -1,0 +1,100 @@
+"""What all sessions of one server share: settings, the task catalogue and the sandbox backend.
+
+Environments are created per session (and per stateless HTTP request), so they
+must be cheap; everything expensive to build lives here and is built once.
+"""
+
+from __future__ import annotations
+
+import random
+
+from analyst_env.datasets import Dataset, Task, describe_file, load_dataset
+from analyst_env.envs.backends import make_backend
+from analyst_env.envs.sandbox import SandboxBackend
+from analyst_env.models import FileInfo
+from analyst_env.server.episode import Limits
+from analyst_env.server.settings import Settings
+
+
+class TaskNotFoundError(KeyError):
+    """A reset asked for a task the server does not serve."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Runtime:
+    """Shared, thread-safe (read-only after construction) server state."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backend: SandboxBackend | None = None,
+        datasets: list[Dataset] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.backend = backend if backend is not None else make_backend(settings)
+        if datasets is None:
+            datasets = [load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()]
+        self.tasks: list[Task] = [t for ds in datasets for t in ds.tasks]
+        self._by_id = {t.id: t for t in self.tasks}
+        if len(self._by_id) != len(self.tasks):
+            raise ValueError("task ids must be unique across the served datasets")
+        self._splits: dict[str, list[Task]] = {}
+        for t in self.tasks:
+            self._splits.setdefault(t.split, []).append(t)
+        self.limits = Limits(
+            cell_timeout_s=settings.cell_timeout_s,
+            shell_timeout_s=settings.shell_timeout_s,
+            output_limit_chars=settings.output_limit_chars,
+            sql_max_rows=settings.sql_max_rows,
+        )
+
+    # ── task catalogue ──────────────────────────────────────────────────────
+    def splits(self) -> list[str]:
+        return sorted(self._splits)
+
+    def split(self, name: str) -> list[Task]:
+        try:
+            return self._splits[name]
+        except KeyError:
+            raise TaskNotFoundError(f"unknown split {name!r}; splits: {self.splits()}") from None
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            import difflib
+
+            close = difflib.get_close_matches(task_id, self._by_id, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise TaskNotFoundError(f"unknown task_id {task_id!r}.{hint}") from None
+
+    def select(
+        self,
+        *,
+        task_id: str | None,
+        split: str | None,
+        index: int | None,
+        seed: int | None,
+    ) -> Task:
+        """The task a reset asked for: by id, by (split, index), or drawn by seed."""
+        if task_id is not None:
+            if split is not None or index is not None:
+                raise ValueError("pass either task_id or split/index, not both")
+            return self.task(task_id)
+        pool = self.split(split) if split is not None else self.tasks
+        if not pool:
+            raise TaskNotFoundError("the server has no tasks to serve")
+        if index is not None:
+            if not 0 <= index < len(pool):
+                raise IndexError(f"index {index} out of range for {len(pool)} task(s)")
+            return pool[index]
+        return pool[random.Random(seed).randrange(len(pool))]
+
+    def describe_files(self, task: Task) -> list[FileInfo]:
+        return [describe_file(name, path) for name, path in sorted(task.files.items())]
+
+    def close(self) -> None:
+        self.backend.close()

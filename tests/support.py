@@ -1,0 +1,101 @@
+"""Test data shared by several test modules: a tiny dataset whose answers are known by construction."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from analyst_env.datasets.task import Dataset, Task, VerifierSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+
+# A distinctive gold value: if it ever shows up in an observation or state, that is a leak.
+SECRET_TOTAL = 7319.25
+
+
+def make_tiny_dataset(root: Path) -> Dataset:
+    """Three small tasks (CSV, SQLite, Excel) plus hook tasks, with answers known by construction."""
+    root.mkdir(parents=True, exist_ok=True)
+    sales = pd.DataFrame(
+        {
+            "region": ["north", "south", "north", "east", "south"],
+            "amount": [1000.0, 2500.25, 1819.0, 1000.0, 1000.0],
+        }
+    )
+    assert sales.amount.sum() == SECRET_TOTAL
+    sales.to_csv(root / "sales.csv", index=False)
+    with sqlite3.connect(root / "shop.sqlite") as con:
+        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, qty INTEGER)")
+        con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "ann", 3), (2, "bob", 4), (3, "ann", 6)])
+    with pd.ExcelWriter(root / "staff.xlsx") as xl:
+        pd.DataFrame({"name": ["a", "b", "c"], "dept": ["x", "y", "x"]}).to_excel(xl, sheet_name="people", index=False)
+        pd.DataFrame({"dept": ["x", "y"], "budget": [10, 20]}).to_excel(xl, sheet_name="depts", index=False)
+    numeric = VerifierSpec(name="numeric", params={"abs_tol": 1e-6})
+    tasks = [
+        Task(
+            id="tiny-csv",
+            instruction="What is the total amount in sales.csv? Answer with the number.",
+            files={"sales.csv": str(root / "sales.csv")},
+            answer=SECRET_TOTAL,
+            oracle_answer=str(SECRET_TOTAL),
+            verifier=numeric,
+            max_steps=8,
+            split="train",
+            metadata={"kind": "csv"},
+        ),
+        Task(
+            id="tiny-sqlite",
+            instruction="How many items did customer ann order in total (shop.sqlite)?",
+            files={"shop.sqlite": str(root / "shop.sqlite")},
+            answer=9,
+            oracle_answer="9",
+            verifier=numeric,
+            split="train",
+            metadata={"kind": "sqlite"},
+        ),
+        Task(
+            id="tiny-excel",
+            instruction="What is the budget of the department of employee b (staff.xlsx)?",
+            files={"staff.xlsx": str(root / "staff.xlsx")},
+            answer=20,
+            oracle_answer="20",
+            verifier=numeric,
+            split="test",
+            metadata={"kind": "excel"},
+        ),
+        Task(
+            id="tiny-verify-hooks",
+            instruction="Write anything to out.txt, then submit 'done'.",
+            files={"sales.csv": str(root / "sales.csv")},
+            answer="done",
+            oracle_answer="done",
+            verifier=VerifierSpec(name="exact"),
+            setup=["echo prepared > setup_marker.txt"],
+            verify=["test -f setup_marker.txt", "grep -q done logs/verifier/answer.txt", "test -f out.txt"],
+            split="test",
+        ),
+        Task(
+            id="tiny-reward-file",
+            instruction="Submit anything.",
+            files={},
+            answer="x",
+            oracle_answer="x",
+            verifier=VerifierSpec(name="exact"),
+            verify=["echo 0.25 > logs/verifier/reward.txt"],
+            split="test",
+        ),
+        Task(
+            id="tiny-bad-setup",
+            instruction="Setup of this task fails.",
+            files={},
+            answer="x",
+            oracle_answer="x",
+            verifier=VerifierSpec(name="exact"),
+            setup=["exit 3"],
+            split="test",
+        ),
+    ]
+    return Dataset(name="tiny", tasks=tasks)
