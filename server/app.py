@@ -28,8 +28,13 @@ ENV_NAME = "analyst_env"
 
 
 def build_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> FastAPI:
-    """The server app for ``settings`` (default: from the environment)."""
+    """The server app for ``settings`` (default: from the environment).
+
+    A ``runtime`` passed in stays the caller's to close; one built here is
+    closed when the app shuts down.
+    """
     settings = settings or Settings.from_env()
+    owns_runtime = runtime is None
     runtime = runtime or Runtime(settings)
     app = create_fastapi_app(
         functools.partial(AnalystEnvironment, runtime),
@@ -54,7 +59,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         runtime.close()
 
     app.router.on_startup.append(warm_backend)
-    app.router.on_shutdown.append(close_runtime)
+    if owns_runtime:
+        app.router.on_shutdown.append(close_runtime)
 
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)

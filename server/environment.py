@@ -275,26 +275,29 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return await self._in_worker(call)
 
     # ── Task API (OpenEnv TaskProvider) ─────────────────────────────────────
-    def list_splits(self) -> list[dict[str, Any]]:
-        return [{"name": s, "type": "tasks"} for s in self._runtime.splits()]
+    # Discovery only: an unknown split is simply empty (``get_task`` then gives 400).
+    def list_splits(self) -> list[str]:
+        return self._runtime.splits()
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        return [self._task_spec(split, i) for i in range(self.num_tasks(split))]
+        return self.get_task_range(split, 0, self.num_tasks(split))
 
     def num_tasks(self, split: str) -> int:
-        return len(self._runtime.split(split))
+        return len(self._tasks_of(split))
 
     def get_task(self, split: str, index: int) -> dict[str, Any]:
-        tasks = self._runtime.split(split)
+        tasks = self._tasks_of(split)
         if not 0 <= index < len(tasks):
             raise IndexError(f"index {index} out of range for split {split!r} ({len(tasks)} tasks)")
-        return self._task_spec(split, index)
+        return self._task_spec(tasks, index)
 
     def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
-        n = self.num_tasks(split)
-        return [self._task_spec(split, i) for i in range(max(0, start), min(stop, n))]
+        tasks = self._tasks_of(split)
+        return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
 
-    def _task_spec(self, split: str, index: int) -> dict[str, Any]:
-        spec = self._runtime.split(split)[index].public_view()
-        spec["index"] = index
-        return spec
+    def _tasks_of(self, split: str) -> list:
+        return self._runtime.split(split) if split in self._runtime.splits() else []
+
+    @staticmethod
+    def _task_spec(tasks: list, index: int) -> dict[str, Any]:
+        return {**tasks[index].public_view(), "index": index}

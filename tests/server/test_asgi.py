@@ -102,14 +102,17 @@ def test_mcp_json_rpc_session_flow(client):
 
 def test_task_api_routes(client):
     splits = client.get("/analyst_env/splits").json()
-    assert {s["name"] for s in splits} == {"train", "test"}
-    assert client.post("/analyst_env/num_tasks", json={"split": "train"}).json() == 2
-    task = client.post("/analyst_env/task", json={"split": "train", "index": 0}).json()
-    assert task["id"] == "tiny-csv" and "answer" not in task
+    assert splits == [{"name": "test", "type": "test"}, {"name": "train", "type": "train"}]
+    assert client.post("/analyst_env/num_tasks", json={"split": "train"}).json() == {"num_tasks": 2}
+    assert client.post("/analyst_env/num_tasks", json={"split": "nope"}).json() == {"num_tasks": 0}
+    task = client.post("/analyst_env/task", json={"split": "train", "index": 0}).json()["task"]
+    assert task["id"] == "tiny-csv" and task["index"] == 0
+    assert "answer" not in task and "oracle_answer" not in task and "verifier" not in task
     assert client.post("/analyst_env/task", json={"split": "train", "index": 9}).status_code == 400
-    rng = client.post("/analyst_env/task_range", json={"split": "test", "start": 0, "stop": 2}).json()
-    assert len(rng) == 2
-    assert len(client.post("/analyst_env/tasks", json={"split": "test"}).json()) == 4
+    rng = client.post("/analyst_env/task_range", json={"split": "test", "start": 1, "stop": 3}).json()["tasks"]
+    assert [t["index"] for t in rng] == [1, 2]
+    assert len(client.post("/analyst_env/tasks", json={"split": "test"}).json()["tasks"]) == 4
+    assert client.get("/other_env/splits").status_code == 404
 
 
 def test_bearer_token_guards_every_route_but_health(settings, runtime):

@@ -74,7 +74,7 @@ def test_typed_client_sync(url):
     with AnalystEnv(base_url=url).sync() as env:
         first = env.reset(task_id="tiny-excel")
         assert first.observation.files[0].preview["sheets"]["people"]["columns"] == ["name", "dept"]
-        out = env.add_and_execute_code_cell("import pandas as pd\npd.read_excel('staff.xlsx', sheet_name='depts').budget.max()")
+        out = env.add_and_execute_code_cell("import pandas as pd\nint(pd.read_excel('staff.xlsx', sheet_name='depts').budget.max())")
         assert out.observation.text == "20"
         result = env.final_answer("20")
         assert result.done and result.reward == 1.0
