@@ -1,0 +1,9 @@
+"""The embedded local sandbox backend: episode kernels forked from a warm zygote.
+
+Linux only. See ``backend`` for the design and ``bench`` for its latency.
+"""
+
+from .backend import LocalSandboxBackend
+from .episode import LocalSandbox
+
+__all__ = ["LocalSandbox", "LocalSandboxBackend"]

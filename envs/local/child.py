@@ -1,0 +1,237 @@
+"""The episode kernel: the loop a forked zygote child runs for one sandbox.
+
+The zygote forks, and the child calls ``run_kernel``. It detaches from the
+zygote's life (dies with it, but in its own session), becomes a subreaper so it
+can account for everything model code starts, enters the episode's working
+directory, re-seeds the RNGs (a fork copies them), caps its address space and
+then serves requests over its socket until the server closes it.
+
+Requests and replies are JSON frames (see ``framing``):
+
+* ``{"op": "cell", "code", "silent"}`` → stdout, stderr, outputs, error, execution_count
+* ``{"op": "shell", "command", "timeout_s"}`` → stdout, stderr, exit_code, timed_out
+* ``{"op": "put", "path", "data_b64"}`` → ``{}``
+* ``{"op": "get", "path"}`` → ``{"data_b64"}``
+* ``{"op": "ping"}`` → ``{"pid"}``
+
+A request that fails for a reason other than the model's code returns
+``{"failure": {"type", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import random
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+from typing import Any, NoReturn
+
+import numpy
+
+from . import procctl
+from .capture import PipeCapture
+from .framing import ConnectionClosed, FrameConnection
+from .ipyshell import KernelShell
+from .workpath import resolve_inside
+
+
+class _Interruptible:
+    """SIGINT raises ``KeyboardInterrupt`` only while a cell runs.
+
+    Outside a cell (e.g. while a reply is being written) a late interrupt from
+    the server is ignored, so it cannot corrupt the protocol.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.active:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> None:
+        self.active = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.active = False
+
+
+def _redirect_fd(fd: int, limit: int) -> PipeCapture:
+    read_fd, write_fd = os.pipe()
+    os.dup2(write_fd, fd)
+    os.close(write_fd)
+    return PipeCapture(read_fd, limit)
+
+
+def _text_stream(fd: int) -> io.TextIOWrapper:
+    # Unbuffered, so Python and C-level writes to the same fd stay in order.
+    return io.TextIOWrapper(
+        io.FileIO(fd, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        write_through=True,
+    )
+
+
+def _seed(seed: int | None) -> None:
+    if seed is None:
+        random.seed()
+        numpy.random.seed()
+    else:
+        random.seed(seed)
+        numpy.random.seed(seed % 2**32)
+
+
+class _Kernel:
+    """Serves one episode's requests.
+
+    Args:
+        conn: The framed connection to the server.
+        shell: The IPython shell inherited from the zygote.
+        spec: The fork request (workdir, seed, env, limits).
+    """
+
+    def __init__(self, conn: FrameConnection, shell: KernelShell, spec: dict[str, Any]) -> None:
+        self.conn = conn
+        self.shell = shell
+        self.workdir = spec["workdir"]
+        self.output_limit = spec["output_limit_bytes"]
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self.stdout = _redirect_fd(1, self.output_limit)
+        self.stderr = _redirect_fd(2, self.output_limit)
+        sys.stdout, sys.stderr = _text_stream(1), _text_stream(2)
+        self.interruptible = _Interruptible()
+
+    def serve(self) -> None:
+        """Answer requests until the server closes the connection."""
+        handlers = {
+            "cell": self._cell,
+            "shell": self._shell,
+            "put": self._put,
+            "get": self._get,
+            "ping": self._ping,
+        }
+        while True:
+            try:
+                request = self.conn.recv()
+            except ConnectionClosed:
+                return
+            try:
+                reply = handlers[request["op"]](request)
+            except Exception as exc:
+                reply = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
+            self.conn.send(reply)
+
+    def _cell(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            with self.interruptible:
+                record, count = self.shell.execute(request["code"], silent=request["silent"])
+            outputs, error = record.outputs, record.error
+        except KeyboardInterrupt as exc:
+            # Interrupted outside IPython's own handler (e.g. while showing figures).
+            outputs, count = [], None
+            error = {
+                "name": "KeyboardInterrupt",
+                "value": "",
+                "traceback": "".join(traceback.format_exception(exc)),
+            }
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return {
+            "stdout": self.stdout.take(),
+            "stderr": self.stderr.take(),
+            "outputs": outputs,
+            "error": error,
+            "execution_count": count,
+        }
+
+    def _shell(self, request: dict[str, Any]) -> dict[str, Any]:
+        read_out, write_out = os.pipe()
+        read_err, write_err = os.pipe()
+        out = PipeCapture(read_out, self.output_limit)
+        err = PipeCapture(read_err, self.output_limit)
+        try:
+            proc = subprocess.Popen(
+                request["command"],
+                shell=True,
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=write_out,
+                stderr=write_err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return {"stdout": "", "stderr": f"{exc}\n", "exit_code": 127, "timed_out": False}
+        finally:
+            os.close(write_out)
+            os.close(write_err)
+        try:
+            exit_code: int | None = proc.wait(timeout=request["timeout_s"])
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            orphans = procctl.kill_tree(proc.pid)
+            proc.wait()
+            procctl.reap(orphans)
+            exit_code, timed_out = None, True
+        return {
+            "stdout": out.take(),
+            "stderr": err.take(),
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+        }
+
+    def _put(self, request: dict[str, Any]) -> dict[str, Any]:
+        path = resolve_inside(self.workdir, request["path"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(request["data_b64"]))
+        return {}
+
+    def _get(self, request: dict[str, Any]) -> dict[str, Any]:
+        with open(resolve_inside(self.workdir, request["path"]), "rb") as f:
+            return {"data_b64": base64.b64encode(f.read()).decode("ascii")}
+
+    def _ping(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid()}
+
+
+def run_kernel(
+    sock: socket.socket, spec: dict[str, Any], shell: KernelShell, zygote_pid: int
+) -> NoReturn:
+    """Set up this freshly forked process as an episode kernel and serve it.
+
+    Args:
+        sock: This kernel's end of the socketpair to the server.
+        spec: The fork request: ``workdir``, ``seed``, ``env``,
+            ``memory_limit_mb``, ``output_limit_bytes``.
+        shell: The zygote's IPython shell.
+        zygote_pid: The parent's pid, to detect that it died before the
+            parent-death signal was armed.
+    """
+    status = 0
+    try:
+        procctl.set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != zygote_pid:
+            os._exit(1)
+        os.setsid()
+        procctl.set_child_subreaper()
+        os.chdir(spec["workdir"])
+        os.environ.update(spec["env"])
+        _seed(spec["seed"])
+        limit = spec["memory_limit_mb"] * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        _Kernel(FrameConnection(sock), shell, spec).serve()
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    finally:
+        os._exit(status)

@@ -1,0 +1,133 @@
+"""The IPython shell that runs episode cells, with outputs captured as data.
+
+The shell is built once in the zygote (so every episode kernel inherits it
+already imported and warmed) and used in the forked kernel. It keeps notebook
+semantics: magics, ``!cmd``, the ``_``/``Out`` cache, rich reprs and IPython
+tracebacks. Instead of printing, it records per cell:
+
+* the cell's value (displayhook) and ``display()`` calls (display publisher) as
+  Jupyter mime bundles, in order;
+* the exception, with a plain-text traceback (colour scheme ``nocolor``).
+
+stdout/stderr are captured at the file-descriptor level by the kernel, not here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.displayhook import DisplayHook
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets import Type
+from traitlets.config import Config
+
+from . import mpl_backend
+
+
+@dataclass
+class CellRecord:
+    """What one cell produced besides its stdout/stderr."""
+
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, str] | None = None
+
+
+def _jsonable_bundle(data: dict[str, Any]) -> dict[str, Any]:
+    """Make a mime bundle JSON-safe: bytes become base64, unserialisable values ``str``."""
+    bundle: dict[str, Any] = {}
+    for mime, value in data.items():
+        if isinstance(value, bytes):
+            value = base64.b64encode(value).decode("ascii")
+        elif not isinstance(value, str):
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                value = str(value)
+        bundle[str(mime)] = value
+    return bundle
+
+
+class _RecordingDisplayHook(DisplayHook):
+    """Records the cell's value as a mime bundle instead of printing ``Out[n]``."""
+
+    def write_output_prompt(self) -> None:
+        pass
+
+    def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
+        self.shell.record.outputs.append(_jsonable_bundle(format_dict))
+
+    def finish_displayhook(self) -> None:
+        self._is_active = False
+
+
+class _RecordingDisplayPublisher(DisplayPublisher):
+    """Records ``display()`` calls as mime bundles instead of printing them."""
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        self.shell.record.outputs.append(_jsonable_bundle(data))
+
+    def clear_output(self, wait: bool = False) -> None:
+        self.shell.record.outputs.clear()
+
+
+class KernelShell(InteractiveShell):
+    """An ``InteractiveShell`` whose results and tracebacks go into ``record``."""
+
+    displayhook_class = Type(_RecordingDisplayHook)
+    display_pub_class = Type(_RecordingDisplayPublisher)
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.record = CellRecord()
+        super().__init__(**kwargs)
+
+    def ask_exit(self) -> None:
+        """``exit()``/``quit()`` in a cell: ignored; the kernel lives until the sandbox closes."""
+
+    def _showtraceback(self, etype, evalue, stb: list[str]) -> None:
+        self.record.error = {
+            "name": etype.__name__,
+            "value": str(evalue),
+            "traceback": self.InteractiveTB.stb2text(stb),
+        }
+
+    def execute(self, code: str, *, silent: bool) -> tuple[CellRecord, int | None]:
+        """Run one cell and show the figures it left open.
+
+        Args:
+            code: The cell source.
+            silent: Run without history, execution count or displayhook output.
+
+        Returns:
+            The cell's record and its execution count (``None`` when silent).
+        """
+        self.record = CellRecord()
+        count = None if silent else self.execution_count
+        result = self.run_cell(code, store_history=not silent, silent=silent)
+        if "matplotlib.pyplot" in sys.modules:
+            try:
+                mpl_backend.flush_figures()
+            except Exception:
+                self.showtraceback()
+        exc = result.error_before_exec or result.error_in_exec
+        if exc is not None and self.record.error is None:
+            # IPython prints some exceptions (e.g. exception groups) itself.
+            self.record.error = {
+                "name": type(exc).__name__,
+                "value": str(exc),
+                "traceback": "".join(traceback.format_exception(exc)),
+            }
+        return self.record, count
+
+
+def build_shell() -> KernelShell:
+    """Create the process-wide shell: history off, no colours in tracebacks."""
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    return KernelShell.instance(config=config)

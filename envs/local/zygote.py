@@ -1,0 +1,174 @@
+"""The zygote: a warm, single-threaded process that forks episode kernels.
+
+Importing numpy, pandas and duckdb and building an IPython shell takes about a
+second; forking a process that has already done it takes about 10 ms, and the
+children share its pages copy-on-write. The server starts one zygote per image
+with ``python -m analyst_env.envs.local.zygote`` (never ``os.fork`` from the
+server, which has threads) and talks to it over a ``SOCK_SEQPACKET`` control
+socket, one JSON message per request:
+
+* zygote → server, once warm: ``{"op": "ready", "pid"}``
+* server → zygote: a fork request, the kernel spec (see ``child.run_kernel``)
+* zygote → server: ``{"pid"}`` with two file descriptors attached
+  (``SCM_RIGHTS``): the server's end of the kernel's socketpair and a pidfd for
+  the kernel, so the server can signal it without pid-reuse races; or
+  ``{"failure"}``.
+
+The zygote holds no threads at fork time (the server starts it with BLAS pools
+pinned to one thread, and the count is checked), reaps its children, and,
+being a subreaper, kills processes orphaned by a kernel that died. It exits
+when the server closes the control socket, killing its kernels' trees.
+
+Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import threading
+from typing import Any
+
+import matplotlib
+
+from . import procctl
+from .child import run_kernel
+from .images import IMAGES, MPL_BACKEND, ImageSpec
+from .ipyshell import KernelShell, build_shell
+
+MAX_MESSAGE_BYTES = 1 << 20
+
+
+def prepare(image: ImageSpec) -> KernelShell:
+    """Import and warm ``image``, build the shell, and freeze the heap for forking.
+
+    Raises:
+        RuntimeError: Something left a thread running; forking would be unsafe.
+    """
+    matplotlib.use(MPL_BACKEND)
+    for module in image.preload:
+        importlib.import_module(module)
+    shell = build_shell()
+    exec(compile(image.warm_up, f"<warm-up {image.name}>", "exec"), {})
+    shell.run_cell("pass", store_history=False, silent=True)
+    gc.collect()
+    gc.freeze()
+    os_threads = len(os.listdir("/proc/self/task"))
+    if threading.active_count() != 1 or os_threads != 1:
+        raise RuntimeError(
+            f"zygote has {threading.active_count()} Python / {os_threads} OS threads; "
+            "it must be single-threaded to fork"
+        )
+    return shell
+
+
+class Zygote:
+    """Serves fork requests on the control socket.
+
+    Args:
+        control: The zygote's end of the ``SOCK_SEQPACKET`` control socketpair.
+        shell: The warmed shell every kernel inherits.
+    """
+
+    def __init__(self, control: socket.socket, shell: KernelShell) -> None:
+        self.control = control
+        self.shell = shell
+        self.kernels: set[int] = set()
+        self.pid = os.getpid()
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+
+    def serve(self) -> None:
+        """Fork kernels on request until the server closes the control socket."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.set_wakeup_fd(self._wake_write)
+        procctl.set_child_subreaper()
+        self.control.send(json.dumps({"op": "ready", "pid": self.pid}).encode())
+        while True:
+            readable = select.select([self.control, self._wake_read], [], [])[0]
+            if self._wake_read in readable:
+                self._drain_wakeups()
+                self._reap()
+            if self.control in readable:
+                data = self.control.recv(MAX_MESSAGE_BYTES)
+                if not data:
+                    break
+                self._fork(json.loads(data))
+        for pid in self.kernels:
+            procctl.kill_tree(pid)
+
+    def _fork(self, spec: dict[str, Any]) -> None:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            parent_end.close()
+            child_end.close()
+            failure = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
+            self.control.send(json.dumps(failure).encode())
+            return
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.close(self._wake_read)
+            os.close(self._wake_write)
+            self.control.close()
+            parent_end.close()
+            run_kernel(child_end, spec, self.shell, self.pid)
+        child_end.close()
+        self.kernels.add(pid)
+        pidfd = os.pidfd_open(pid)
+        try:
+            reply = json.dumps({"pid": pid}).encode()
+            socket.send_fds(self.control, [reply], [parent_end.fileno(), pidfd])
+        finally:
+            parent_end.close()
+            os.close(pidfd)
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wake_read, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _reap(self) -> None:
+        kernel_died = False
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in self.kernels:
+                self.kernels.discard(pid)
+                kernel_died = True
+        if kernel_died:
+            # A dead kernel's descendants were reparented here; nobody else can end them.
+            for pid, ppid in procctl.parent_map().items():
+                if ppid == self.pid and pid not in self.kernels:
+                    procctl.kill_tree(pid)
+
+
+def main() -> None:
+    """Entry point: ``python -m analyst_env.envs.local.zygote --image NAME --control-fd FD``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", required=True, choices=sorted(IMAGES))
+    parser.add_argument("--control-fd", type=int, required=True)
+    args = parser.parse_args()
+    control = socket.socket(fileno=args.control_fd)
+    shell = prepare(IMAGES[args.image])
+    Zygote(control, shell).serve()
+
+
+if __name__ == "__main__":
+    main()

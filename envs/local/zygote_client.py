@@ -1,0 +1,129 @@
+"""The server side of a zygote: start it, ask it for kernels, stop it.
+
+The zygote runs as ``python -m analyst_env.envs.local.zygote`` in its own
+session (a Ctrl-C aimed at the server does not reach it), connected by a
+``SOCK_SEQPACKET`` socketpair. Fork requests on one zygote are serialized by
+the caller; one request takes about 10 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from typing import Any
+
+from ..sandbox import SandboxError
+from .framing import FrameConnection
+from .kernel import KernelHandle
+
+_MAX_REPLY_BYTES = 1 << 16
+# numpy's BLAS starts its thread pool at import, and importing the ``analyst_env``
+# package may import numpy before the zygote module runs, so these must be set
+# in the zygote's environment from the start. Kernels inherit them.
+_SINGLE_THREADED_BLAS = dict.fromkeys(
+    ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"
+)
+
+
+class ZygoteDied(SandboxError):
+    """The zygote is gone (crashed or killed); start a new one."""
+
+
+class ZygoteProcess:
+    """A running, warm zygote for one image.
+
+    Starting one blocks until the zygote has imported and warmed its image
+    (about a second).
+
+    Args:
+        image: Name of the image (a key of ``images.IMAGES``).
+        boot_timeout_s: How long to wait for the zygote to become ready.
+        request_timeout_s: How long to wait for the reply to a fork request.
+
+    Raises:
+        ZygoteDied: The zygote exited or did not become ready in time.
+    """
+
+    def __init__(
+        self, image: str, *, boot_timeout_s: float = 120.0, request_timeout_s: float = 30.0
+    ) -> None:
+        self.image = image
+        self._request_timeout_s = request_timeout_s
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "analyst_env.envs.local.zygote",
+                    "--image",
+                    image,
+                    "--control-fd",
+                    str(theirs.fileno()),
+                ],
+                pass_fds=[theirs.fileno()],
+                env={**os.environ, **_SINGLE_THREADED_BLAS},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._control = ours
+        ready, _ = self._receive(boot_timeout_s)
+        if ready.get("op") != "ready":
+            self.stop()
+            raise ZygoteDied(f"zygote for image {image!r} sent {ready!r} instead of 'ready'")
+        self.pid: int = ready["pid"]
+
+    def alive(self) -> bool:
+        """Return whether the zygote process is still running."""
+        return self._proc.poll() is None
+
+    def fork(self, spec: dict[str, Any]) -> KernelHandle:
+        """Fork a new episode kernel.
+
+        Args:
+            spec: The kernel spec (see ``child.run_kernel``).
+
+        Raises:
+            ZygoteDied: The zygote is gone.
+            SandboxError: The zygote could not fork.
+        """
+        try:
+            self._control.send(json.dumps(spec).encode())
+        except OSError as exc:
+            raise ZygoteDied(f"zygote for image {self.image!r} is gone: {exc}") from exc
+        reply, fds = self._receive(self._request_timeout_s)
+        if "failure" in reply:
+            for fd in fds:
+                os.close(fd)
+            raise SandboxError(f"zygote could not fork a kernel: {reply['failure']['message']}")
+        sock_fd, pidfd = fds
+        os.set_inheritable(pidfd, False)
+        sock = socket.socket(fileno=sock_fd)
+        sock.set_inheritable(False)
+        return KernelHandle(FrameConnection(sock), reply["pid"], pidfd)
+
+    def _receive(self, timeout_s: float) -> tuple[dict[str, Any], list[int]]:
+        self._control.settimeout(timeout_s)
+        try:
+            data, fds, _, _ = socket.recv_fds(self._control, _MAX_REPLY_BYTES, 2)
+        except (OSError, TimeoutError) as exc:
+            raise ZygoteDied(f"zygote for image {self.image!r} did not answer: {exc}") from exc
+        if not data:
+            raise ZygoteDied(
+                f"zygote for image {self.image!r} exited (status {self._proc.poll()}); "
+                "see the server's stderr"
+            )
+        return json.loads(data), fds
+
+    def stop(self) -> None:
+        """Close the control socket (the zygote then kills its kernels and exits). Idempotent."""
+        self._control.close()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
