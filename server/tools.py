@@ -12,6 +12,7 @@ call came in on (a ``/ws`` step or ``/mcp`` ``tools/call``).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -65,11 +66,8 @@ class ToolDef:
     run: Callable[..., ToolOutput]
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, input_schema=schema)
+        """The public spec (name, description, JSON Schema), computed once per tool."""
+        return _spec_of(self)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check ``arguments``; raise ``ValueError`` with a message the caller can act on."""
@@ -97,6 +95,15 @@ class ToolDef:
 
 
 TOOLS: dict[str, ToolDef] = {}
+
+
+@functools.cache
+def _spec_of(tool: ToolDef) -> ToolSpec:
+    schema = tool.args_model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return ToolSpec(name=tool.name, description=tool.description, input_schema=schema)
 
 
 def tool(fn: Callable[..., ToolOutput]) -> Callable[..., ToolOutput]:
