@@ -158,3 +158,86 @@ def test_openenv_validate_passes_against_the_live_server(url):
     failed = [c["id"] for c in report["criteria"] if not c["passed"]]
     assert report["passed"] and not failed, failed
     assert proc.returncode == 0
+
+
+def tool_step(tool: str, arguments) -> dict:
+    return {"type": "step", "data": {"type": "call_tool", "tool_name": tool, "arguments": arguments}}
+
+
+BAD_INPUTS = {
+    "malformed-json": ("{not json", lambda r: r["type"] == "error" and r["data"]["code"] == "INVALID_JSON"),
+    "unknown-frame-type": ({"type": "explode"}, lambda r: r["data"]["code"] == "UNKNOWN_TYPE"),
+    "invalid-step-data": ({"type": "step", "data": {"tool": 1}}, lambda r: r["data"]["code"] == "VALIDATION_ERROR"),
+    "bad-reset-option": (
+        {"type": "reset", "data": {"task": "tiny-csv"}},
+        lambda r: r["type"] == "error" and "unknown option 'task'" in r["data"]["message"],
+    ),
+    "unknown-tool": (
+        tool_step("drop_database", {}),
+        lambda r: r["data"]["observation"]["error"]["error_type"] == "tool_not_found",
+    ),
+    "wrong-argument-type": (
+        tool_step("run_sql", {"query": ["SELECT 1"]}),
+        lambda r: r["data"]["observation"]["error"]["error_type"] == "invalid_args"
+        and "'query'" in r["data"]["observation"]["error"]["message"],
+    ),
+    "missing-argument": (
+        tool_step("execute_shell_command", {}),
+        lambda r: "missing required argument 'command'" in r["data"]["observation"]["error"]["message"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_gets_a_clear_error_and_breaks_nothing(url, name):
+    message, is_clear_error = BAD_INPUTS[name]
+
+    async def main():
+        async with websockets.connect(ws_url(url)) as bystander, websockets.connect(ws_url(url)) as sender:
+            await ws_frame(bystander, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+            await ws_frame(bystander, code_step("mine = 'intact'"))
+            await ws_frame(sender, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+            await sender.send(message if isinstance(message, str) else json.dumps(message))
+            reply = json.loads(await sender.recv())
+            assert is_clear_error(reply), reply
+            after = await ws_frame(sender, code_step("print('sender ok')"))
+            assert after["data"]["observation"]["result"]["data"] == "sender ok"
+            still = await ws_frame(bystander, code_step("print(mine)"))
+            assert still["data"]["observation"]["result"]["data"] == "intact"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("when", ["before-reset", "after-done"])
+def test_tool_calls_outside_an_episode_are_refused_clearly(url, when):
+    async def main():
+        async with websockets.connect(ws_url(url)) as bystander, websockets.connect(ws_url(url)) as sender:
+            await ws_frame(bystander, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+            if when == "after-done":
+                await ws_frame(sender, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+                done = await ws_frame(sender, tool_step("final_answer", {"answer": "0"}))
+                assert done["data"]["done"] is True and done["data"]["reward"] == 0.0
+            reply = await ws_frame(sender, code_step("1 + 1"))
+            error = reply["data"]["observation"]["error"]
+            expected = "not been reset" if when == "before-reset" else "episode is over"
+            assert expected in error["message"]
+            assert (await ws_frame(bystander, code_step("2 + 2")))["data"]["observation"]["result"]["data"] == "4"
+            again = await ws_frame(sender, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+            assert again["type"] == "observation" and again["data"]["done"] is False
+
+    asyncio.run(main())
+
+
+def test_idle_mcp_sessions_are_reaped(settings, runtime):
+    import httpx
+    import time
+
+    app = build_app(settings.model_copy(update={"session_idle_timeout_s": 1.0}), runtime=runtime)
+    with BackgroundServer(app) as base:
+        rpc = {"jsonrpc": "2.0", "id": 1}
+        sid = httpx.post(f"{base}/mcp", json={**rpc, "method": "openenv/session/create"}).json()["result"]["session_id"]
+        time.sleep(6.5)  # no activity: the reaper (which wakes every 5 s) must drop it
+        reply = httpx.post(f"{base}/mcp", json={**rpc, "method": "tools/list", "params": {"session_id": sid}}).json()
+        assert "Unknown session_id" in reply["error"]["message"]
+        fresh = httpx.post(f"{base}/mcp", json={**rpc, "method": "openenv/session/create"}).json()
+        assert "session_id" in fresh["result"], "the server still creates sessions after reaping"
