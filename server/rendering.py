@@ -85,8 +85,8 @@ def render_table(columns: list[str], rows: list[list[Any]], truncated: bool, lim
     return clip("\n".join(lines), limit)
 
 
-def summarize_notebook(cells: list[NotebookCell], include_images: bool, last: int = 10) -> str:
-    """A compact view of the last ``last`` cells: code, first output lines, errors, images."""
+def summarize_notebook(cells: list[NotebookCell], last: int = 10) -> str:
+    """A compact view of the last ``last`` cells: code, first output lines, errors, image counts."""
     if not cells:
         return "No cells executed yet."
     shown = cells[-last:]
@@ -106,6 +106,4 @@ def summarize_notebook(cells: list[NotebookCell], include_images: bool, last: in
         n_images = len(images_of(cell.outputs))
         if n_images:
             lines.append(f"  🖼 {n_images} image(s)")
-            if include_images:
-                lines += [f"  data:image/png;base64,{img}" for img in images_of(cell.outputs)]
     return "\n".join(lines)

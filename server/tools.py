@@ -295,17 +295,17 @@ def get_notebook_state(
     Use this to recall what you already computed before deciding the next step.
 
     Args:
-        include_images: Also return the plots (large); default false.
+        include_images: Also return the plots of those cells as images (large); default false.
 
     Returns:
         One block per cell: `[Cell n] code`, `→ output`, `✗ error`, `🖼 k image(s)`.
     """
-    text = summarize_notebook(episode.cells, include_images=False)
-    images = [img for cell in episode.cells[-10:] for img in images_of(cell.outputs)]
+    shown = episode.cells[-10:]
+    images = [img for cell in shown for img in images_of(cell.outputs)] if include_images else []
     return ToolOutput(
-        text=clip(text, episode.limits.output_limit_chars),
-        data={"cells": [c.model_dump(exclude={"outputs"}) for c in episode.cells[-10:]]},
-        images=images if include_images else [],
+        text=clip(summarize_notebook(episode.cells), episode.limits.output_limit_chars),
+        data={"cells": [c.model_dump(exclude={"outputs"}) for c in shown]},
+        images=images,
     )
 
 
