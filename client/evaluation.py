@@ -14,19 +14,33 @@ from typing import Any
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.datasets import Task
+from analyst_env.datasets.task import ToolCall
 
-POLICIES: dict[str, Callable[[Task], str]] = {
-    "oracle": lambda task: task.oracle_answer,
-    "null": lambda task: "",
+POLICIES: dict[str, Callable[[Task], tuple[list[ToolCall], str]]] = {
+    "oracle": lambda task: (task.oracle_steps, task.oracle_answer),
+    "null": lambda task: ([], ""),
 }
+"""Each policy maps a task to (tool calls to make, answer to submit)."""
 
 
-async def run_episode(base_url: str, task: Task, answer: str, headers: dict[str, str] | None) -> dict[str, Any]:
-    """Reset into ``task``, submit ``answer``, and report the reward the server gave."""
+async def run_episode(
+    base_url: str,
+    task: Task,
+    answer: str,
+    headers: dict[str, str] | None,
+    steps: list[ToolCall] = (),
+) -> dict[str, Any]:
+    """Reset into ``task``, make the tool calls ``steps``, submit ``answer``; report the reward."""
     async with AnalystEnv(base_url=base_url, headers=headers, message_timeout_s=300) as env:
         first = await env.reset(task_id=task.id)
         if first.done:
             return {"task_id": task.id, "reward": 0.0, "error": first.observation.message}
+        for step in steps:
+            out = await env.call_tool(step.tool, **step.arguments)
+            failed = out.observation.error is not None or (out.observation.result or {}).get("is_error")
+            if failed or out.done:
+                reason = out.observation.text
+                return {"task_id": task.id, "reward": 0.0, "error": f"oracle step {step.tool} failed: {reason}"}
         result = await env.final_answer(answer)
         if result.observation.error is not None:
             return {"task_id": task.id, "reward": 0.0, "error": result.observation.error.message}
@@ -51,7 +65,8 @@ async def evaluate(
     async def one(task: Task) -> dict[str, Any]:
         async with gate:
             try:
-                row = await run_episode(base_url, task, choose(task), headers)
+                steps, answer = choose(task)
+                row = await run_episode(base_url, task, answer, headers, steps)
             except Exception as exc:  # a failed episode is a data point, not a crash
                 row = {"task_id": task.id, "reward": 0.0, "error": f"{type(exc).__name__}: {exc}"}
         if on_result is not None:

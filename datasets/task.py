@@ -32,6 +32,15 @@ class VerifierSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="Scorer options, e.g. tolerances")
 
 
+class ToolCall(BaseModel):
+    """One tool call, as the oracle policy makes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class Task(BaseModel):
     """One episode's worth of work."""
 
@@ -46,6 +55,14 @@ class Task(BaseModel):
     answer: Any = Field(description="Gold answer, in the form the verifier expects. Never shown.")
     oracle_answer: str = Field(
         description="A final_answer text that earns reward 1.0 (used by the oracle policy). Never shown."
+    )
+    oracle_steps: list[ToolCall] = Field(
+        default_factory=list,
+        description=(
+            "Tool calls the oracle makes before submitting oracle_answer, producing the gold "
+            "outcome with the agent's own tools (run the gold SQL, write the reference workbook). "
+            "Never shown."
+        ),
     )
     verifier: VerifierSpec
     setup: list[str] = Field(

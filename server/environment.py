@@ -150,6 +150,11 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 output, error = None, ToolError(error_type=exc.error_type, message=str(exc))
             episode = self._episode
             done = episode is not None and episode.done
+            metadata = {}
+            if done and episode.reward_breakdown is not None:
+                metadata["reward_breakdown"] = episode.reward_breakdown
+            if done:
+                metadata["end_reason"] = episode.end_reason
             return AnalystToolObservation(
                 tool_name=action.tool_name,
                 result=output.as_call_tool_result() if output else None,
@@ -157,6 +162,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 done=done,
                 reward=episode.reward if done else None,
                 step_count=episode.step_count if episode else 0,
+                metadata=metadata,
             )
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **options: Any):

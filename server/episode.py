@@ -9,6 +9,7 @@ checks on the environment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from analyst_env.datasets.task import Task
 from analyst_env.envs.sandbox import Sandbox
@@ -40,6 +41,7 @@ class Episode:
     reward: float | None = None
     submitted_answer: str | None = None
     end_reason: str | None = None
+    reward_breakdown: dict[str, Any] | None = None
 
     def add_cell(self, cell: NotebookCell) -> NotebookCell:
         """Append ``cell`` with the next id."""

@@ -326,9 +326,10 @@ def final_answer(
     Returns:
         A confirmation that the answer was recorded.
     """
-    reward = verify_answer(episode, answer)
+    verdict = verify_answer(episode, answer)
     episode.submitted_answer = answer
-    episode.finish(reward, "final_answer")
+    episode.finish(verdict.reward, "final_answer")
+    episode.reward_breakdown = {"components": verdict.components, "detail": verdict.detail}
     return ToolOutput(
         text="Answer submitted. The episode is over.",
         data={"answer": answer, "reward": episode.reward},

@@ -1,9 +1,10 @@
 """Built-in answer scorers and the registry that maps verifier names to them.
 
 A task names its scorer in ``VerifierSpec.name``; the server calls
-:func:`score` with the agent's ``final_answer`` text. Every scorer has the
-signature ``(submitted: str, gold: Any, **params) -> float`` and returns a
-reward in ``[0, 1]``. Scorers never raise on malformed submitted text: an
+:func:`judge` with the agent's ``final_answer`` text. Every scorer has the
+signature ``(submitted: str, gold: Any, **params) -> float | Verdict`` and
+returns a reward in ``[0, 1]``; one that needs the task's or the episode's
+files also declares ``context: VerifyContext``. Scorers never raise on malformed submitted text: an
 answer that cannot be read is simply wrong (0.0).
 
 Example:
@@ -17,6 +18,8 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -24,6 +27,7 @@ from typing import Any
 
 from analyst_env.datasets.task import VerifierSpec
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
+from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
 Scorer = Callable[..., float]
 
@@ -44,16 +48,20 @@ def register(name: str) -> Callable[[Scorer], Scorer]:
     return deco
 
 
-def score(spec: VerifierSpec, submitted: str, gold: Any) -> float:
-    """Score a submitted answer with the scorer ``spec`` names.
+def judge(
+    spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None
+) -> Verdict:
+    """Score a submitted answer with the scorer ``spec`` names, keeping the breakdown.
 
     Args:
         spec: Scorer name and parameters.
         submitted: The agent's final answer text.
         gold: The task's gold answer.
+        context: Task files and the episode's files, for scorers that declare
+            a ``context`` parameter.
 
     Returns:
-        The reward, clamped to ``[0, 1]``.
+        The verdict, its reward clamped to ``[0, 1]`` (NaN counts as 0).
 
     Raises:
         ValueError: If ``spec.name`` is not a registered scorer.
@@ -64,9 +72,22 @@ def score(spec: VerifierSpec, submitted: str, gold: Any) -> float:
         known = ", ".join(sorted(SCORERS))
         raise ValueError(f"unknown verifier {spec.name!r}; known: {known}") from None
     if submitted is None:
-        return 0.0
-    reward = float(fn(str(submitted), gold, **spec.params))
-    return min(1.0, max(0.0, reward)) if reward == reward else 0.0
+        return Verdict(0.0, detail="no answer")
+    extra = {"context": context or VerifyContext()} if _wants_context(fn) else {}
+    result = fn(str(submitted), gold, **spec.params, **extra)
+    verdict = result if isinstance(result, Verdict) else Verdict(float(result))
+    reward = verdict.reward if verdict.reward == verdict.reward else 0.0
+    return Verdict(min(1.0, max(0.0, reward)), verdict.components, verdict.detail)
+
+
+def score(spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None) -> float:
+    """The reward alone; see :func:`judge`."""
+    return judge(spec, submitted, gold, context).reward
+
+
+@functools.cache
+def _wants_context(fn: Scorer) -> bool:
+    return "context" in inspect.signature(fn).parameters
 
 
 @register("exact")
@@ -122,7 +143,7 @@ def _dabench_equal(pred: str, label: str) -> bool:
 
 
 @register("dabench")
-def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> float:
+def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> Verdict:
     """The InfiAgent-DABench closed-form rule.
 
     All ``@name[value]`` parts are extracted from the answer (the last one wins
@@ -136,11 +157,12 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> float:
         partial_credit: If true, return the fraction of correct parts instead of all-or-nothing.
 
     Example:
-        >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]])
+        >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]]).reward
         1.0
-        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]])
-        0.0
-        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True)
+        >>> v = dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]])
+        >>> v.reward, v.components
+        (0.0, {'part:mean_fare': 1.0, 'part:n': 0.0})
+        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True).reward
         0.5
     """
     try:
@@ -150,10 +172,10 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> float:
     if not labels:
         return 0.0
     found = dict(_DABENCH_PART.findall(submitted))
-    correct = sum(1 for name, label in labels if name in found and _dabench_equal(found[name], label))
-    if partial_credit:
-        return correct / len(labels)
-    return 1.0 if correct == len(labels) else 0.0
+    parts = {name: float(name in found and _dabench_equal(found[name], label)) for name, label in labels}
+    correct = sum(parts.values())
+    reward = correct / len(labels) if partial_credit else float(correct == len(labels))
+    return Verdict(reward, {f"part:{n}": v for n, v in parts.items()}, f"{correct:g}/{len(labels)} parts correct")
 
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")

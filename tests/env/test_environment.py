@@ -289,3 +289,12 @@ def test_task_provider_methods(env, runtime):
     assert [t["id"] for t in env.get_task_range("test", 0, 2)] == [t.id for t in runtime.split("test")[:2]]
     with pytest.raises(IndexError):
         env.get_task("train", 5)
+
+
+def test_final_observation_carries_the_reward_breakdown(env):
+    env.reset(task_id="tiny-verify-hooks")
+    obs = call(env, "final_answer", answer="done")
+    breakdown = obs.metadata["reward_breakdown"]
+    assert breakdown["components"] == {"verify:0": 1.0, "verify:1": 1.0, "verify:2": 0.0}
+    assert breakdown["detail"] == "2/3 verify commands passed"
+    assert obs.metadata["end_reason"] == "final_answer"
