@@ -193,18 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _skip_unused_gradio() -> None:
-    """Keep openenv from importing gradio, which this server never uses.
-
-    ``openenv.core`` imports its Gradio web UI inside ``try/except
-    ModuleNotFoundError``; marking the module absent takes that branch and cuts
-    start-up from ~3.6 s to ~1.3 s (BENCHMARKS.md). Only done in this process.
-    """
-    sys.modules.setdefault("gradio", None)  # type: ignore[arg-type]
-
-
 def main(argv: list[str] | None = None) -> int:
-    _skip_unused_gradio()
     args = build_parser().parse_args(argv)
     return args.func(args)
 

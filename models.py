@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsAction
-from openenv.core.env_server.types import Observation, State
-from pydantic import BaseModel, ConfigDict, Field
+from analyst_env.openenv_compat import load_openenv
+
+load_openenv()
+
+from openenv.core.env_server.mcp_types import (  # noqa: E402
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+)
+from openenv.core.env_server.types import Observation, State  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
 
 __all__ = [
     "CallToolAction",
