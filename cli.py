@@ -125,26 +125,67 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from analyst_env.client.benchmark import format_markdown, run_benchmark
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
+    from tqdm import tqdm
 
+    from analyst_env.client.validation import format_table, report, summary, validate
+    from analyst_env.datasets import load_dataset
+
+    if args.concurrency < 1:
+        print(f"error: --concurrency must be at least 1, got {args.concurrency}", file=sys.stderr)
+        return 2
+    try:
+        dataset = load_dataset(args.dataset)
+    except (ValueError, OSError) as exc:
+        print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
+        return 2
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+    bar = tqdm(total=len(dataset.tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
 
-    def run(url: str) -> dict[str, Any]:
-        return asyncio.run(run_benchmark(url, args.task_id, n=args.n, sessions=args.sessions, headers=headers))
+    def run(url: str) -> list[dict[str, Any]]:
+        return asyncio.run(
+            validate(url, dataset.tasks, concurrency=args.concurrency, headers=headers, on_result=lambda _: bar.update(1))
+        )
 
     if args.url:
-        results = run(args.url)
+        rows = run(args.url)
     else:
         from analyst_env.client.local_server import BackgroundServer
         from analyst_env.server.app import build_app
+        from analyst_env.server.runtime import Runtime
 
-        with BackgroundServer(build_app(_settings(args))) as url:
-            results = run(url)
-    print(format_markdown(results))
+        settings = _settings(args).model_copy(update={"max_sessions": args.concurrency + 4})
+        runtime = Runtime(settings, datasets=[dataset])
+        try:
+            with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+                rows = run(url)
+        finally:
+            runtime.close()
+    bar.close()
+    result = report(args.dataset, rows)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
+            json.dump(result, fh, indent=2)
+    print(format_table(rows))
+    for failure in result["failed"]:
+        print(f"  FAIL {failure['task_id']} [{failure['check']}]: {failure['reason']}", file=sys.stderr)
+    for broken in result["broken_upstream"]:
+        print(f"  broken upstream {broken['task_id']}: {broken['gold_status']}", file=sys.stderr)
+    print(summary(result))
+    return 1 if result["failed"] else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from analyst_env.benchmarks.run import BenchConfig, format_markdown, run_bench
+
+    cfg = BenchConfig.quick() if args.quick else BenchConfig()
+    cfg.include_jupyter = not args.no_jupyter
+    report = run_bench(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(format_markdown(report))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
     return 0
 
 
@@ -181,14 +222,22 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--token", help="Bearer token for --url")
     ev.set_defaults(func=cmd_eval)
 
-    bench = sub.add_parser("bench", help="Measure latency and throughput over the protocol")
-    bench.add_argument("--url", help="Benchmark this server (default: start one in-process)")
-    bench.add_argument("--dataset", help="Dataset for the in-process server (default: starter)")
-    bench.add_argument("--task-id", default="starter-sales-000", help="Task every episode resets into")
-    bench.add_argument("--n", type=int, default=100, help="Samples per measurement")
-    bench.add_argument("--sessions", type=int, default=8, help="Concurrent sessions for throughput")
-    bench.add_argument("--json", help="Also write the raw results here")
-    bench.add_argument("--token", help="Bearer token for --url")
+    va = sub.add_parser(
+        "validate", help="Check every task: oracle scores 1, null 0, the same twice, no gold leaks"
+    )
+    va.add_argument("dataset", help="Shipped set name or FORMAT:PATH")
+    va.add_argument("--url", help="Validate against this server (default: start one in-process)")
+    va.add_argument("--json", help="Write the report here")
+    va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
+    va.add_argument("--token", help="Bearer token for --url")
+    va.set_defaults(func=cmd_validate)
+
+    bench = sub.add_parser(
+        "bench", help="Measure analyst_env against a Jupyter kernel per episode and the protocol floor"
+    )
+    bench.add_argument("--json", help="Write the figures here")
+    bench.add_argument("--quick", action="store_true", help="Tiny samples: a smoke test, not a measurement")
+    bench.add_argument("--no-jupyter", action="store_true", help="Skip the Jupyter-kernel baseline")
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -1,0 +1,1 @@
+"""The project's benchmark: ``analyst-env bench`` (see ``run.py``)."""

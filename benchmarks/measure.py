@@ -1,0 +1,155 @@
+"""Client-side measurements over ``/ws``, identical for every target.
+
+Everything here is what a trainer sees: a WebSocket client on loopback sending
+OpenEnv frames (``reset``, ``call_tool`` steps) and timing the replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import websockets
+
+STEP_BUDGET = 30
+"""Reset a session after this many steps, to stay clear of any task's step limit."""
+
+
+def cell(code: str) -> str:
+    return json.dumps(
+        {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": code}}}
+    )
+
+
+FINAL = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "final_answer", "arguments": {"answer": "0"}}})
+MAKE_DF = cell("import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.rand(1000, 5))")
+
+
+def quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Session:
+    """One WebSocket session; ``await s.send(frame)`` returns (milliseconds, reply)."""
+
+    def __init__(self, ws_url: str, reset_frame: str) -> None:
+        self.ws_url = ws_url
+        self.reset_frame = reset_frame
+        self.ws = None
+        self.steps = 0
+
+    async def open(self) -> Session:
+        self.ws = await websockets.connect(self.ws_url, max_size=None, open_timeout=120, ping_interval=None)
+        return self
+
+    async def send(self, frame: str) -> tuple[float, dict[str, Any]]:
+        start = time.perf_counter()
+        await self.ws.send(frame)
+        reply = json.loads(await self.ws.recv())
+        elapsed = (time.perf_counter() - start) * 1000
+        if reply.get("type") == "error":
+            raise RuntimeError(f"server error: {reply['data'].get('message')}")
+        return elapsed, reply
+
+    async def reset(self) -> float:
+        self.steps = 0
+        return (await self.send(self.reset_frame))[0]
+
+    async def step(self, frame: str, setup: str | None = None) -> float:
+        """Time one step frame, resetting first (untimed) when the step budget is used up."""
+        if self.steps >= STEP_BUDGET:
+            await self.reset()
+            if setup:
+                await self.send(setup)
+        self.steps += 1
+        return (await self.send(frame))[0]
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+
+async def latencies(ws_url: str, reset_frame: str, n_reset: int, n_step: int, n_describe: int | None) -> dict[str, list[float]]:
+    """Samples (ms) of reset, a trivial cell, and (when ``n_describe``) a ``df.describe()`` cell."""
+    session = await Session(ws_url, reset_frame).open()
+    try:
+        await session.reset()
+        out = {"reset": [await session.reset() for _ in range(n_reset)]}
+        await session.reset()
+        out["step"] = [await session.step(cell("1+1")) for _ in range(n_step)]
+        if n_describe:
+            await session.reset()
+            await session.send(MAKE_DF)
+            out["describe"] = [await session.step(cell("df.describe()"), setup=MAKE_DF) for _ in range(n_describe)]
+        return out
+    finally:
+        await session.close()
+
+
+async def open_episodes(ws_url: str, reset_frame: str, count: int, concurrency: int = 16) -> list[Session]:
+    """``count`` live episodes, each reset and having run one small cell."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> Session:
+        async with gate:
+            session = await Session(ws_url, reset_frame).open()
+            await session.reset()
+            await session.send(cell("x = sum(range(1000))"))
+            return session
+
+    return list(await asyncio.gather(*(one() for _ in range(count))))
+
+
+async def idle_pss_per_episode(ws_url: str, reset_frame: str, episodes: int, pss: Callable[[], float]) -> float:
+    """Extra PSS (MiB) of the server's process tree per live idle episode."""
+    await asyncio.sleep(1.0)  # let episodes closed by earlier measurements finish tearing down
+    before = pss()
+    sessions = await open_episodes(ws_url, reset_frame, episodes)
+    try:
+        await asyncio.sleep(1.0)
+        after = pss()
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions))
+    return (after - before) / episodes
+
+
+async def max_concurrent(ws_url: str, reset_frame: str, limit: int, batch: int = 50) -> int:
+    """Live episodes reached (each reset and stepped, all stepped again per round) before an error."""
+    sessions: list[Session] = []
+    try:
+        while len(sessions) < limit:
+            want = min(batch, limit - len(sessions))
+            opened = await asyncio.gather(
+                *(open_episodes(ws_url, reset_frame, 1) for _ in range(want)), return_exceptions=True
+            )
+            sessions += [s[0] for s in opened if not isinstance(s, BaseException)]
+            if any(isinstance(s, BaseException) for s in opened):
+                break
+            stepped = await asyncio.gather(*(s.send(cell("1+1")) for s in sessions), return_exceptions=True)
+            if any(isinstance(r, BaseException) for r in stepped):
+                return sum(not isinstance(r, BaseException) for r in stepped)
+        return len(sessions)
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+async def grpo_batch_s(ws_url: str, reset_frame: str, clients: int = 64, cells: int = 5) -> float:
+    """Wall time for ``clients`` concurrent episodes of reset + ``cells`` cells + final_answer."""
+
+    async def episode() -> None:
+        session = await Session(ws_url, reset_frame).open()
+        try:
+            await session.reset()
+            for i in range(cells):
+                await session.send(cell(f"y = {i} * 2\ny"))
+            await session.send(FINAL)
+        finally:
+            await session.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(episode() for _ in range(clients)))
+    return time.perf_counter() - start

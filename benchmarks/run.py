@@ -1,0 +1,163 @@
+"""``analyst-env bench``: analyst_env against a Jupyter kernel per episode and the protocol floor.
+
+One run starts each target as its own server process, measures it from the
+client side over ``/ws`` with the same driver (``measure.py``), and reports
+``{"figures": {NAME: {"analyst_env": v, "jupyter_kernel": v, "protocol_floor": v}}}``
+plus the goals of the sandbox work with their verdicts. A baseline is ``None``
+where a figure has no meaning for it (a no-op environment has no ``describe``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from analyst_env.benchmarks import measure
+from analyst_env.benchmarks.servers import ServerProcess, analyst_server, baseline_server, import_time_s
+
+TARGETS = ("analyst_env", "jupyter_kernel", "protocol_floor")
+CLIENT_IMPORTS = {
+    "analyst_env": "import analyst_env.client",
+    "jupyter_kernel": "import jupyter_client",
+    "protocol_floor": "from openenv.core import GenericEnvClient",
+}
+
+
+@dataclass
+class BenchConfig:
+    """Sample sizes. The Jupyter baseline gets smaller ones: each of its resets costs ~1.5 s."""
+
+    task_id: str = "starter-sales-000"
+    n_reset: int = 200
+    n_step: int = 300
+    n_describe: int = 50
+    idle_episodes: int = 100
+    max_probe: int = 1000
+    grpo_clients: int = 64
+    grpo_cells: int = 5
+    jupyter_n_reset: int = 10
+    jupyter_idle_episodes: int = 20
+    jupyter_max_probe: int = 40
+    include_jupyter: bool = True
+
+    @classmethod
+    def quick(cls) -> BenchConfig:
+        """A smoke-test run: every code path, tiny samples."""
+        return cls(n_reset=5, n_step=10, n_describe=3, idle_episodes=4, max_probe=12, grpo_clients=4,
+                   grpo_cells=2, jupyter_n_reset=2, jupyter_idle_episodes=2, jupyter_max_probe=3)
+
+
+def _measure_target(server: ServerProcess, cfg: BenchConfig, target: str) -> dict[str, float | None]:
+    ws_url = server.url.replace("http://", "ws://") + "/ws"
+    reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
+    slow = target == "jupyter_kernel"
+    n_reset = cfg.jupyter_n_reset if slow else cfg.n_reset
+    idle = cfg.jupyter_idle_episodes if slow else cfg.idle_episodes
+    probe = cfg.jupyter_max_probe if slow else cfg.max_probe
+    n_describe = None if target == "protocol_floor" else cfg.n_describe
+
+    async def run() -> dict[str, float | None]:
+        samples = await measure.latencies(ws_url, reset, n_reset, cfg.n_step, n_describe)
+        pss = await measure.idle_pss_per_episode(ws_url, reset, idle, server.pss_mib)
+        reached = await measure.max_concurrent(ws_url, reset, probe, batch=min(50, probe))
+        grpo = await measure.grpo_batch_s(ws_url, reset, cfg.grpo_clients, cfg.grpo_cells)
+        return {
+            "reset_p50_ms": statistics.median(samples["reset"]),
+            "reset_p99_ms": measure.quantile(samples["reset"], 0.99),
+            "step_p50_ms": statistics.median(samples["step"]),
+            "step_p99_ms": measure.quantile(samples["step"], 0.99),
+            "describe_p50_ms": statistics.median(samples["describe"]) if n_describe else None,
+            "idle_pss_mib": pss,
+            "max_concurrent": reached,
+            "grpo_batch_s": grpo,
+        }
+
+    figures = asyncio.run(run())
+    figures["serve_cold_start_s"] = server.cold_start_s
+    return figures
+
+
+def _task_csv(task_id: str) -> str | None:
+    from analyst_env.datasets import load_dataset
+
+    task = load_dataset("starter").by_id().get(task_id)
+    csvs = [p for n, p in (task.files.items() if task else []) if n.endswith(".csv")]
+    return csvs[0] if csvs else None
+
+
+def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
+    """Measure every target; the full report as a dict."""
+    sessions_needed = max(cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients) + 16
+    servers = {
+        "analyst_env": lambda: analyst_server(sessions_needed),
+        "jupyter_kernel": lambda: baseline_server("jupyter_app", sessions_needed, _task_csv(cfg.task_id)),
+        "protocol_floor": lambda: baseline_server("floor_app", sessions_needed, None),
+    }
+    per_target: dict[str, dict[str, float | None]] = {}
+    for target in TARGETS:
+        if target == "jupyter_kernel" and not cfg.include_jupyter:
+            continue
+        log(f"measuring {target} ...")
+        with servers[target]() as server:
+            per_target[target] = _measure_target(server, cfg, target)
+        per_target[target]["client_import_s"] = import_time_s(CLIENT_IMPORTS[target])
+    names = list(next(iter(per_target.values())))
+    figures = {name: {t: per_target.get(t, {}).get(name) for t in TARGETS} for name in names}
+    for name in ("describe_p50_ms",):
+        figures[name]["protocol_floor"] = None
+    report = {"figures": figures, "config": asdict(cfg), "notes": {
+        "jupyter_kernel": f"samples capped for time: {cfg.jupyter_n_reset} resets, "
+        f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to {cfg.jupyter_max_probe}",
+        "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
+        "client_import_s": "fresh interpreter, minus a bare interpreter's start-up; "
+        + "; ".join(f"{t}: `{s}`" for t, s in CLIENT_IMPORTS.items()),
+    }}
+    report["goals"] = check_goals(figures)
+    return report
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def check_goals(f: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
+    """The sandbox work's goals, each with the measured value and a verdict."""
+    ours = {k: v["analyst_env"] for k, v in f.items()}
+    jup = {k: v["jupyter_kernel"] for k, v in f.items()}
+    floor = {k: v["protocol_floor"] for k, v in f.items()}
+    goals = [
+        ("reset p50 <= 10 ms", ours["reset_p50_ms"], ours["reset_p50_ms"] <= 10),
+        ("reset >= 80x faster than a Jupyter kernel", _ratio(jup["reset_p50_ms"], ours["reset_p50_ms"]), None),
+        ("trivial cell p50 <= 2 ms", ours["step_p50_ms"], ours["step_p50_ms"] <= 2),
+        ("trivial cell <= 1.5x the protocol floor", _ratio(ours["step_p50_ms"], floor["step_p50_ms"]), None),
+        ("idle PSS <= 15 MiB per episode", ours["idle_pss_mib"], ours["idle_pss_mib"] <= 15),
+        (">= 500 concurrent live episodes", ours["max_concurrent"], ours["max_concurrent"] >= 500),
+        ("GRPO batch >= 20x faster than Jupyter", _ratio(jup["grpo_batch_s"], ours["grpo_batch_s"]), None),
+        ("serve healthy <= 3 s", ours["serve_cold_start_s"], ours["serve_cold_start_s"] <= 3),
+        ("import analyst_env.client <= 1 s", ours["client_import_s"], ours["client_import_s"] <= 1),
+    ]
+    out = []
+    for name, value, ok in goals:
+        if ok is None and value is not None:
+            ok = value >= 80 if "80x" in name else value <= 1.5 if "1.5x" in name else value >= 20
+        out.append({"goal": name, "value": value, "met": ok})
+    return out
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            return "–"
+        return f"{v:.0f}" if isinstance(v, int) or abs(v) >= 100 else f"{v:.2f}"
+
+    lines = ["| figure | analyst_env | jupyter_kernel | protocol_floor |", "|---|---|---|---|"]
+    for name, row in report["figures"].items():
+        lines.append(f"| {name} | " + " | ".join(cell(row[t]) for t in TARGETS) + " |")
+    lines += ["", "| goal | measured | met |", "|---|---|---|"]
+    for g in report["goals"]:
+        met = "–" if g["met"] is None else ("yes" if g["met"] else "**no**")
+        lines.append(f"| {g['goal']} | {cell(g['value'])} | {met} |")
+    return "\n".join(lines)
