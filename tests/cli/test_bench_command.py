@@ -1,0 +1,40 @@
+"""`analyst-env bench --quick`: the benchmark runs end to end and writes every figure.
+
+A smoke test of the measuring machinery only; the numbers themselves are checked by
+reading BENCHMARKS.md, never by timed assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.live
+
+FIGURES = {
+    "reset_p50_ms", "reset_p99_ms", "step_p50_ms", "step_p99_ms", "describe_p50_ms", "idle_pss_mib",
+    "max_concurrent", "grpo_batch_s", "serve_cold_start_s", "client_import_s",
+}
+
+
+def test_bench_quick_writes_all_figures_for_all_targets(tmp_path):
+    exe = shutil.which("analyst-env") or str(Path(sys.executable).with_name("analyst-env"))
+    out = tmp_path / "b.json"
+    proc = subprocess.run([exe, "bench", "--quick", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    figures = report["figures"]
+    assert set(figures) == FIGURES
+    for name, row in figures.items():
+        assert set(row) == {"analyst_env", "jupyter_kernel", "protocol_floor"}
+        assert isinstance(row["analyst_env"], (int, float)), name
+    assert figures["describe_p50_ms"]["protocol_floor"] is None
+    assert figures["max_concurrent"]["analyst_env"] == report["config"]["max_probe"]
+    assert figures["reset_p50_ms"]["jupyter_kernel"] > figures["reset_p50_ms"]["protocol_floor"]
+    assert {g["goal"] for g in report["goals"]} >= {"reset p50 <= 10 ms", ">= 500 concurrent live episodes"}
+    assert "| reset_p50_ms |" in proc.stdout
