@@ -1,0 +1,130 @@
+"""Formula recalculation with LibreOffice headless, so a scorer can read computed values.
+
+A workbook saved by openpyxl keeps its formulas but no cached values: read
+with ``data_only=True`` every formula cell is ``None``. Excel (and SheetCopilot's
+upstream checker, which drives Excel) recalculates on open; we do the same with
+a real spreadsheet engine, LibreOffice Calc, converting xlsx -> xlsx. Why
+LibreOffice and not a Python formula engine is measured in README.md,
+"Formula recalculation".
+
+Each call gets its own throw-away LibreOffice profile (``-env:UserInstallation``)
+so parallel calls never share a lock, and the profile forces "always recalculate
+on load" for Excel files (LibreOffice's default is to trust cached values). A
+call that runs longer than its timeout is killed with its whole process group.
+
+Example:
+    >>> path = soffice_path()  # None when LibreOffice is not installed
+    >>> path is None or path.endswith("soffice")
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+DEFAULT_TIMEOUT_S = 60.0
+
+# OOXMLRecalcMode / ODFRecalcMode: 0 = always recalculate on load, 1 = never, 2 = ask.
+_PROFILE_XCU = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+</oor:items>
+"""
+
+
+class RecalcError(RuntimeError):
+    """LibreOffice is missing, failed, timed out, or produced no output."""
+
+
+def soffice_path() -> str | None:
+    """The LibreOffice executable (``$ANALYST_ENV_SOFFICE``, else ``soffice`` on PATH), or None."""
+    configured = os.environ.get("ANALYST_ENV_SOFFICE")
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def recalculate_bytes(data: bytes, suffix: str = ".xlsx", timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
+    """Recalculate every formula of a workbook and return the saved xlsx bytes.
+
+    Args:
+        data: The workbook's bytes (xlsx, or anything LibreOffice opens).
+        suffix: File suffix telling LibreOffice the input format.
+        timeout_s: Seconds before LibreOffice is killed.
+
+    Returns:
+        An xlsx whose formula cells carry freshly computed cached values.
+
+    Raises:
+        RecalcError: If LibreOffice is not installed, fails or times out.
+    """
+    with tempfile.TemporaryDirectory(prefix="analyst-recalc-") as tmp:
+        src = Path(tmp) / f"input{suffix}"
+        src.write_bytes(data)
+        return recalculate_files([src], Path(tmp) / "out", timeout_s=timeout_s)[0].read_bytes()
+
+
+def recalculate_files(
+    paths: list[Path], outdir: Path, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[Path]:
+    """Recalculate several workbooks in one LibreOffice start (xlsx out, same stem).
+
+    Args:
+        paths: Input workbooks; their stems must be distinct.
+        outdir: Where the recalculated ``<stem>.xlsx`` files are written.
+        timeout_s: Seconds before LibreOffice is killed.
+
+    Returns:
+        The output paths, in input order.
+
+    Raises:
+        RecalcError: If LibreOffice is not installed, fails, times out or skips a file.
+    """
+    exe = soffice_path()
+    if exe is None:
+        raise RecalcError("LibreOffice (soffice) is not installed; install Debian 'libreoffice-calc-nogui'")
+    if len({p.stem for p in paths}) != len(paths):
+        raise RecalcError("input workbooks must have distinct file stems")
+    outdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="analyst-lo-profile-") as profile:
+        user = Path(profile) / "user"
+        user.mkdir()
+        (user / "registrymodifications.xcu").write_text(_PROFILE_XCU)
+        cmd = [
+            exe,
+            f"-env:UserInstallation={Path(profile).as_uri()}",
+            "--headless",
+            "--norestore",
+            "--nologo",
+            "--convert-to",
+            "xlsx:Calc MS Excel 2007 XML",
+            "--outdir",
+            str(outdir),
+            *map(str, paths),
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "HOME": profile},
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise RecalcError(f"LibreOffice timed out after {timeout_s:g} s") from None
+    results = [outdir / f"{p.stem}.xlsx" for p in paths]
+    missing = [r.name for r in results if not r.is_file()]
+    if proc.returncode != 0 or missing:
+        msg = (err or out).decode(errors="replace").strip()[-500:]
+        raise RecalcError(f"LibreOffice failed (exit {proc.returncode}, missing {missing}): {msg}")
+    return results

@@ -1,0 +1,196 @@
+"""TableBench's answer metrics: EM, EM within 10 %, ROUGE-L, and chart data for Visualization.
+
+Upstream (``eval_tablebench_script.py``, ``metrics/qa_metrics.py``,
+``metrics/custom_em_metric.py`` at the pinned commit) scores the text after
+``Final Answer:``. Prediction and reference are first normalized by
+``normalize_answer`` (lower-case, punctuation removed, articles removed,
+whitespace collapsed), then: FactChecking and NumericalReasoning by EM,
+DataAnalysis CorrelationAnalysis / TrendForecasting / StatisticalAnalysis by
+EM with a 10 % margin, ImpactAnalysis by EM, other DataAnalysis by ROUGE-L (F1
+of the longest common subsequence of tokens, as ``rouge_score`` tokenizes:
+lower-case alphanumeric runs). This is kept exactly, including its quirk that
+punctuation removal happens before the comma split and the number parsing, so
+``"-3.24"`` is compared as ``"324"`` and ``"9.34, 1.18"`` as one item ``"934 118"``.
+
+Visualization (Pass@1 upstream: run the model's chart code, compare the plotted
+y data with ``y_references`` rounded to 2 decimals) is scored on the data the
+agent states: the answer must contain ``y_references = [[...], ...]`` (or a list
+of lists) equal to the gold series after rounding to 2 decimals.
+
+Example:
+    >>> tablebench("Final Answer: Spain, France", {"answer": "spain, france", "metric": "EM"}).reward
+    1.0
+    >>> round(rouge_l("the cat sat on the mat", "a cat sat on a mat"), 3)
+    0.667
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
+
+from analyst_env.verifiers.scorers import register
+from analyst_env.verifiers.verdict import Verdict
+
+METRICS = ("EM", "EM_with_error_10", "ROUGE-L", "Pass@1")
+
+
+def metric_for(qtype: str, qsubtype: str) -> str:
+    """The metric upstream uses for a question type.
+
+    Example:
+        >>> metric_for("DataAnalysis", "TrendForecasting"), metric_for("DataAnalysis", "AnomalyDetection")
+        ('EM_with_error_10', 'ROUGE-L')
+    """
+    if qtype == "Visualization":
+        return "Pass@1"
+    if qtype == "DataAnalysis":
+        if qsubtype in ("CorrelationAnalysis", "TrendForecasting", "StatisticalAnalysis"):
+            return "EM_with_error_10"
+        return "EM" if qsubtype == "ImpactAnalysis" else "ROUGE-L"
+    return "EM"
+
+
+def normalize_answer(s: str) -> str:
+    """Upstream ``normalize_answer``: lower, drop punctuation, drop articles, collapse spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def final_answer_text(text: str) -> str:
+    """The text after the last ``Final Answer:``, or the whole text when there is none.
+
+    Example:
+        >>> final_answer_text("Reasoning...\\nFinal Answer: 42")
+        '42'
+    """
+    matches = list(re.finditer(r"final answer\s*:", text, re.IGNORECASE))
+    return (text[matches[-1].end() :] if matches else text).strip()
+
+
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?%?$")
+
+
+def _to_decimal(value: str) -> Decimal:
+    if value.endswith("%"):
+        return (Decimal(value.strip("%")) / Decimal(100)).quantize(Decimal("1.0000"), rounding=ROUND_HALF_UP)
+    return Decimal(value)
+
+
+def _precision(values: list[str]) -> int:
+    places = [len(v.split(".")[-1]) if "." in v else 0 for v in values if not v.endswith("%")]
+    return min(places) if places else 0
+
+
+def _round(value: Decimal, places: int) -> str:
+    return str(value.quantize(Decimal("1." + "0" * places), rounding=ROUND_HALF_UP))
+
+
+def exact_match(reference: str, prediction: str, error_range: float | None = None) -> float:
+    """Upstream ``compute_em`` / ``compute_em_with_tolerance`` for one (normalized) pair.
+
+    Each comma-separated reference item is worth ``1/n``; numbers compare after
+    rounding to the reference's decimals (or within ``error_range`` percent),
+    other items exactly.
+
+    Example:
+        >>> exact_match("12, x", "12.0, x"), exact_match("100", "109", error_range=10)
+        (1.0, 1.0)
+    """
+    refs = [x.strip() for x in reference.split(",")]
+    preds = [x.strip() for x in prediction.split(",")]
+    weight, score = 1.0 / len(refs), 0.0
+    numeric_refs = [x for x in refs if _NUMBER.match(x) and not x.endswith("%")]
+    for i, r in enumerate(refs):
+        if i >= len(preds):
+            continue
+        p = preds[i]
+        if not _NUMBER.match(r):
+            score += weight * (r == p)
+            continue
+        try:
+            if error_range is not None:
+                vr, vp = _to_decimal(r), _to_decimal(p)
+                ok = vp == vr if vr == 0 else abs(vr - vp) / abs(vr) <= Decimal(str(error_range)) / 100
+            elif r.endswith("%"):
+                ok = _to_decimal(r) == _to_decimal(p)
+            else:
+                places = _precision(numeric_refs)
+                ok = _round(_to_decimal(r), places) == _round(_to_decimal(p), places)
+        except (InvalidOperation, ValueError):
+            ok = False
+        score += weight * ok
+    return score
+
+
+def _rouge_tokens(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
+
+
+def rouge_l(reference: str, prediction: str) -> float:
+    """ROUGE-L F1 (``rouge_score`` tokenization, no stemming)."""
+    ref, pred = _rouge_tokens(reference), _rouge_tokens(prediction)
+    if not ref or not pred:
+        return 0.0
+    prev = [0] * (len(pred) + 1)
+    for r in ref:
+        cur = [0]
+        for j, p in enumerate(pred, 1):
+            cur.append(prev[j - 1] + 1 if r == p else max(prev[j], cur[j - 1]))
+        prev = cur
+    lcs = prev[-1]
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(pred), lcs / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def parse_series(text: str) -> list[list[float]] | None:
+    """The ``y_references`` list of lists in a text (rounded to 2 decimals), or ``None``.
+
+    Example:
+        >>> parse_series("y_references = [[1, 2.004], [3]]")
+        [[1.0, 2.0], [3.0]]
+    """
+    match = re.search(r"y_references\s*=\s*(\[.*\])", text, re.DOTALL) or re.search(r"(\[\s*\[.*\]\s*\])", text, re.DOTALL)
+    if not match:
+        return None
+    try:
+        value = ast.literal_eval(match.group(1))
+        return [[round(float(y), 2) for y in series] for series in value]
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+@register("tablebench")
+def tablebench(submitted: str, gold: Any) -> Verdict:
+    """Score a TableBench answer with its question type's metric.
+
+    Args:
+        submitted: The answer text; only what follows the last ``Final Answer:`` counts.
+        gold: ``{"answer": reference text, "metric": one of METRICS}``.
+
+    Raises:
+        ValueError: If the metric is unknown.
+    """
+    metric, reference = gold["metric"], str(gold["answer"])
+    if metric not in METRICS:
+        raise ValueError(f"unknown TableBench metric {metric!r}; known: {', '.join(METRICS)}")
+    prediction = final_answer_text(submitted)
+    if metric == "Pass@1":
+        want, got = parse_series(reference), parse_series(prediction)
+        ok = want is not None and got == want
+        return Verdict(float(ok), {metric: float(ok)}, "series match" if ok else "series differ or missing")
+    ref, pred = normalize_answer(reference), normalize_answer(prediction)
+    if not pred:
+        return Verdict(0.0, {metric: 0.0}, "empty answer")
+    if metric == "ROUGE-L":
+        value = rouge_l(ref, pred)
+    else:
+        value = exact_match(ref, pred, error_range=10 if metric == "EM_with_error_10" else None)
+    return Verdict(value, {metric: value}, f"{metric} {value:.3f}")

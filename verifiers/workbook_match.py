@@ -1,0 +1,297 @@
+"""SheetCopilot's ``cells.values`` check: does the agent's workbook match a reference workbook?
+
+Upstream (``agent/utils/compare_sheets.py``) opens the result and each accepted
+reference in Excel and, for every sheet its check list enables, compares the
+table that starts at A1 column by column: the table's extent is
+``min(A1.End(xlDown), UsedRange.Rows)`` rows by ``min(A1.End(xlToRight),
+UsedRange.Columns)`` columns and must be the same in both; each reference column
+is paired with the first unused result column that has the same header; cells
+must have the same type, strings equal after ``strip()``, numbers
+``np.allclose(atol=1e-8)``, anything else equal. Over 200 rows, every 100th row
+is checked. The worksheet counts must match. Any matching reference solves the task.
+
+Here Excel is replaced by openpyxl plus a real formula engine: the result and
+every reference are recalculated with LibreOffice (:mod:`~analyst_env.verifiers.recalc`)
+in one call, and a reference cell accepts either its cached value (what Excel
+computed when the reference was made) or LibreOffice's value for the same
+formula. So a correct formula is not failed for an engine difference (the last
+digit of a float turned into text, locale-dependent ``DATEVALUE``), and a
+reference saved without cached values is still usable. Numbers compare as
+floats (Excel COM returns every number as a float); ``UsedRange`` is the
+bounding box of non-empty cells (openpyxl cannot see formatting-only cells the
+way Excel does).
+
+Example:
+    >>> grid = {(1, 1): "Week", (2, 1): "Week 1", (1, 2): "Sales", (2, 2): 5.0}
+    >>> table_extent(grid)
+    (2, 2)
+    >>> cell_equal(5.0, 5.000000001), cell_equal(" a ", "a"), cell_equal(5.0, "5")
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openpyxl
+
+from analyst_env.verifiers.recalc import RecalcError, recalculate_files
+from analyst_env.verifiers.scorers import register
+from analyst_env.verifiers.verdict import Verdict, VerifyContext
+
+TOLERANCE = 1e-8
+MAX_ROW, MAX_COL = 1_048_576, 16_384
+
+Grid = dict[tuple[int, int], Any]
+"""A sheet's non-empty cells: ``{(row, column): value}``, 1-based."""
+
+
+def normalize_value(value: Any) -> Any:
+    """A cell value as Excel COM would hand it over: every number a float, text and dates as-is.
+
+    Example:
+        >>> normalize_value(3), normalize_value(True), normalize_value("")
+        (3.0, True, None)
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    if isinstance(value, str) and value == "":
+        return None
+    return value
+
+
+def sheet_grid(ws) -> Grid:
+    """The non-empty cells of an openpyxl worksheet, values normalized."""
+    grid: Grid = {}
+    for row in ws.iter_rows():
+        for cell in row:
+            value = normalize_value(cell.value)
+            if value is not None:
+                grid[(cell.row, cell.column)] = value
+    return grid
+
+
+def _end(occupied: set[int], limit: int) -> int:
+    """Excel's ``Range.End`` from index 1 towards ``limit`` over the occupied indexes."""
+    if 1 in occupied and 2 in occupied:
+        i = 2
+        while i + 1 in occupied:
+            i += 1
+        return i
+    below = [i for i in occupied if i > 1]
+    return min(below) if below else limit
+
+
+def table_extent(grid: Grid) -> tuple[int, int]:
+    """Rows and columns upstream compares: ``min(A1.End, UsedRange size)`` each way.
+
+    Example:
+        >>> table_extent({(1, 1): "h", (2, 1): 1.0, (3, 1): 2.0, (5, 1): 9.0, (1, 2): "x"})
+        (3, 2)
+        >>> table_extent({})
+        (1, 1)
+    """
+    if not grid:
+        return 1, 1
+    rows = [r for r, _ in grid]
+    cols = [c for _, c in grid]
+    used_rows = max(rows) - min(rows) + 1
+    used_cols = max(cols) - min(cols) + 1
+    down = _end({r for r, c in grid if c == 1}, MAX_ROW)
+    right = _end({c for r, c in grid if r == 1}, MAX_COL)
+    return min(down, used_rows), min(right, used_cols)
+
+
+def cell_equal(gold: Any, got: Any) -> bool:
+    """Upstream's cell rule: same type, then strip-equal strings, allclose numbers, else ==."""
+    if type(gold) is not type(got):
+        return False
+    if isinstance(gold, str):
+        return gold.strip() == got.strip()
+    if isinstance(gold, float):
+        return bool(np.allclose(gold, got, atol=TOLERANCE))
+    return gold == got
+
+
+def _accepts(options: Iterable[Any], got: Any) -> bool:
+    return any(cell_equal(g, got) for g in options)
+
+
+def compare_sheet(gold: dict[tuple[int, int], tuple[Any, ...]], result: Grid) -> str | None:
+    """Compare one sheet column by column; ``None`` if it matches, else the reason.
+
+    Args:
+        gold: Reference cells, each with the values it accepts (cached, recalculated).
+        result: The result sheet's cells.
+    """
+    first = {k: v[0] for k, v in gold.items() if v}
+    n_rows, n_cols = table_extent(first)
+    got_rows, got_cols = table_extent(result)
+    if (n_rows, n_cols) != (got_rows, got_cols):
+        return f"the table is {got_rows}x{got_cols}; no reference has that size"
+    used: set[int] = set()
+    step = 100 if n_rows > 200 else 1
+    for col in range(1, n_cols + 1):
+        header = gold.get((1, col), (None,))
+        match = next(
+            (m for m in range(1, n_cols + 1) if m not in used and _accepts(header, result.get((1, m)))),
+            None,
+        )
+        if match is None:
+            return f"column {col} of the reference has no matching column"
+        used.add(match)
+        for row in range(1, n_rows + 1, step):
+            want = gold.get((row, col), (None,))
+            got = result.get((row, match))
+            if not _accepts(want, got):
+                return f"row {row}, column {match}: the value {got!r} is not the expected one"
+    return None
+
+
+def _gold_cells(cached: Grid, recalculated: Grid) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """Each reference cell with the values it accepts: cached first, then the engine's if different."""
+    cells = {}
+    for key in cached.keys() | recalculated.keys():
+        options = [v for v in (cached.get(key), recalculated.get(key)) if v is not None]
+        if len(options) == 2 and cell_equal(options[0], options[1]):
+            options.pop()
+        if options:
+            cells[key] = tuple(options)
+    return cells
+
+
+def enabled_value_sheets(check_board: dict[str, Any]) -> list[int]:
+    """1-based sheet indexes whose check list enables ``cells.values``.
+
+    Example:
+        >>> enabled_value_sheets({"1": {"cells": {"values": True}}, "2": {"cells": {"values": False}}})
+        [1]
+    """
+    return sorted(int(k) for k, v in check_board.items() if (v or {}).get("cells", {}).get("values"))
+
+
+def unsupported_checks(check_board: dict[str, Any]) -> list[str]:
+    """Enabled checks other than ``cells.values`` (charts, pivots, ...), as ``sheet:category.property``.
+
+    Example:
+        >>> unsupported_checks({"1": {"cells": {"values": True}, "charts": {"title": True}}})
+        ['1:charts.title']
+    """
+    out = []
+    for sheet, categories in check_board.items():
+        for category, props in (categories or {}).items():
+            for prop, on in (props or {}).items():
+                if on and (category, prop) != ("cells", "values"):
+                    out.append(f"{sheet}:{category}.{prop}")
+    return out
+
+
+def compare_workbooks(result, ref_cached, ref_recalculated, check_board: dict[str, Any]) -> str | None:
+    """Compare a result workbook with one reference; ``None`` if it matches, else the reason.
+
+    Args:
+        result: The agent's workbook (openpyxl, values).
+        ref_cached: The reference as saved (openpyxl, ``data_only=True``).
+        ref_recalculated: The reference recalculated by the same engine as the result,
+            or ``None`` to accept cached values only.
+        check_board: The reference's ``check_board`` (sheet index -> enabled checks).
+    """
+    if len(result.worksheets) != len(ref_cached.worksheets):
+        return f"the workbook has {len(result.worksheets)} worksheets, not the expected number"
+    for index in enabled_value_sheets(check_board):
+        if index > len(ref_cached.worksheets):
+            continue
+        cached = sheet_grid(ref_cached.worksheets[index - 1])
+        recalculated = sheet_grid(ref_recalculated.worksheets[index - 1]) if ref_recalculated else {}
+        reason = compare_sheet(_gold_cells(cached, recalculated), sheet_grid(result.worksheets[index - 1]))
+        if reason is not None:
+            return f"sheet {index}: {reason}"
+    return None
+
+
+def _load_values(data: bytes):
+    return openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+
+
+@register("workbook_match")
+def workbook_match(
+    submitted: str, gold: Any, *, context: VerifyContext, recalc: bool = True, timeout_s: float = 90.0
+) -> Verdict:
+    """1.0 iff the saved workbook matches any reference on every ``cells.values`` sheet.
+
+    The answer text is ignored; the workbook is read from the episode. The
+    verdict's detail reaches the final observation, so it locates the first
+    mismatch in the agent's own workbook without quoting any reference value.
+
+    Args:
+        submitted: The final answer (ignored).
+        gold: ``{"workbook": name in the working directory, "references":
+            [{"name", "path" (host xlsx), "check_board"}]}``.
+        context: Gives ``read_file`` for the episode's files.
+        recalc: Recalculate result and references with LibreOffice first.
+        timeout_s: LibreOffice time limit.
+
+    Returns:
+        The verdict, with one component per reference.
+    """
+    name = gold["workbook"]
+    refs = gold["references"]
+    if context.read_file is None:
+        return Verdict(0.0, detail="no episode files to read")
+    try:
+        data = context.read_file(name)
+    except FileNotFoundError:
+        return Verdict(0.0, detail=f"{name} not found in the working directory")
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        return Verdict(0.0, detail=f"{name} is not an xlsx workbook")
+    try:
+        _load_values(data)
+    except Exception as exc:  # openpyxl raises many types on a corrupt package
+        return Verdict(0.0, detail=f"{name} cannot be opened: {type(exc).__name__}: {exc}")
+    detail_prefix = ""
+    recalculated: list[bytes | None] = [None] * (len(refs) + 1)
+    if recalc:
+        try:
+            recalculated = _recalculate([data, *(Path(r["path"]).read_bytes() for r in refs)], timeout_s)
+        except RecalcError as exc:
+            detail_prefix = f"not recalculated ({exc}); "
+    result = _load_values(recalculated[0] or data)
+    components, reasons = {}, []
+    for ref, ref_recalc in zip(refs, recalculated[1:]):
+        cached = openpyxl.load_workbook(ref["path"], data_only=True)
+        again = _load_values(ref_recalc) if ref_recalc else None
+        reason = compare_workbooks(result, cached, again, ref.get("check_board", {}))
+        components[f"ref:{ref['name']}"] = float(reason is None)
+        reasons.append(f"{ref['name']}: {reason or 'match'}")
+    reward = max(components.values(), default=0.0)
+    return Verdict(reward, components, detail_prefix + "; ".join(reasons))
+
+
+def _recalculate(blobs: list[bytes], timeout_s: float) -> list[bytes]:
+    with tempfile.TemporaryDirectory(prefix="analyst-wbmatch-") as tmp:
+        paths = []
+        for i, blob in enumerate(blobs):
+            path = Path(tmp) / f"book{i}.xlsx"
+            path.write_bytes(blob)
+            paths.append(path)
+        outs = recalculate_files(paths, Path(tmp) / "out", timeout_s=timeout_s)
+        return [p.read_bytes() for p in outs]
+
+
+__all__ = [
+    "cell_equal",
+    "compare_sheet",
+    "compare_workbooks",
+    "enabled_value_sheets",
+    "table_extent",
+    "unsupported_checks",
+    "workbook_match",
+]
