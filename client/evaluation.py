@@ -23,28 +23,87 @@ POLICIES: dict[str, Callable[[Task], tuple[list[ToolCall], str]]] = {
 """Each policy maps a task to (tool calls to make, answer to submit)."""
 
 
+FrameSink = Callable[[str, dict[str, Any]], None]
+"""Receives each frame's data as it arrives: ``(label, data)``; see :func:`run_episode`."""
+
+
+class _RecordingEnv(AnalystEnv):
+    """``AnalystEnv`` that hands the raw data of every frame it parses to a sink."""
+
+    def __init__(self, *args: Any, sink: FrameSink, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sink = sink
+        self.label = "reset"
+
+    def _parse_result(self, payload: dict[str, Any]):
+        self._sink(self.label, payload)
+        return super()._parse_result(payload)
+
+    def _parse_state(self, payload: dict[str, Any]):
+        self._sink(self.label, payload)
+        return super()._parse_state(payload)
+
+
 async def run_episode(
     base_url: str,
     task: Task,
     answer: str,
     headers: dict[str, str] | None,
     steps: list[ToolCall] = (),
+    *,
+    record: FrameSink | None = None,
 ) -> dict[str, Any]:
-    """Reset into ``task``, make the tool calls ``steps``, submit ``answer``; report the reward."""
-    async with AnalystEnv(base_url=base_url, headers=headers, message_timeout_s=300) as env:
+    """Reset into ``task``, make the tool calls ``steps``, submit ``answer``; report the reward.
+
+    Args:
+        base_url: The server.
+        task: The task to reset into (by id).
+        answer: The ``final_answer`` text.
+        headers: Extra HTTP headers (a bearer token).
+        steps: Tool calls made before the answer; the first that fails ends the run.
+        record: If given, receives the data of every frame, labelled ``"reset"``,
+            ``"state:reset"`` (the state right after reset), ``"step:<i>:<tool>"``,
+            ``"final_answer"`` and ``"state:final"`` (the state at the end). The
+            two state frames are only fetched when recording.
+
+    Returns:
+        ``{"task_id", "reward"}``, plus ``"error"`` if the run went wrong and
+        ``"reward_breakdown"`` / ``"end_reason"`` when the final observation has them.
+    """
+    sink = record or (lambda _label, _data: None)
+    async with _RecordingEnv(base_url=base_url, headers=headers, message_timeout_s=300, sink=sink) as env:
+
+        async def ended(row: dict[str, Any]) -> dict[str, Any]:
+            if record is not None:
+                env.label = "state:final"
+                await env.state()
+            return row
+
         first = await env.reset(task_id=task.id)
+        if record is not None:
+            env.label = "state:reset"
+            await env.state()
         if first.done:
-            return {"task_id": task.id, "reward": 0.0, "error": first.observation.message}
-        for step in steps:
+            return await ended({"task_id": task.id, "reward": 0.0, "error": first.observation.message})
+        for i, step in enumerate(steps):
+            env.label = f"step:{i}:{step.tool}"
             out = await env.call_tool(step.tool, **step.arguments)
             failed = out.observation.error is not None or (out.observation.result or {}).get("is_error")
             if failed or out.done:
                 reason = out.observation.text
-                return {"task_id": task.id, "reward": 0.0, "error": f"oracle step {step.tool} failed: {reason}"}
+                return await ended(
+                    {"task_id": task.id, "reward": 0.0, "error": f"step {step.tool} failed: {reason}"}
+                )
+        env.label = "final_answer"
         result = await env.final_answer(answer)
         if result.observation.error is not None:
-            return {"task_id": task.id, "reward": 0.0, "error": result.observation.error.message}
-        return {"task_id": task.id, "reward": float(result.reward or 0.0)}
+            return await ended({"task_id": task.id, "reward": 0.0, "error": result.observation.error.message})
+        row: dict[str, Any] = {"task_id": task.id, "reward": float(result.reward or 0.0)}
+        metadata = result.observation.metadata or {}
+        for key in ("reward_breakdown", "end_reason"):
+            if key in metadata:
+                row[key] = metadata[key]
+        return await ended(row)
 
 
 async def evaluate(

@@ -1,0 +1,369 @@
+"""Check that every task of a dataset is sound, over the protocol: ``analyst-env validate``.
+
+A dataset is sound when, for each task, through the real server:
+
+- **oracle**: replaying ``task.oracle_steps`` and submitting ``task.oracle_answer``
+  scores exactly 1.0 (the task is solvable and its gold agrees with its scorer);
+- **null**: the null run scores exactly 0.0 (saying nothing earns nothing);
+- **repeat**: the oracle run a second time scores the same as the first (the
+  verifier is deterministic);
+- **leak**: no gold value reaches the agent before it answers (below).
+
+Episodes run with :func:`analyst_env.client.evaluation.run_episode`, the same
+runner ``analyst-env eval`` uses; a task's three runs go one after another
+(oracle, null, repeat), tasks run concurrently.
+
+**The null run** is: reset, ``list_files``, ``final_answer("")``. The
+``list_files`` step makes anything a setup hook put in the working directory
+visible, so a gold value written into a file *name* (or any other sign of it
+that reaches the agent before it answers) is caught.
+
+**Gold values** of a task are the ``oracle_answer`` text and every atomic value
+inside ``task.answer`` (lists, tuples and dict values are walked; dict keys and
+booleans are not values): a string as it is; a number as the task prints it,
+i.e. ``str(x)``, its integer form if it is integral, and every number written in
+``oracle_answer`` that equals it. A value is dropped as not distinctive when it
+is shorter than 3 characters, is a common word (``yes``, ``true``, ``none``...),
+is a number equal to 0, 1 or -1, or already occurs in what the task shows by
+design: its id, instruction, ``max_steps``, the reset's file descriptions
+(names, sizes, previews, computed locally from the task's files) and the tool
+catalogue (identical for every task, so it cannot carry one task's gold).
+
+**Matching** is case-insensitive on whole tokens: a value that starts or ends
+with a letter or digit must not continue into one (and a number must not
+continue into a longer number, so ``119`` does not match ``1190`` or ``0.119``).
+It looks at every string and number of a frame's data (not its JSON text, so
+escaping hides nothing). Dict keys are the protocol's vocabulary (field names,
+metadata names, reward component names such as ``ROUGE-L`` or ``part:n``) and
+are not scanned, except inside a tool result's ``structured_content``, where
+keys can be data.
+
+**What is scanned**: the oracle's own tool outputs necessarily show the gold
+after its steps (``run_sql`` of the gold query prints it), so for both oracle
+runs only the reset observation and the state right after reset are scanned.
+The null run is scanned entirely: the reset observation, the state after reset,
+the ``list_files`` observation, the final observation and the final state.
+
+Tasks whose metadata carries a ``gold_status`` other than ``"ok"`` (loaders set
+it to the evidence, e.g. ``"error: no such column"``, when the upstream gold
+itself is broken) are still run and reported, under ``broken_upstream`` with
+that evidence, and do not fail the validation; they are never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import numbers
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from analyst_env.client.evaluation import run_episode
+from analyst_env.datasets import Task, describe_file
+from analyst_env.datasets.task import ToolCall
+
+CHECKS = ("oracle", "null", "repeat", "leak")
+"""Names of the checks, as the report names a failing one."""
+
+NULL_STEPS = [ToolCall(tool="list_files")]
+"""The null run's tool calls before it submits the empty answer."""
+
+GOLD_OK = "ok"
+"""The ``metadata["gold_status"]`` loaders give a task whose upstream gold is sound."""
+
+MIN_GOLD_CHARS = 3
+COMMON_VALUES = frozenset(
+    {"yes", "no", "true", "false", "none", "null", "nan", "inf", "-inf", "n/a", "na", "all", "any"}
+)
+
+_NUMBER_TOKEN = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+Row = dict[str, Any]
+
+
+# ── gold values and how to spot them ──
+def _as_float(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _atoms(value: Any) -> Iterator[Any]:
+    """The atomic values inside a gold answer (dict keys and booleans excluded)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _atoms(item)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _atoms(item)
+    elif value is not None and not isinstance(value, bool):
+        yield value
+
+
+def _number_texts(x: float, oracle_answer: str) -> set[str]:
+    """How a task prints ``x``: ``str(x)``, its int form, equal numbers in the oracle answer."""
+    texts = {str(x)}
+    if float(x).is_integer():
+        texts.add(str(int(x)))
+    for token in _NUMBER_TOKEN.findall(oracle_answer):
+        parsed = _as_float(token)
+        if parsed is not None and math.isclose(parsed, float(x), rel_tol=1e-12, abs_tol=1e-12):
+            texts.add(token)
+    return texts
+
+
+def gold_values(task: Task) -> set[str]:
+    """Every text form of the task's gold, before dropping the ones that are not distinctive."""
+    values = {task.oracle_answer.strip()}
+    for atom in _atoms(task.answer):
+        if isinstance(atom, numbers.Real):
+            if math.isfinite(float(atom)):
+                values |= _number_texts(atom, task.oracle_answer)
+        else:
+            text = str(atom).strip()
+            values.add(text)
+            number = _as_float(text)
+            if number is not None:
+                values |= _number_texts(number, task.oracle_answer)
+    return {v for v in values if v}
+
+
+def value_pattern(value: str) -> re.Pattern[str]:
+    """A case-insensitive whole-token pattern for ``value`` (see the module docstring)."""
+    numeric = _as_float(value) is not None
+    head = r"(?<![\w.])" if numeric else r"(?<!\w)"
+    tail = r"(?!\w|\.\d)" if numeric else r"(?!\w)"
+    body = re.escape(value)
+    if value[0].isalnum() or (numeric and value[0] == "."):
+        body = head + body
+    if value[-1].isalnum():
+        body = body + tail
+    return re.compile(body, re.IGNORECASE)
+
+
+def _trivial(value: str) -> bool:
+    if len(value) < MIN_GOLD_CHARS or value.lower() in COMMON_VALUES:
+        return True
+    number = _as_float(value)
+    return number is not None and number in (0.0, 1.0, -1.0)
+
+
+def public_text(task: Task, tool_catalogue: Any = None) -> str:
+    """What the task shows by design: id, instruction, step limit, file descriptions, tool catalogue."""
+    parts = [task.id, task.instruction, f"max_steps {task.max_steps}"]
+    parts += [describe_file(name, path).model_dump_json() for name, path in sorted(task.files.items())]
+    parts += [text for _, text in _walk(tool_catalogue or [])]
+    return "\n".join(parts)
+
+
+def leak_patterns(task: Task, tool_catalogue: Any = None) -> dict[str, re.Pattern[str]]:
+    """The distinctive gold values of ``task`` and their patterns."""
+    shown = public_text(task, tool_catalogue)
+    patterns = {}
+    for value in sorted(gold_values(task)):
+        if _trivial(value):
+            continue
+        pattern = value_pattern(value)
+        if not pattern.search(shown):
+            patterns[value] = pattern
+    return patterns
+
+
+DATA_KEYS_UNDER = "structured_content"
+"""Below a key of this name, dict keys are tool output (data), so they are scanned too."""
+
+
+def _walk(data: Any, path: str = "", keys: bool = False) -> Iterator[tuple[str, str]]:
+    """``(json path, text)`` for every string and number in ``data`` (and key, when ``keys``)."""
+    if isinstance(data, dict):
+        for key, item in data.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if keys:
+                yield sub, str(key)
+            yield from _walk(item, sub, keys or key == DATA_KEYS_UNDER)
+    elif isinstance(data, (list, tuple)):
+        for i, item in enumerate(data):
+            yield from _walk(item, f"{path}[{i}]", keys)
+    elif isinstance(data, (str, int, float)) and not isinstance(data, bool):
+        yield path, str(data)
+
+
+def find_leak(patterns: dict[str, re.Pattern[str]], data: Any) -> str | None:
+    """Where the first gold value occurs in ``data``, as ``"'value' at path"``; None if nowhere."""
+    for path, text in _walk(data):
+        for value, pattern in patterns.items():
+            if pattern.search(text):
+                return f"{value!r} at {path or '(top)'}"
+    return None
+
+
+# ── one task ──
+ORACLE_FRAMES_SCANNED = ("reset", "state:reset")
+"""The oracle runs' frames scanned for leaks: before its own steps show the gold."""
+
+Frames = list[tuple[str, Any]]
+
+
+def _reward_failures(runs: dict[str, Row]) -> list[dict[str, str]]:
+    """The oracle, null and repeat checks on the three runs' results."""
+
+    def said(name: str) -> str:
+        error = runs[name].get("error")
+        return f"{runs[name].get('reward')}" + (f" ({error})" if error else "")
+
+    oracle, null, repeat = (runs[name].get("reward") for name in ("oracle", "null", "repeat"))
+    failures = []
+    if oracle != 1.0:
+        failures.append({"check": "oracle", "reason": f"oracle scored {said('oracle')}, not 1.0"})
+    if null != 0.0:
+        failures.append({"check": "null", "reason": f"null answer scored {said('null')}, not 0.0"})
+    if repeat is None or repeat != oracle:
+        failures.append({"check": "repeat", "reason": f"oracle scored {oracle}, then {said('repeat')}"})
+    return failures
+
+
+def _leak(task: Task, frames: dict[str, Frames]) -> tuple[str | None, int]:
+    """Where a gold value shows in the scanned frames (or None), and how many values were sought."""
+    catalogue = next(
+        (data.get("observation", {}).get("available_tools") for label, data in frames["null"] if label == "reset"),
+        None,
+    )
+    patterns = leak_patterns(task, catalogue)
+    scanned = [("null", label, data) for label, data in frames["null"]]
+    for run in ("oracle", "repeat"):
+        scanned += [(run, label, data) for label, data in frames[run] if label in ORACLE_FRAMES_SCANNED]
+    for run, label, data in scanned:
+        where = find_leak(patterns, data)
+        if where is not None:
+            return f"gold value {where} in the {run} run's {label} frame", len(patterns)
+    return None, len(patterns)
+
+
+async def validate_task(base_url: str, task: Task, headers: dict[str, str] | None = None) -> Row:
+    """Run the oracle, null and repeat runs of ``task`` and apply the four checks.
+
+    Returns:
+        The task's row: ``task_id``, the three rewards, ``leak`` (None or where),
+        ``gold_values_checked``, ``status`` (``pass``, ``fail`` or
+        ``broken_upstream``), ``failures`` (``[{"check", "reason", "reward_breakdown"}]``),
+        and for a task with failures the ``reward_breakdown`` of each run.
+    """
+    plans = {
+        "oracle": (task.oracle_steps, task.oracle_answer),
+        "null": (NULL_STEPS, ""),
+        "repeat": (task.oracle_steps, task.oracle_answer),
+    }
+    frames: dict[str, Frames] = {name: [] for name in plans}
+    runs: dict[str, Row] = {}
+    for name, (steps, answer) in plans.items():
+
+        def sink(label: str, data: dict[str, Any], into: Frames = frames[name]) -> None:
+            into.append((label, data))
+
+        try:
+            runs[name] = await run_episode(base_url, task, answer, headers, list(steps), record=sink)
+        except Exception as exc:  # a broken run is a finding, not a crash
+            runs[name] = {"task_id": task.id, "reward": None, "error": f"{type(exc).__name__}: {exc}"}
+
+    failures = _reward_failures(runs)
+    leak, checked = _leak(task, frames)
+    if leak is not None:
+        failures.append({"check": "leak", "reason": leak})
+    row: Row = {
+        "task_id": task.id,
+        **{name: runs[name].get("reward") for name in plans},
+        "leak": leak,
+        "gold_values_checked": checked,
+        "failures": failures,
+    }
+    if failures:
+        row["reward_breakdown"] = {name: runs[name].get("reward_breakdown") for name in plans}
+        for failure in failures:
+            run = "null" if failure["check"] == "leak" else failure["check"]
+            failure["reward_breakdown"] = runs[run].get("reward_breakdown")
+    gold_status = task.metadata.get("gold_status")
+    if gold_status not in (None, GOLD_OK):
+        row["status"] = "broken_upstream"
+        row["gold_status"] = gold_status
+    else:
+        row["status"] = "fail" if failures else "pass"
+    return row
+
+
+# ── a whole dataset ──
+async def validate(
+    base_url: str,
+    tasks: Iterable[Task],
+    *,
+    concurrency: int = 8,
+    headers: dict[str, str] | None = None,
+    on_result: Callable[[Row], None] | None = None,
+) -> list[Row]:
+    """Validate every task, ``concurrency`` tasks at a time; rows in task order."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: Task) -> Row:
+        async with gate:
+            row = await validate_task(base_url, task, headers)
+        if on_result is not None:
+            on_result(row)
+        return row
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
+    """The JSON report: ``dataset``, ``n``, ``passed``, ``failed``, ``broken_upstream``, ``tasks``."""
+    failed = [
+        {"task_id": r["task_id"], **failure}
+        for r in rows
+        if r["status"] == "fail"
+        for failure in r["failures"]
+    ]
+    broken = [
+        {"task_id": r["task_id"], "gold_status": r["gold_status"], "failures": r["failures"]}
+        for r in rows
+        if r["status"] == "broken_upstream"
+    ]
+    return {
+        "dataset": dataset,
+        "n": len(rows),
+        "passed": sum(r["status"] == "pass" for r in rows),
+        "failed": failed,
+        "broken_upstream": broken,
+        "tasks": rows,
+    }
+
+
+def _cell(reward: float | None) -> str:
+    return "error" if reward is None else f"{reward:g}"
+
+
+def format_table(rows: list[Row]) -> str:
+    """One line per task: oracle, null, repeat, leak, status."""
+    width = max([len("task_id"), *(len(r["task_id"]) for r in rows)])
+    lines = [f"{'task_id':<{width}}  {'oracle':>6}  {'null':>6}  {'repeat':>6}  {'leak':<4}  status"]
+    for r in rows:
+        leak = "LEAK" if r["leak"] else ("ok" if r["gold_values_checked"] else "n/a")
+        status = r["status"]
+        if r["failures"]:
+            status += " (" + ", ".join(f["check"] for f in r["failures"]) + ")"
+        lines.append(
+            f"{r['task_id']:<{width}}  {_cell(r['oracle']):>6}  {_cell(r['null']):>6}  "
+            f"{_cell(r['repeat']):>6}  {leak:<4}  {status}"
+        )
+    return "\n".join(lines)
+
+
+def summary(result: dict[str, Any]) -> str:
+    """One line: counts of passed, failed and broken-upstream tasks."""
+    failed_tasks = len({f["task_id"] for f in result["failed"]})
+    return (
+        f"validate {result['dataset']}: n={result['n']} passed={result['passed']} "
+        f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])}"
+    )

@@ -1,0 +1,215 @@
+"""``analyst-env validate``: passes sound datasets, and names the check a broken task fails.
+
+The command runs in-process (``cli.main``) so test-only scorers registered here
+are the ones the in-process server uses; the server, sandboxes and client are
+the real ones. Broken datasets are built in a tmp dir and served under a
+test-only ``hvtest:PATH`` format.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from support import SECRET_TOTAL, make_tiny_dataset
+
+from analyst_env import cli
+from analyst_env.client.local_server import BackgroundServer
+from analyst_env.client.validation import find_leak, gold_values, leak_patterns, value_pattern
+from analyst_env.datasets import registry
+from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
+from analyst_env.verifiers import scorers
+
+NUMERIC = VerifierSpec(name="numeric", params={"abs_tol": 1e-6})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict[str, Task]:
+    return make_tiny_dataset(tmp_path_factory.mktemp("hv-tiny")).by_id()
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Register datasets under ``hvtest:NAME`` for the duration of a test."""
+    datasets: dict[str, Dataset] = {}
+
+    def load(path: str) -> Dataset:
+        return datasets[Path(path).name]
+
+    monkeypatch.setitem(registry.FORMATS, "hvtest", load)
+
+    def serve(name: str, tasks: list[Task]) -> str:
+        datasets[name] = Dataset(name=name, tasks=tasks)
+        return f"hvtest:{name}"
+
+    return serve
+
+
+def validate(tmp_path: Path, capsys, spec: str, *extra: str) -> tuple[int, dict, str]:
+    out = tmp_path / "report.json"
+    code = cli.main(["validate", spec, "--json", str(out), "--concurrency", "4", *extra])
+    captured = capsys.readouterr()
+    return code, json.loads(out.read_text()), captured.out + captured.err
+
+
+def sound_tasks(tiny: dict[str, Task]) -> list[Task]:
+    """Tasks that must pass: the tiny CSV/SQLite/Excel tasks, oracle steps, a verify hook."""
+    csv = tiny["tiny-csv"]
+    return [
+        csv,
+        tiny["tiny-sqlite"],
+        tiny["tiny-excel"],
+        # The oracle's own run_sql prints the gold: not a leak (only its reset is scanned).
+        csv.model_copy(
+            update={
+                "id": "hv-oracle-steps",
+                "oracle_steps": [ToolCall(tool="run_sql", arguments={"query": "SELECT SUM(amount) FROM sales"})],
+            }
+        ),
+        Task(
+            id="hv-verify-hook",
+            # "done" is also a protocol field name: dict keys are not gold leaks.
+            instruction="Submit the five-letter word for finished, minus its last letter, in lowercase.",
+            answer="done",
+            oracle_answer="done",
+            verifier=VerifierSpec(name="exact"),
+            verify=["grep -qx done logs/verifier/answer.txt"],
+        ),
+    ]
+
+
+def test_a_sound_dataset_passes_and_broken_upstream_is_listed(tmp_path, capsys, tiny, served):
+    broken_gold = tiny["tiny-csv"].model_copy(
+        update={"id": "hv-upstream", "oracle_answer": "1", "metadata": {"gold_status": "label contradicts data"}}
+    )
+    sound_gold = tiny["tiny-excel"].model_copy(update={"id": "hv-gold-ok", "metadata": {"gold_status": "ok"}})
+    tasks = [*sound_tasks(tiny), sound_gold, broken_gold]
+    code, report, output = validate(tmp_path, capsys, served("sound", tasks))
+    assert code == 0, output
+    assert report["dataset"] == "hvtest:sound" and report["n"] == 7 and report["passed"] == 6
+    assert report["failed"] == []
+    (upstream,) = report["broken_upstream"]
+    assert upstream["task_id"] == "hv-upstream" and upstream["gold_status"] == "label contradicts data"
+    assert [f["check"] for f in upstream["failures"]] == ["oracle"]
+    rows = {r["task_id"]: r for r in report["tasks"]}
+    assert rows["hv-oracle-steps"]["leak"] is None and rows["hv-oracle-steps"]["gold_values_checked"] > 0
+    assert rows["hv-verify-hook"]["gold_values_checked"] == 1
+    assert all((r["oracle"], r["null"], r["repeat"]) == (1.0, 0.0, 1.0) for t, r in rows.items() if t != "hv-upstream")
+    assert "broken_upstream=1" in output and "failed=0" in output
+    assert "hv-upstream" in output and "broken_upstream" in output
+
+
+def _accept_anything(submitted: str, gold) -> float:
+    return 1.0
+
+
+def _flaky_scorer():
+    calls = itertools.count()
+
+    def flaky(submitted: str, gold) -> float:
+        if not submitted:
+            return 0.0
+        return 1.0 if next(calls) == 0 else 0.5  # the first oracle run scores 1, the repeat 0.5
+
+    return flaky
+
+
+@pytest.mark.parametrize("broken", ["oracle", "null", "repeat", "leak"])
+def test_a_broken_task_fails_naming_its_check(tmp_path, capsys, tiny, served, monkeypatch, broken):
+    csv = tiny["tiny-csv"]
+    if broken == "oracle":
+        bad = csv.model_copy(update={"oracle_answer": "7000"})
+    elif broken == "null":
+        monkeypatch.setitem(scorers.SCORERS, "hv-accept-anything", _accept_anything)
+        bad = csv.model_copy(update={"verifier": VerifierSpec(name="hv-accept-anything")})
+    elif broken == "repeat":
+        monkeypatch.setitem(scorers.SCORERS, "hv-flaky", _flaky_scorer())
+        bad = csv.model_copy(update={"verifier": VerifierSpec(name="hv-flaky")})
+    else:
+        bad = csv.model_copy(update={"setup": [f"touch {SECRET_TOTAL}.txt"]})
+    bad = bad.model_copy(update={"id": f"hv-broken-{broken}"})
+    code, report, output = validate(tmp_path, capsys, served(broken, [tiny["tiny-sqlite"], bad]))
+
+    assert code == 1, output
+    assert report["n"] == 2 and report["passed"] == 1
+    assert [(f["task_id"], f["check"]) for f in report["failed"]] == [(bad.id, broken)]
+    (failure,) = report["failed"]
+    assert "reward_breakdown" in failure and failure["reason"]
+    assert f"FAIL {bad.id} [{broken}]" in output
+    row = next(r for r in report["tasks"] if r["task_id"] == bad.id)
+    assert row["status"] == "fail" and set(row["reward_breakdown"]) == {"oracle", "null", "repeat"}
+    if broken == "oracle":
+        assert row["oracle"] == 0.0 and "not 1.0" in failure["reason"]
+        assert failure["reward_breakdown"]["detail"] is not None
+    if broken == "null":
+        assert row["null"] == 1.0
+    if broken == "repeat":
+        assert (row["oracle"], row["repeat"]) == (1.0, 0.5)
+    if broken == "leak":
+        assert str(SECRET_TOTAL) in failure["reason"] and "list_files" in failure["reason"]
+        assert (row["oracle"], row["null"], row["repeat"]) == (1.0, 0.0, 1.0)
+
+
+def test_validate_against_a_running_server(tmp_path, capsys, app, tiny_dataset, served):
+    """``--url``: the served tiny set's unsound tasks fail exactly as built."""
+    spec = served("tiny", tiny_dataset.tasks)
+    with BackgroundServer(app) as url:
+        code, report, output = validate(tmp_path, capsys, spec, "--url", url)
+    assert code == 1
+    failed = {(f["task_id"], f["check"]) for f in report["failed"]}
+    assert failed == {
+        ("tiny-bad-setup", "oracle"),  # setup exits 3
+        ("tiny-reward-file", "oracle"),  # reward.txt says 0.25
+        ("tiny-reward-file", "null"),
+        ("tiny-verify-hooks", "oracle"),  # out.txt is never written: 2/3
+        ("tiny-verify-hooks", "null"),  # setup_marker.txt exists: 1/3 for nothing
+    }
+    assert report["passed"] == 3
+
+
+def test_bad_arguments_are_clear_errors(capsys):
+    assert cli.main(["validate", "nope:somewhere"]) == 2
+    assert "unknown dataset format 'nope'" in capsys.readouterr().err
+    assert cli.main(["validate", "starter", "--concurrency", "0"]) == 2
+    assert "--concurrency must be at least 1" in capsys.readouterr().err
+
+
+def test_the_shipped_starter_set_validates(tmp_path, capsys):
+    code, report, output = validate(tmp_path, capsys, "starter", "--concurrency", "8")
+    assert code == 0, output
+    assert report["n"] >= 100 and report["passed"] == report["n"]
+    assert report["failed"] == [] and report["broken_upstream"] == []
+    assert sum(r["gold_values_checked"] > 0 for r in report["tasks"]) > report["n"] / 2
+
+
+# ── gold values: what counts, and how they are matched ─────────────────────────
+def test_gold_values_are_printed_as_the_task_prints_them():
+    task = Task(id="t", instruction="q", answer=[["mean", "34.650"], ["n", 20.0]], oracle_answer="@mean[34.65] @n[20]",
+                verifier=VerifierSpec(name="dabench"))
+    assert {"34.650", "34.65", "20.0", "20", "@mean[34.65] @n[20]"} <= gold_values(task)
+
+
+def test_trivial_and_public_values_are_not_looked_for(tiny):
+    task = Task(id="t-yes", instruction="Is the total 3 or 104 (answer yes/no)?", files=dict(tiny["tiny-csv"].files),
+                answer=["yes", 1.0, 104, "amount", "ab"], oracle_answer="yes", verifier=VerifierSpec(name="exact"))
+    # "yes" is common, 1.0 trivial, 104 in the instruction, "amount" a column in the preview, "ab" too short.
+    assert leak_patterns(task) == {}
+
+
+def test_keys_are_vocabulary_except_in_tool_data():
+    patterns = {"ROUGE-L": value_pattern("ROUGE-L"), "7319.25": value_pattern("7319.25")}
+    frame = {"done": True, "observation": {"metadata": {"reward_breakdown": {"components": {"ROUGE-L": 0.0}}}}}
+    assert find_leak(patterns, frame) is None
+    frame["observation"]["result"] = {"structured_content": {"totals": {"7319.25": 1}}}
+    assert find_leak(patterns, frame) == "'7319.25' at observation.result.structured_content.totals.7319.25"
+    assert find_leak(patterns, {"detail": "expected rouge-l of 1"}) == "'ROUGE-L' at detail"
+
+
+def test_values_match_whole_tokens_only():
+    p = value_pattern("119")
+    assert p.search("count: 119 rows") and p.search("[119]") and p.search("119.txt")
+    assert not p.search("1190") and not p.search("0.119") and not p.search("119.5") and not p.search("a119")
+    s = value_pattern("Office Supplies")
+    assert s.search("top: office supplies.") and not s.search("Office Suppliesx")
