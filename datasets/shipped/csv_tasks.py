@@ -13,13 +13,11 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped.draft import Draft, integer, members, number, parts, ranking, text, top_labels
+from analyst_env.datasets.shipped.draft import (Draft, integer, members, nth_label, number, parts,
+                                                ranking, repeat, text, top_labels)
+from analyst_env.datasets.shipped.draft import pick as _pick
 
 Template = Callable[[pd.DataFrame, np.random.Generator], Draft | None]
-
-
-def _pick(rng: np.random.Generator, values) -> str:
-    return str(rng.choice(sorted(pd.unique(pd.Series(values).dropna()))))
 
 
 # --- sales.csv ---------------------------------------------------------------
@@ -270,15 +268,110 @@ def sen_site_rank(df, rng):
     return top and ranking("Order the sites by mean temperature_c.", top, "site names", "warmest first", "medium")
 
 
+# --- window functions, ranks within groups and pivots (appended: earlier ids stay stable) ---------
+
+ORDINAL = {1: "first", 2: "second", 3: "third"}
+HIGHEST = {1: "highest", 2: "second-highest", 3: "third-highest"}
+
+
+@repeat(3)
+def sales_cumulative_cross(df, rng):
+    r, y, f = _pick(rng, df.region), int(rng.choice([2022, 2023])), int(rng.choice([25, 50, 75]))
+    sub = df[(df.region == r) & df.order_date.str.startswith(str(y))]
+    running = sub.groupby(sub.order_date.str[:7]).revenue.sum().sort_index().cumsum()
+    month = running[running >= running.iloc[-1] * f / 100].index[0]
+    return text(f"In which month did the {r} region's running total of {y} revenue (cumulative from January) first "
+                f"reach {f}% of its full-year {y} revenue?", month, "month in YYYY-MM form", "hard",
+                region=r, year=y, percent=f)
+
+
+@repeat(3)
+def sales_mom_jump(df, rng):
+    c = _pick(rng, df.category)
+    sub = df[df.category == c]
+    months = pd.period_range("2022-01", "2023-12", freq="M").strftime("%Y-%m")
+    monthly = sub.groupby(sub.order_date.str[:7]).revenue.sum().reindex(months, fill_value=0.0)
+    change = monthly.diff()
+    top = top_labels(change[change.index.str.startswith("2023")], 1)
+    return top and text(f"Which month of 2023 had the largest increase in {c} revenue over the previous month "
+                        "(January 2023 is compared with December 2022)?", top[0], "month in YYYY-MM form", "medium",
+                        category=c)
+
+
+@repeat(2)
+def sales_pivot_gap(df, rng):
+    y = int(rng.choice([2022, 2023]))
+    sub = df[df.order_date.str.startswith(str(y))]
+    pivot = sub.pivot_table(index="region", columns="channel", values="revenue", aggfunc="sum", fill_value=0)
+    top = top_labels(pivot["Online"] - pivot["Store"], 1)
+    return top and text(f"Make a pivot table of {y} revenue with regions as rows and channels as columns. Which "
+                        "region has the largest Online minus Store difference?", top[0], "region name", "hard", year=y)
+
+
+@repeat(3)
+def sales_rank_in_region(df, rng):
+    r, k = _pick(rng, df.region), int(rng.integers(2, 4))
+    label = nth_label(df[df.region == r].groupby("category").revenue.sum(), k)
+    return label and text(f"Within the {r} region, which product category ranks {ORDINAL[k]} by total revenue?",
+                          label, "category name", "medium", region=r, rank=k)
+
+
+@repeat(3)
+def emp_nth_in_dept(df, rng):
+    d, k = _pick(rng, df.department), int(rng.integers(1, 4))
+    label = nth_label(df[df.department == d].set_index("name").salary, k)
+    return label and text(f"Who has the {HIGHEST[k]} salary in the {d} department?", label, "employee name",
+                          "medium", department=d, rank=k)
+
+
+@repeat(3)
+def emp_above_dept_avg(df, rng):
+    c = _pick(rng, df.city)
+    dept_avg = df.groupby("department").salary.transform("mean")
+    v = ((df.city == c) & (df.salary > dept_avg)).sum()
+    return integer(f"How many employees based in {c} earn strictly more than the average salary of their own "
+                   "department (the department average over all cities)?", v, "medium", city=c)
+
+
+@repeat(3)
+def fl_carrier_rank_at_origin(df, rng):
+    o, k = _pick(rng, df.origin), int(rng.integers(1, 4))
+    label = nth_label(df[df.origin == o].carrier.value_counts(), k)
+    return label and text(f"Among flights departing from {o}, which carrier ranks {ORDINAL[k]} by number of flights?",
+                          label, "carrier code", "medium", origin=o, rank=k)
+
+
+@repeat(3)
+def sen_max_hourly_rise(df, rng):
+    s = _pick(rng, df.site)
+    sub = df[df.site == s].sort_values("timestamp")
+    v = sub.temperature_c.diff().max()  # diff is NaN next to a missing reading, and max skips NaN
+    return number(f"At the {s} site, what is the largest rise in temperature_c from one hourly reading to the next "
+                  "(skip pairs where either reading is missing)?", v, 2, "hard", site=s)
+
+
+@repeat(3)
+def sen_rolling_max(df, rng):
+    s, w = _pick(rng, df.site), int(rng.choice([6, 12, 24]))
+    sub = df[df.site == s].sort_values("timestamp")
+    v = sub.temperature_c.rolling(w).mean().max()
+    return number(f"At the {s} site, what is the highest {w}-hour rolling mean of temperature_c (windows of {w} "
+                  f"consecutive hourly readings; only windows with all {w} readings present count)?", v, 2, "hard",
+                  site=s, window=w)
+
+
 TEMPLATES: dict[str, list[Template]] = {
     "sales": [sales_region_year_total, sales_discounted_count, sales_channel_mean_units, sales_top_regions,
               sales_category_units_rank, sales_best_month, sales_online_share, sales_median_order,
               sales_repeat_customers, sales_date_range, sales_price_std, sales_units_revenue_corr,
-              sales_region_summary],
+              sales_region_summary, sales_cumulative_cross, sales_mom_jump, sales_pivot_gap, sales_rank_in_region],
     "employees": [emp_dept_mean_salary, emp_top_median_dept, emp_remote_hires, emp_top_cities, emp_level_score,
-                  emp_missing_scores, emp_age_salary_corr, emp_above_median_share, emp_level_rank],
+                  emp_missing_scores, emp_age_salary_corr, emp_above_median_share, emp_level_rank,
+                  emp_nth_in_dept, emp_above_dept_avg],
     "flights": [fl_carrier_dep_delay, fl_cancel_rate, fl_most_late_carrier, fl_top_routes, fl_month_origin_count,
-                fl_p90_arr_delay, fl_evening_distance, fl_carrier_summary],
+                fl_p90_arr_delay, fl_evening_distance, fl_carrier_summary,
+                fl_carrier_rank_at_origin],
     "sensors": [sen_site_day_mean, sen_site_max_humidity, sen_missing_temps, sen_hottest_day, sen_pressure_std,
-                sen_temp_humidity_corr, sen_site_rank],
+                sen_temp_humidity_corr, sen_site_rank,
+                sen_max_hourly_rise, sen_rolling_max],
 }

@@ -9,12 +9,16 @@ rounding the question asks for is the rounding the scorer tolerates.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from analyst_env.datasets.task import Task, VerifierSpec
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -119,13 +123,20 @@ def oracle_and_verifier(d: Draft) -> tuple[str, Any, VerifierSpec]:
 def leaks(instruction: str, oracle: str, style: str) -> bool:
     """Whether the instruction spells out a numeric or label answer verbatim.
 
+    A number counts as spelled out anywhere in the text, even as part of a
+    longer number; a label only as a whole word.
+
     Example:
         >>> leaks("How many orders above 12 units?", "12", "integer")
         True
         >>> leaks("How many orders above 12 units?", "120", "integer")
         False
+        >>> leaks("How many orders in 2022?", "22", "integer")
+        True
     """
     if style in ("number", "integer"):
+        if oracle in instruction:  # even inside another number, e.g. "22" in "2022"
+            return True
         core = oracle.lstrip("-")
         return re.search(rf"(?<![\d.]){re.escape(core)}(?![\d]|\.\d)", instruction) is not None
     if style == "text":
@@ -152,6 +163,63 @@ def to_task(d: Draft, task_id: str, file_name: str, file_path: str, kind: str, t
         metadata={"source": "starter", "level": d.level, "kind": kind, "template": template,
                   "params": d.params},
     )
+
+
+def pick(rng: Any, values: Any) -> str:
+    """One of the distinct non-missing ``values`` (as text), drawn with ``rng`` from their sorted list."""
+    import pandas as pd
+
+    return str(rng.choice(sorted(pd.unique(pd.Series(values).dropna()))))
+
+
+def repeat(n: int) -> Callable[[T], T]:
+    """Decorator: draw a template ``n`` times instead of its source's default count.
+
+    Example:
+        >>> @repeat(3)
+        ... def tpl(data, rng): ...
+        >>> tpl.reps
+        3
+    """
+
+    def mark(template: T) -> T:
+        template.reps = n  # type: ignore[attr-defined]
+        return template
+
+    return mark
+
+
+def reuse_last(build: Callable[[Any], T]) -> Callable[[Any], T]:
+    """Decorator for a derived-table builder: reuse its result while called with the very same input object.
+
+    The generator hands every template of a source the same tables object, so
+    a join or parse that many templates need runs once per source. Only the
+    latest input is remembered (compared by identity), so memory stays
+    bounded. Callers must not modify the returned frame.
+    """
+    slot: list[Any] = []
+
+    @functools.wraps(build)
+    def wrapper(data: Any) -> T:
+        if slot and slot[0] is data:
+            return slot[1]
+        result = build(data)
+        slot[:] = [data, result]
+        return result
+
+    return wrapper
+
+
+def nth_label(values: Any, k: int, ascending: bool = False) -> str | None:
+    """Label ranked ``k``-th (1-based) in a pandas Series, or ``None`` if ties make ranks 1..k ambiguous.
+
+    Example:
+        >>> import pandas as pd
+        >>> nth_label(pd.Series({"a": 3, "b": 5, "c": 1}), 2)
+        'a'
+    """
+    top = top_labels(values, k, ascending)
+    return top[-1] if top else None
 
 
 def top_labels(values: Any, k: int, ascending: bool = False) -> list[str] | None:

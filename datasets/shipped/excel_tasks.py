@@ -11,17 +11,16 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped.draft import Draft, integer, members, number, ranking, text, top_labels
+from analyst_env.datasets.shipped.draft import (Draft, integer, members, nth_label, number,
+                                                ranking, repeat, reuse_last, text, top_labels)
+from analyst_env.datasets.shipped.draft import pick as _pick
 
 Sheets = dict[str, pd.DataFrame]
 Template = Callable[[Sheets, np.random.Generator], Draft | None]
 QUARTERS = ["Q1", "Q2", "Q3", "Q4"]
 
 
-def _pick(rng: np.random.Generator, values) -> str:
-    return str(rng.choice(sorted(pd.unique(pd.Series(values).dropna()))))
-
-
+@reuse_last
 def _year(s: Sheets) -> pd.DataFrame:
     return pd.concat([s[q].assign(quarter=q) for q in QUARTERS], ignore_index=True)
 
@@ -97,6 +96,7 @@ def fi_quarter_units(s, rng):
 
 # --- inventory.xlsx ----------------------------------------------------------------
 
+@reuse_last
 def _stock(s: Sheets) -> pd.DataFrame:
     return s["Stock"].merge(s["Products"], on="sku").merge(s["Warehouses"], on="warehouse")
 
@@ -170,9 +170,70 @@ def inv_supplier_skus(s, rng):
     return integer(f"How many of {sup}'s SKUs have at least one unit in stock somewhere?", v, "medium", supplier=sup)
 
 
+# --- quarter-over-quarter changes, running totals, pivots, ranks (appended) -----------------------
+
+ORDINAL = {1: "first", 2: "second", 3: "third"}
+
+
+@repeat(3)
+def fi_qoq_largest(s, rng):
+    r = _pick(rng, s["Q1"].region)
+    per = pd.Series({q: s[q][s[q].region == r].revenue.sum() for q in QUARTERS})
+    top = top_labels(per.diff().dropna(), 1)
+    return top and text(f"For the {r} region, which quarter shows the largest revenue increase over the quarter "
+                        "before it?", top[0], "quarter sheet name (the later quarter)", "medium", region=r)
+
+
+@repeat(3)
+def fi_cumulative_target(s, rng):
+    r, f = _pick(rng, s["Q1"].region), int(rng.choice([25, 50, 75]))
+    target = s["Targets"].set_index("region").annual_revenue_target[r]
+    running = pd.Series({q: s[q][s[q].region == r].revenue.sum() for q in QUARTERS}).cumsum()
+    hit = running[running >= target * f / 100]
+    if hit.empty:
+        return None
+    return text(f"In which quarter did the {r} region's running total of revenue (cumulative from Q1) first reach "
+                f"{f}% of its annual_revenue_target on the Targets sheet?", hit.index[0], "quarter sheet name",
+                "hard", region=r, percent=f)
+
+
+@repeat(3)
+def fi_pivot_line_region(s, rng):
+    p = _pick(rng, s["Q1"].product_line)
+    y = _year(s).assign(profit=lambda d: d.revenue - d.cost)
+    pivot = y.pivot_table(index="region", columns="product_line", values="profit", aggfunc="sum")
+    top = top_labels(pivot[p], 1)
+    return top and text(f"Make a pivot table of annual profit (revenue - cost, all four quarter sheets) with regions "
+                        f"as rows and product lines as columns. Which region has the largest value in the {p} "
+                        "column?", top[0], "region name", "medium", product_line=p)
+
+
+@repeat(3)
+def inv_pivot_wh_category(s, rng):
+    c = _pick(rng, s["Products"].category)
+    df = _stock(s)
+    pivot = df.pivot_table(index="category", columns="warehouse", values="quantity", aggfunc="sum", fill_value=0)
+    top = top_labels(pivot.loc[c], 1)
+    return top and text(f"Make a pivot table of stocked quantity with product categories as rows and warehouses as "
+                        f"columns. Which warehouse has the largest value in the {c} row?", top[0], "warehouse name",
+                        "medium", category=c)
+
+
+@repeat(3)
+def inv_rank_in_wh(s, rng):
+    w, k = _pick(rng, s["Warehouses"].warehouse), int(rng.integers(1, 4))
+    df = _stock(s)
+    sub = df[df.warehouse == w]
+    label = nth_label((sub.quantity * sub.unit_cost).groupby(sub.sku).sum(), k)
+    return label and text(f"In warehouse {w}, which SKU ranks {ORDINAL[k]} by stock value (quantity * unit_cost from "
+                          "the Products sheet)?", label, "SKU", "hard", warehouse=w, rank=k)
+
+
 TEMPLATES: dict[str, list[Template]] = {
     "financials": [fi_region_quarter_revenue, fi_line_profit, fi_top_region, fi_target_met, fi_best_quarter,
-                   fi_region_margin, fi_line_units_rank, fi_growth, fi_quarter_units],
+                   fi_region_margin, fi_line_units_rank, fi_growth, fi_quarter_units, fi_qoq_largest,
+                   fi_cumulative_target, fi_pivot_line_region],
     "inventory": [inv_wh_quantity, inv_wh_value, inv_top_supplier, inv_utilization, inv_zero_stock,
-                  inv_city_category, inv_category_cost, inv_top_skus, inv_supplier_skus],
+                  inv_city_category, inv_category_cost, inv_top_skus, inv_supplier_skus, inv_pivot_wh_category,
+                  inv_rank_in_wh],
 }

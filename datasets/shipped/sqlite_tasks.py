@@ -12,16 +12,15 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped.draft import Draft, integer, members, number, ranking, text, top_labels
+from analyst_env.datasets.shipped.draft import (Draft, integer, members, nth_label, number,
+                                                ranking, repeat, reuse_last, text, top_labels)
+from analyst_env.datasets.shipped.draft import pick as _pick
 
 Tables = dict[str, pd.DataFrame]
 Template = Callable[[Tables, np.random.Generator], Draft | None]
 
 
-def _pick(rng: np.random.Generator, values) -> str:
-    return str(rng.choice(sorted(pd.unique(pd.Series(values).dropna()))))
-
-
+@reuse_last
 def _lines(t: Tables) -> pd.DataFrame:
     """Order items joined to orders, customers and products, with line revenue."""
     df = (t["order_items"].merge(t["orders"], on="order_id")
@@ -116,6 +115,7 @@ def rt_signup_year_customers(t, rng):
 
 # --- university.sqlite -------------------------------------------------------------
 
+@reuse_last
 def _enr(t: Tables) -> pd.DataFrame:
     return (t["enrollments"].merge(t["courses"], on="course_id").merge(t["departments"], on="dept_id")
             .merge(t["students"], on="student_id"))
@@ -143,8 +143,7 @@ def un_best_dept(t, rng):
 
 
 def un_top_students(t, rng):
-    df = _enr(t)
-    df["points"] = df.grade * df.credits
+    df = _enr(t).assign(points=lambda d: d.grade * d.credits)
     g = df.groupby("name")[["points", "credits"]].sum()
     gpa = g.points / g.credits
     top = top_labels(gpa, 3)
@@ -194,10 +193,71 @@ def un_building_rank(t, rng):
                            top, "department names", "most students first", "hard")
 
 
+# --- window functions: gaps to the previous row, first rows, ranks within groups (appended) ------
+
+ORDINAL = {1: "first", 2: "second", 3: "third"}
+HIGHEST = {1: "highest", 2: "second-highest", 3: "third-highest"}
+
+
+@repeat(3)
+def rt_mean_gap_days(t, rng):
+    s = _pick(rng, t["customers"].segment)
+    o = t["orders"].merge(t["customers"], on="customer_id")
+    o = o[o.segment == s].assign(day=lambda d: pd.to_datetime(d.order_date))
+    o = o.sort_values(["customer_id", "day", "order_id"], kind="stable")
+    gaps = o.groupby("customer_id").day.diff().dropna().dt.days
+    return number(f"For {s} customers, take the number of days between each order (any status) and the same "
+                  "customer's previous order. What is the average of these gaps?", gaps.mean(), 2, "hard", segment=s)
+
+
+@repeat(3)
+def rt_first_order_month(t, rng):
+    month = f"2022-{int(rng.integers(1, 13)):02d}"  # by 2023 nearly every customer has ordered
+    first = t["orders"].groupby("customer_id").order_date.min()
+    return integer(f"How many customers placed their first order (any status) in {month}?",
+                   int(first.str.startswith(month).sum()), "medium", month=month)
+
+
+@repeat(3)
+def rt_product_rank_in_category(t, rng):
+    c, k = _pick(rng, t["products"].category), int(rng.integers(1, 4))
+    df = _lines(t)
+    sub = df[(df.status == "completed") & (df.category == c)]
+    label = nth_label(sub.groupby("product_name").quantity.sum(), k)
+    return label and text(f"Within the {c} category, which product ranks {ORDINAL[k]} by units sold in completed "
+                          "orders?", label, "product name", "hard", category=c, rank=k)
+
+
+@repeat(3)
+def un_improved_students(t, rng):
+    d = _pick(rng, t["departments"].dept_name)
+    df = _enr(t)
+    majors = t["students"].merge(t["departments"], left_on="major_dept_id", right_on="dept_id")
+    ids = majors[majors.dept_name == d].student_id
+    per = df[df.student_id.isin(ids)].pivot_table(index="student_id", columns="term", values="grade", aggfunc="mean")
+    both = per.dropna()
+    v = (both["2024-Spring"] > both["2023-Fall"]).sum()
+    return integer(f"Among students majoring in {d} who have enrollments in both 2023-Fall and 2024-Spring, how many "
+                   "have a higher average grade in 2024-Spring than in 2023-Fall?", v, "hard", department=d)
+
+
+@repeat(3)
+def un_course_rank(t, rng):
+    term, k = _pick(rng, t["enrollments"].term), int(rng.integers(1, 4))
+    df = _enr(t)
+    df = df[df.term == term]
+    c = _pick(rng, df.title)
+    label = nth_label(df[df.title == c].set_index("name").grade, k)
+    return label and text(f"In term {term}, which student had the {HIGHEST[k]} grade in the course '{c}'?",
+                          label, "student name", "medium", term=term, course=c, rank=k)
+
+
 TEMPLATES: dict[str, list[Template]] = {
     "retail": [rt_completed_orders, rt_city_revenue, rt_top_customers, rt_top_category_units, rt_segment_aov,
                rt_customers_without_orders, rt_return_rate, rt_unsold_products, rt_busiest_month,
-               rt_category_rank, rt_signup_year_customers],
+               rt_category_rank, rt_signup_year_customers, rt_mean_gap_days, rt_first_order_month,
+               rt_product_rank_in_category],
     "university": [un_dept_term_students, un_course_mean_grade, un_best_dept, un_top_students, un_major_count,
-                   un_student_credits, un_popular_course, un_fail_rate, un_dept_median, un_building_rank],
+                   un_student_credits, un_popular_course, un_fail_rate, un_dept_median, un_building_rank,
+                   un_improved_students, un_course_rank],
 }

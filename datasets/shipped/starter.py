@@ -2,15 +2,21 @@
 
 Everything comes from code and a seed: synthetic tables (``tables``), written
 byte-deterministically (``writers``), read back from disk, and asked about by
-templates (``csv_tasks``, ``sqlite_tasks``, ``excel_tasks``) whose answers are
-computed with pandas. A template runs a few times with different drawn
+templates whose answers are computed with pandas. Tidy files (``tables``) get
+filtering, aggregation, group-by, join, window and pivot questions
+(``csv_tasks``, ``sqlite_tasks``, ``excel_tasks``); files with real-world
+defects (``messy_tables``) get questions about dirty types, mixed date
+formats, duplicates, missing values, time zones and cross-sheet lookups
+(``transactions_tasks``, ``events_tasks``, ``support_tasks``, ``budget_tasks``,
+``timesheets_tasks``). A template runs a few times with different drawn
 parameters; duplicates, ties and questions that would state their own answer
-are dropped. Files and a ``manifest.json`` are cached per generator version
+are dropped. New sources and templates are only ever appended, so the ids of
+existing tasks stay put. Files and a ``manifest.json`` are cached per generator version
 and seed, so only the first load in a cache pays for generation.
 
 Example:
     >>> ds = load_starter()  # doctest: +SKIP
-    >>> len(ds.tasks) >= 100  # doctest: +SKIP
+    >>> len(ds.tasks) >= 300  # doctest: +SKIP
     True
 """
 
@@ -26,14 +32,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped import csv_tasks, excel_tasks, sqlite_tasks, tables
+from analyst_env.datasets.shipped import (budget_tasks, csv_tasks, events_tasks, excel_tasks, messy_tables,
+                                          sqlite_tasks, support_tasks, tables, timesheets_tasks, transactions_tasks)
 from analyst_env.datasets.shipped.cache import MANIFEST, cache_root, materialize
 from analyst_env.datasets.shipped.draft import leaks, oracle_and_verifier, to_task
 from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
 from analyst_env.datasets.task import Dataset, Task
 
 NAME = "starter"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 DEFAULT_SEED = 0
 TEST_FRACTION = 0.2
 
@@ -55,7 +62,8 @@ def _read_xlsx(path: Path) -> dict[str, pd.DataFrame]:
     return pd.read_excel(path, sheet_name=None, engine="openpyxl")
 
 
-# (file name, kind, table maker, writer, reader, templates, repetitions per template)
+# (file name, kind, table maker, writer, reader, templates, default repetitions per template).
+# Append only: a source's position seeds its tables and parameters.
 SOURCES: list[tuple[str, str, Callable[..., Any], Callable[..., None], Callable[[Path], Any], list, int]] = [
     ("sales.csv", "csv", tables.make_sales, write_csv, _read_csv, csv_tasks.TEMPLATES["sales"], 2),
     ("employees.csv", "csv", tables.make_employees, write_csv, _read_csv, csv_tasks.TEMPLATES["employees"], 1),
@@ -68,6 +76,12 @@ SOURCES: list[tuple[str, str, Callable[..., Any], Callable[..., None], Callable[
      excel_tasks.TEMPLATES["financials"], 5),
     ("inventory.xlsx", "excel", tables.make_inventory_wb, write_xlsx, _read_xlsx,
      excel_tasks.TEMPLATES["inventory"], 5),
+    ("transactions.csv", "csv", messy_tables.make_transactions, write_csv, _read_csv, transactions_tasks.TEMPLATES, 1),
+    ("events.csv", "csv", messy_tables.make_events, write_csv, _read_csv, events_tasks.TEMPLATES, 1),
+    ("support.sqlite", "sqlite", messy_tables.make_support_db, write_sqlite, _read_sqlite, support_tasks.TEMPLATES, 1),
+    ("budget.xlsx", "excel", messy_tables.make_budget_wb, write_xlsx, _read_xlsx, budget_tasks.TEMPLATES, 1),
+    ("timesheets.xlsx", "excel", messy_tables.make_timesheets_wb, write_xlsx, _read_xlsx,
+     timesheets_tasks.TEMPLATES, 1),
 ]
 
 
@@ -76,6 +90,17 @@ def _split_of(task_ids: list[str], seed: int) -> dict[str, str]:
     ranked = sorted(task_ids, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
     n_test = round(len(ranked) * TEST_FRACTION)
     return {tid: ("test" if k < n_test else "train") for k, tid in enumerate(ranked)}
+
+
+def _draws(template: Callable[..., Any], default: int) -> tuple[int, int]:
+    """(tasks wanted, draws allowed) for a template.
+
+    Templates marked with ``draft.repeat(n)`` get up to ``3 * n`` draws to reach
+    ``n`` distinct tasks; the original templates keep exactly ``default`` draws,
+    so their parameters, and every id after them, are unchanged.
+    """
+    n = getattr(template, "reps", None)
+    return (default, default) if n is None else (n, 3 * n)
 
 
 def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
@@ -97,7 +122,10 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
         seen: set[str] = set()
         count = 0
         for template in templates:
-            for _ in range(reps):
+            (wanted, allowed), made = _draws(template, reps), 0
+            for _ in range(allowed):
+                if made == wanted:
+                    break
                 draft = template(data, rng)
                 if draft is None or draft.question in seen:
                     continue
@@ -109,6 +137,7 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
                 if leaks(task.instruction, oracle, draft.style):
                     continue
                 drafts.append(task)
+                made += 1
                 count += 1
     splits = _split_of([t.id for t in drafts], seed)
     tasks = [t.model_copy(update={"split": splits[t.id]}) for t in drafts]

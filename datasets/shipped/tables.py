@@ -27,7 +27,8 @@ LAST = ["Smith", "Garcia", "Kim", "Novak", "Okafor", "Silva", "Haddad", "Jensen"
 CITIES = ["Austin", "Boston", "Chicago", "Denver", "Seattle", "Atlanta", "Phoenix", "Miami"]
 
 
-def _weights(rng: np.random.Generator, n: int) -> np.ndarray:
+def mix_weights(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random probabilities for ``n`` categories, uneven but none negligible (each 0.5x-1.5x of the mean)."""
     w = rng.uniform(0.5, 1.5, n)
     return w / w.sum()
 
@@ -37,7 +38,8 @@ def _dates(rng: np.random.Generator, start: str, days: int, n: int) -> pd.Series
     return pd.Series(d.strftime("%Y-%m-%d"))
 
 
-def _names(rng: np.random.Generator, n: int) -> list[str]:
+def person_names(rng: np.random.Generator, n: int) -> list[str]:
+    """``n`` distinct "First Last" names."""
     pairs = [f"{f} {l}" for f in FIRST for l in LAST]
     idx = rng.choice(len(pairs), size=n, replace=False)
     return [pairs[i] for i in idx]
@@ -46,7 +48,7 @@ def _names(rng: np.random.Generator, n: int) -> list[str]:
 def make_sales(rng: np.random.Generator, n: int = 2000) -> pd.DataFrame:
     """Retail order lines over 2022-2023."""
     cats = list(CATEGORIES)
-    category = rng.choice(cats, n, p=_weights(rng, len(cats)))
+    category = rng.choice(cats, n, p=mix_weights(rng, len(cats)))
     lo = np.array([CATEGORIES[c][0] for c in category])
     hi = np.array([CATEGORIES[c][1] for c in category])
     price = np.round(rng.uniform(lo, hi), 2)
@@ -54,7 +56,7 @@ def make_sales(rng: np.random.Generator, n: int = 2000) -> pd.DataFrame:
     discount = rng.choice([0.0, 0.05, 0.1, 0.2], n, p=[0.55, 0.2, 0.15, 0.1])
     df = pd.DataFrame({
         "order_date": _dates(rng, "2022-01-01", 730, n),
-        "region": rng.choice(REGIONS, n, p=_weights(rng, len(REGIONS))),
+        "region": rng.choice(REGIONS, n, p=mix_weights(rng, len(REGIONS))),
         "channel": rng.choice(["Online", "Store", "Phone"], n, p=[0.5, 0.4, 0.1]),
         "customer_id": rng.integers(1000, 1400, n),
         "category": category,
@@ -73,7 +75,7 @@ def make_employees(rng: np.random.Generator, n: int = 400) -> pd.DataFrame:
     depts = {"Engineering": 98000, "Sales": 72000, "Marketing": 76000, "Finance": 85000,
              "HR": 64000, "Support": 55000, "Operations": 68000}
     levels = {"Junior": 0.75, "Mid": 1.0, "Senior": 1.3, "Lead": 1.6}
-    dept = rng.choice(list(depts), n, p=_weights(rng, len(depts)))
+    dept = rng.choice(list(depts), n, p=mix_weights(rng, len(depts)))
     level = rng.choice(list(levels), n, p=[0.3, 0.35, 0.25, 0.1])
     base = np.array([depts[d] * levels[lv] for d, lv in zip(dept, level)])
     salary = np.round(base * rng.lognormal(0, 0.12, n), -2)
@@ -81,10 +83,10 @@ def make_employees(rng: np.random.Generator, n: int = 400) -> pd.DataFrame:
     score[rng.random(n) < 0.08] = np.nan
     df = pd.DataFrame({
         "emp_id": np.arange(1, n + 1),
-        "name": _names(rng, n),
+        "name": person_names(rng, n),
         "department": dept,
         "job_level": level,
-        "city": rng.choice(CITIES, n, p=_weights(rng, len(CITIES))),
+        "city": rng.choice(CITIES, n, p=mix_weights(rng, len(CITIES))),
         "hire_date": _dates(rng, "2010-01-01", 14 * 365, n),
         "age": (22 + rng.gamma(4, 4, n)).astype(int).clip(21, 66),
         "salary": salary,
@@ -103,13 +105,13 @@ _COORDS = np.array([[33.6, -84.4], [42.4, -71.0], [39.9, -104.7], [40.6, -73.8],
 def make_flights(rng: np.random.Generator, n: int = 3000) -> pd.DataFrame:
     """Domestic flights in 2023 with delays and cancellations."""
     codes = list(AIRPORTS)
-    origin = rng.choice(codes, n, p=_weights(rng, len(codes)))
+    origin = rng.choice(codes, n, p=mix_weights(rng, len(codes)))
     shift = rng.integers(1, len(codes), n)
     dest = np.array([codes[(AIRPORTS[o] + s) % len(codes)] for o, s in zip(origin, shift)])
     a, b = _COORDS[[AIRPORTS[o] for o in origin]], _COORDS[[AIRPORTS[d] for d in dest]]
     distance = (np.hypot(a[:, 0] - b[:, 0], (a[:, 1] - b[:, 1]) * 0.8) * 69).round().astype(int)
     carriers = ["AA", "DL", "UA", "WN", "B6", "AS"]
-    carrier = rng.choice(carriers, n, p=_weights(rng, len(carriers)))
+    carrier = rng.choice(carriers, n, p=mix_weights(rng, len(carriers)))
     carrier_bias = {c: rng.uniform(-2, 10) for c in carriers}
     hour = rng.integers(5, 23, n)
     dep = rng.gamma(1.2, 14, n) - 8 + np.array([carrier_bias[c] for c in carrier]) + (hour - 12) * 0.8
@@ -159,8 +161,8 @@ def make_retail_db(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
     n_cust, n_prod, n_orders = 300, 60, 1500
     customers = pd.DataFrame({
         "customer_id": np.arange(1, n_cust + 1),
-        "name": _names(rng, n_cust),
-        "city": rng.choice(CITIES, n_cust, p=_weights(rng, len(CITIES))),
+        "name": person_names(rng, n_cust),
+        "city": rng.choice(CITIES, n_cust, p=mix_weights(rng, len(CITIES))),
         "segment": rng.choice(["Consumer", "Corporate", "Small Business"], n_cust, p=[0.55, 0.25, 0.2]),
         "signup_date": _dates(rng, "2020-01-01", 4 * 365, n_cust),
     })
@@ -210,8 +212,8 @@ def make_university_db(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
     n_stu = 250
     students = pd.DataFrame({
         "student_id": np.arange(1, n_stu + 1),
-        "name": _names(rng, n_stu),
-        "major_dept_id": rng.choice(departments["dept_id"], n_stu, p=_weights(rng, len(depts))),
+        "name": person_names(rng, n_stu),
+        "major_dept_id": rng.choice(departments["dept_id"], n_stu, p=mix_weights(rng, len(depts))),
         "enrollment_year": rng.integers(2019, 2024, n_stu),
     })
     difficulty = {cid: rng.normal(0, 6) for cid in courses["course_id"]}
