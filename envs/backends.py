@@ -17,8 +17,15 @@ if TYPE_CHECKING:
 
 def _local(settings: Settings) -> SandboxBackend:
     from analyst_env.envs.local import LocalSandboxBackend
+    from analyst_env.envs.local.isolation import Sizing
 
-    return LocalSandboxBackend(memory_limit_mb=settings.memory_limit_mb)
+    sizing = Sizing(
+        memory_mb=settings.memory_limit_mb,
+        cpus=settings.cpu_limit,
+        pids=settings.pids_limit,
+        disk_mb=settings.disk_limit_mb,
+    )
+    return LocalSandboxBackend(sizing=sizing, isolation=settings.isolation, standbys=settings.standbys)
 
 
 BACKENDS: dict[str, Callable[[Settings], SandboxBackend]] = {"local": _local}

@@ -1,46 +1,82 @@
 """``LocalSandboxBackend``: the embedded, Docker-free sandbox backend.
 
-Each image gets one warm zygote process (started lazily, or eagerly by
-``warm_up``); every ``start()`` creates a fresh working directory, copies the
-task files into it and forks a kernel from the zygote, which takes about
-10-20 ms. A zygote that died is replaced on the next ``start()``.
+Each image gets one warm zygote process, confined in a private root view (see
+``rootview``/``isolation``). Kernels are forked from it *ahead of time*: a
+background thread keeps ``standbys`` kernels per image already forked, isolated
+(own namespaces, per-slot uid, rlimits, seccomp), moved into their slot's
+cgroups and warmed up. ``start()`` hands one out and only has to pass it the
+task files (as file descriptors, copied into its tmpfs), the seed and the
+environment: about a millisecond plus the copy. With no standby ready it forks
+one synchronously (10-30 ms). ``close()`` kills the episode's whole tree with
+one ``cgroup.kill`` write; waiting for it to die, unmounting the slot and
+returning its uid to the pool happen on the same background thread.
 
-Isolation is per-process, not per-container: kernels run as the server's user
-in their own session with an address-space limit (``RLIMIT_AS``) and are killed
-with their whole process tree on close. Linux only.
+``protections()`` reports which protections are active; ``isolation="auto"``
+picks the strongest mode the process can use (see ``isolation``). Linux only.
 """
 
 from __future__ import annotations
 
+import collections
+import heapq
+import logging
 import os
 import shutil
 import tempfile
 import threading
-from functools import partial
-from typing import Any
+import time
+from dataclasses import dataclass
 
 from ..sandbox import SandboxError
+from . import procctl
 from .capture import DEFAULT_LIMIT_BYTES
+from .cgroups import CgroupManager
 from .episode import LocalSandbox
+from .framing import ConnectionClosed
 from .images import IMAGES
+from .isolation import Sizing, protections, resolve_mode
 from .kernel import KernelHandle
-from .workpath import resolve_inside
 from .zygote_client import ZygoteDied, ZygoteProcess
+
+log = logging.getLogger(__name__)
+_ACTIVATE_TIMEOUT_S = 60.0
+_WARM_TIMEOUT_S = 60.0
+_FDS_PER_MESSAGE = 250
+
+
+@dataclass
+class _Slot:
+    """Where one kernel lives: its slot directory name and uid (``full`` mode)."""
+
+    name: str
+    uid: int | None
+    image: str
+    zygote: ZygoteProcess | None = None  # the zygote whose namespace holds the slot
 
 
 class LocalSandboxBackend:
-    """Starts sandboxes as kernels forked from a per-image zygote.
+    """Starts sandboxes as isolated kernels forked from a per-image zygote.
 
     Args:
-        root_dir: Directory that holds the episodes' working directories; a
-            private temporary directory (removed by ``close``) if ``None``.
-        memory_limit_mb: Address-space limit of each kernel and the commands it
-            runs; an allocation beyond it raises ``MemoryError``.
+        root_dir: Directory for the backend's scratch files (the zygotes' root
+            views; the slots themselves in mode ``none``); a private temporary
+            directory (removed by ``close``) if ``None``.
+        memory_limit_mb: Memory of each episode; shorthand for ``sizing.memory_mb``.
+        sizing: Per-episode resources (memory, cpus, pids, disk); overrides
+            ``memory_limit_mb`` when given.
+        isolation: ``auto``, ``full``, ``userns`` or ``none`` (see ``isolation``).
+        standbys: Kernels kept forked and ready per image (0 disables).
+        uid_base: First per-slot uid (``full`` mode); slots use
+            ``uid_base .. uid_base + max_slots - 1``.
+        max_slots: Live slots at most (episodes plus standbys plus ones being torn down).
         output_limit_bytes: Bytes of stdout and of stderr kept per cell or
             command; the rest is dropped with a note.
         interrupt_grace_s: How long an interrupted cell may take to stop before
             its kernel is replaced.
         boot_timeout_s: How long a zygote may take to import and warm its image.
+
+    Raises:
+        ValueError: Invalid mode or sizing.
     """
 
     name = "local"
@@ -50,28 +86,61 @@ class LocalSandboxBackend:
         root_dir: str | None = None,
         *,
         memory_limit_mb: int = 4096,
+        sizing: Sizing | None = None,
+        isolation: str = "auto",
+        standbys: int = 4,
+        uid_base: int = 1_500_000,
+        max_slots: int = 1024,
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
         interrupt_grace_s: float = 2.0,
         boot_timeout_s: float = 120.0,
     ) -> None:
+        if standbys < 0 or max_slots < 1:
+            raise ValueError("standbys must be >= 0 and max_slots >= 1")
+        self.mode = resolve_mode(isolation)
+        self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
+        self.standbys = standbys
         self._owns_root = root_dir is None
         if root_dir is None:
             root_dir = tempfile.mkdtemp(prefix="analyst-env-local-")
         else:
             os.makedirs(root_dir, exist_ok=True)
         self.root_dir = os.path.realpath(root_dir)
-        self.memory_limit_mb = memory_limit_mb
         self.output_limit_bytes = output_limit_bytes
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
+        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
+        self._free_uids = list(range(uid_base, uid_base + max_slots))
+        self._slot_counter = 0
+        self._max_slots = max_slots
+        self._live_slots = 0
         self._zygotes: dict[str, ZygoteProcess] = {}
-        self._zygote_lock = threading.Lock()  # also serializes fork requests
+        self._zygote_lock = threading.Lock()  # serializes requests to the zygotes
         self._sandboxes: set[LocalSandbox] = set()
-        self._sandboxes_lock = threading.Lock()
+        self._ready: dict[str, collections.deque[tuple[KernelHandle, _Slot, str]]] = {}
+        self._teardowns: collections.deque[tuple[KernelHandle, _Slot]] = collections.deque()
+        self._lock = threading.Condition()
         self._closed = False
+        self._worker = threading.Thread(target=self._maintain, name="local-sandbox-standbys", daemon=True)
+        self._worker.start()
+
+    # ── public API ──────────────────────────────────────────────────────────
+    def protections(self) -> dict[str, bool | str]:
+        """Which protections episodes get, e.g. ``{"isolation": "full", "seccomp": True, ...}``."""
+        info = protections(self.mode)
+        if self._cgroups is not None:
+            info.update(self._cgroups.describe())
+            info["kill"] = "cgroup.kill" if self._cgroups.can_kill() else "per-uid scan"
+        else:
+            info.update(cgroup_memory=False, cgroup_pids=False, cgroup_cpu=False, cgroup_kill=False)
+            info["kill"] = "process-tree scan"
+        if not info["cgroup_memory"]:
+            info["memory_limit"] = "per process (RLIMIT_AS)"
+        info["standbys"] = str(self.standbys)
+        return info
 
     def warm_up(self, image: str = "default") -> None:
-        """Start ``image``'s zygote now instead of on the first ``start()``.
+        """Start ``image``'s zygote now and begin keeping standbys for it.
 
         Raises:
             SandboxError: The image is unknown or its zygote failed to start.
@@ -79,6 +148,9 @@ class LocalSandboxBackend:
         self._check_image(image)
         with self._zygote_lock:
             self._zygote_locked(image)
+        with self._lock:
+            self._ready.setdefault(image, collections.deque())
+            self._lock.notify_all()
 
     def start(
         self,
@@ -92,50 +164,76 @@ class LocalSandboxBackend:
 
         Raises:
             SandboxError: The backend is closed, the image is unknown, a task
-                file could not be copied or the kernel could not be started.
+                file could not be read or staged, or no kernel could be started.
         """
         if self._closed:
             raise SandboxError("the backend is closed")
         self._check_image(image)
-        workdir = os.path.realpath(tempfile.mkdtemp(prefix="episode-", dir=self.root_dir))
+        fds = _open_files(files)
         try:
-            _populate(workdir, files)
-            spec = {
-                "workdir": workdir,
-                "seed": seed,
-                "env": dict(env or {}),
-                "memory_limit_mb": self.memory_limit_mb,
-                "output_limit_bytes": self.output_limit_bytes,
-            }
-            kernel = self._fork(image, spec)
-        except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
+            for attempt in range(3):
+                kernel, slot, workdir = self._take_standby(image) or self._spawn(image, warm=False)
+                try:
+                    self._activate(kernel, files, fds, seed, env or {})
+                    break
+                except ConnectionClosed:
+                    # The standby died (e.g. its zygote was killed); tear it down, try another.
+                    self._discard(kernel, slot)
+                    if attempt == 2:
+                        raise SandboxError("could not start a kernel: every attempt died") from None
+                except BaseException:
+                    self._discard(kernel, slot)
+                    raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        activation = {"seed": seed, "env": dict(env or {})}
+
+        def respawn() -> KernelHandle:
+            fresh, _ = self._fork(slot, fresh=False)
+            self._activate(fresh, {}, [], activation["seed"], activation["env"])
+            return fresh
+
         sandbox = LocalSandbox(
             kernel,
-            spec,
-            fork=partial(self._fork, image),
-            on_close=self._forget,
+            workdir,
+            respawn=respawn,
+            kill=lambda k: self._kill(k, slot),
+            on_close=lambda sb, k: self._retire(sb, k, slot),
             interrupt_grace_s=self.interrupt_grace_s,
         )
-        with self._sandboxes_lock:
+        with self._lock:
             self._sandboxes.add(sandbox)
         return sandbox
 
     def close(self) -> None:
-        """Close every live sandbox and stop the zygotes. Idempotent."""
-        self._closed = True
-        with self._sandboxes_lock:
+        """Close every live sandbox and standby, stop the zygotes. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             sandboxes = list(self._sandboxes)
+            self._lock.notify_all()
         for sandbox in sandboxes:
             sandbox.close()
+        self._worker.join(timeout=30)
+        with self._lock:
+            standbys = [(k, s) for ready in self._ready.values() for k, s, _ in ready]
+            self._ready.clear()
+        for kernel, slot in standbys:
+            self._kill(kernel, slot)
+            self._teardowns.append((kernel, slot))
+        self._run_teardowns()
         with self._zygote_lock:
             for zygote in self._zygotes.values():
                 zygote.stop()
             self._zygotes.clear()
+        if self._cgroups is not None:
+            self._cgroups.close()
         if self._owns_root:
             shutil.rmtree(self.root_dir, ignore_errors=True)
 
+    # ── kernels ─────────────────────────────────────────────────────────────
     def _check_image(self, image: str) -> None:
         if image not in IMAGES:
             raise SandboxError(f"unknown image {image!r}; the local backend has {sorted(IMAGES)}")
@@ -145,37 +243,231 @@ class LocalSandboxBackend:
         if zygote is None or not zygote.alive():
             if zygote is not None:
                 zygote.stop()
-            zygote = ZygoteProcess(image, boot_timeout_s=self.boot_timeout_s)
+            zygote = ZygoteProcess(
+                image, mode=self.mode, host_root=self.root_dir, boot_timeout_s=self.boot_timeout_s
+            )
             self._zygotes[image] = zygote
+            log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())
         return zygote
 
-    def _fork(self, image: str, spec: dict[str, Any]) -> KernelHandle:
+    def _new_slot(self, image: str) -> _Slot:
+        with self._lock:
+            if self._live_slots >= self._max_slots:
+                raise SandboxError(f"all {self._max_slots} sandbox slots are in use")
+            self._live_slots += 1
+            self._slot_counter += 1
+            if self.mode == "full":
+                uid = heapq.heappop(self._free_uids)
+                return _Slot(name=f"u{uid}", uid=uid, image=image)
+            return _Slot(name=f"e{self._slot_counter}", uid=None, image=image)
+
+    def _free_slot(self, slot: _Slot) -> None:
+        with self._lock:
+            self._live_slots -= 1
+            if slot.uid is not None:
+                heapq.heappush(self._free_uids, slot.uid)
+
+    def _fork(self, slot: _Slot, *, fresh: bool) -> tuple[KernelHandle, str]:
         if self._closed:
             raise SandboxError("the backend is closed")
+        request = {
+            "op": "fork",
+            "slot": slot.name,
+            "uid": slot.uid,
+            "fresh": fresh,
+            "sizing": self.sizing.to_json(),
+            "output_limit_bytes": self.output_limit_bytes,
+        }
         with self._zygote_lock:
+            for attempt in range(2):
+                zygote = self._zygote_locked(slot.image)
+                # A slot lives in its zygote's namespace: a new zygote must create it again.
+                request["fresh"] = fresh or slot.zygote is not zygote
+                try:
+                    kernel, workdir = zygote.fork(request)
+                    slot.zygote = zygote
+                    break
+                except ZygoteDied:
+                    # It may have died after the liveness check; retry once on a new one.
+                    self._zygotes.pop(slot.image).stop()
+                    if attempt:
+                        raise
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
             try:
-                return self._zygote_locked(image).fork(spec)
-            except ZygoteDied:
-                # It may have died after the liveness check; retry once on a fresh one.
-                self._zygotes.pop(image).stop()
-                return self._zygote_locked(image).fork(spec)
+                self._cgroups.add(slot.uid, kernel.pid)
+            except OSError as exc:
+                kernel.release()
+                raise SandboxError(f"could not move the kernel into its cgroups: {exc}") from exc
+        return kernel, workdir
 
-    def _forget(self, sandbox: LocalSandbox) -> None:
-        with self._sandboxes_lock:
+    def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, _Slot, str]:
+        """Fork a kernel in a new slot (cgroups prepared), optionally warmed up."""
+        slot = self._new_slot(image)
+        try:
+            if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
+                s = self.sizing
+                self._cgroups.prepare(slot.uid, s.memory_mb, s.cpus, s.pids)
+            kernel, workdir = self._fork(slot, fresh=True)
+        except BaseException:
+            self._release_slot(slot)
+            raise
+        if warm:
+            try:
+                _request(kernel, {"op": "warm", "code": IMAGES[image].warm_up}, _WARM_TIMEOUT_S)
+            except BaseException:
+                self._discard(kernel, slot)
+                raise
+        return kernel, slot, workdir
+
+    def _activate(
+        self,
+        kernel: KernelHandle,
+        files: dict[str, str],
+        fds: list[int],
+        seed: int | None,
+        env: dict[str, str],
+    ) -> None:
+        names = list(files)
+        for start in range(0, max(len(names), 1), _FDS_PER_MESSAGE):
+            chunk = slice(start, start + _FDS_PER_MESSAGE)
+            last = start + _FDS_PER_MESSAGE >= len(names)
+            request = {
+                "op": "activate",
+                "names": names[chunk],
+                "seed": seed,
+                # env and seeds are applied with every chunk; the last one wins
+                "env": env if last else {},
+            }
+            kernel.conn.send(request, fds[chunk])
+            reply = kernel.conn.recv(time.monotonic() + _ACTIVATE_TIMEOUT_S)
+            if reply is None:
+                raise SandboxError("the kernel did not accept the task files in time")
+            if "failure" in reply:
+                raise SandboxError(f"could not stage the task files: {reply['failure']['message']}")
+
+    def _take_standby(self, image: str) -> tuple[KernelHandle, _Slot, str] | None:
+        with self._lock:
+            ready = self._ready.setdefault(image, collections.deque())
+            taken = ready.popleft() if ready else None
+            self._lock.notify_all()
+        return taken
+
+    # ── teardown ────────────────────────────────────────────────────────────
+    def _kill(self, kernel: KernelHandle, slot: _Slot) -> None:
+        """Kill the slot's processes now: one ``cgroup.kill`` write, or the tree scan."""
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.can_kill():
+            self._cgroups.kill(slot.uid, timeout_s=0)
+            kernel.mark_killed()
+        else:
+            kernel.kill()
+
+    def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: _Slot) -> None:
+        with self._lock:
             self._sandboxes.discard(sandbox)
+            self._teardowns.append((kernel, slot))
+            self._lock.notify_all()
+        if self._closed:
+            self._run_teardowns()
+
+    def _discard(self, kernel: KernelHandle, slot: _Slot) -> None:
+        self._kill(kernel, slot)
+        with self._lock:
+            self._teardowns.append((kernel, slot))
+            self._lock.notify_all()
+
+    def _release_slot(self, slot: _Slot) -> None:
+        """Remove the slot's directory (if its zygote still has it) and free its uid."""
+        with self._zygote_lock:
+            zygote = slot.zygote
+            if zygote is not None and zygote is self._zygotes.get(slot.image) and zygote.alive():
+                try:
+                    zygote.release(slot.name)
+                except ZygoteDied:
+                    pass
+        self._free_slot(slot)
+
+    def _teardown(self, kernel: KernelHandle, slot: _Slot) -> None:
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
+            if not self._cgroups.kill(slot.uid, timeout_s=5.0):
+                procctl.kill_uid(slot.uid)
+                if not self._cgroups.kill(slot.uid, timeout_s=5.0):
+                    log.error("slot %s still has processes; its uid is not reused", slot.name)
+                    kernel.release()
+                    return
+        elif slot.uid is not None:
+            procctl.kill_uid(slot.uid)
+        kernel.release()
+        self._release_slot(slot)
+
+    def _run_teardowns(self) -> None:
+        while True:
+            with self._lock:
+                if not self._teardowns:
+                    return
+                kernel, slot = self._teardowns.popleft()
+            try:
+                self._teardown(kernel, slot)
+            except Exception:
+                log.exception("tearing down slot %s failed", slot.name)
+
+    def _wanted_image(self) -> str | None:
+        for image, ready in self._ready.items():
+            if len(ready) < self.standbys and self._live_slots < self._max_slots:
+                return image
+        return None
+
+    def _maintain(self) -> None:
+        """Background thread: tear down closed episodes first, then refill standbys."""
+        while True:
+            with self._lock:
+                while not self._closed and not self._teardowns and self._wanted_image() is None:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                image = None if self._teardowns else self._wanted_image()
+            if image is None:
+                self._run_teardowns()
+                continue
+            try:
+                standby = self._spawn(image, warm=True)
+            except Exception as exc:
+                log.warning("could not prepare a standby kernel for %r: %s", image, exc)
+                with self._lock:
+                    self._lock.wait(timeout=1.0)  # do not spin on a broken zygote
+                continue
+            with self._lock:
+                if self._closed:
+                    self._teardowns.append(standby[:2])
+                else:
+                    self._ready[image].append(standby)
 
 
-def _populate(workdir: str, files: dict[str, str]) -> None:
-    """Copy the task files into ``workdir`` and create ``logs/verifier/``.
+def _request(kernel: KernelHandle, request: dict, timeout_s: float) -> dict:
+    kernel.conn.send(request)
+    reply = kernel.conn.recv(time.monotonic() + timeout_s)
+    if reply is None or "failure" in reply:
+        raise SandboxError(f"kernel request {request['op']!r} failed: {reply}")
+    return reply
+
+
+def _open_files(files: dict[str, str]) -> list[int]:
+    """Open every task file read-only; the kernel copies from these descriptors.
 
     Raises:
-        SandboxError: A name escapes ``workdir`` or a file cannot be copied.
+        SandboxError: A file cannot be opened.
     """
+    fds: list[int] = []
     try:
         for name, source in files.items():
-            target = resolve_inside(workdir, name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(source, target)
-        os.makedirs(os.path.join(workdir, "logs", "verifier"), exist_ok=True)
-    except (OSError, ValueError) as exc:
-        raise SandboxError(f"could not prepare the working directory: {exc}") from exc
+            if not name or name.startswith("/") or ".." in name.split("/"):
+                raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+            fds.append(os.open(source, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError as exc:
+        for fd in fds:
+            os.close(fd)
+        raise SandboxError(f"could not open task file {exc.filename!r}: {exc.strerror}") from exc
+    except SandboxError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds

@@ -2,12 +2,21 @@
 
 The zygote forks, and the child calls ``run_kernel``. It detaches from the
 zygote's life (dies with it, but in its own session), becomes a subreaper so it
-can account for everything model code starts, enters the episode's working
-directory, re-seeds the RNGs (a fork copies them), caps its address space and
-then serves requests over its socket until the server closes it.
+can account for everything model code starts, confines itself
+(``isolation.confine_child``: namespaces, per-slot uid, rlimits, seccomp),
+enters its slot's working directory and then serves requests over its socket
+until the server closes it.
+
+A kernel is forked before its episode is known (a *standby*). ``warm`` runs the
+image's warm-up code so the pages a first cell touches are already copied;
+``activate`` hands it its episode: the task files arrive as read-only file
+descriptors and are copied into the working directory, then the environment
+and the RNG seeds are applied (a fork copies the zygote's RNG state).
 
 Requests and replies are JSON frames (see ``framing``):
 
+* ``{"op": "warm", "code"}`` → ``{}``
+* ``{"op": "activate", "names", "seed", "env"}`` + one fd per name → ``{}``
 * ``{"op": "cell", "code", "silent"}`` → stdout, stderr, outputs, error, execution_count
 * ``{"op": "shell", "command", "timeout_s"}`` → stdout, stderr, exit_code, timed_out
 * ``{"op": "put", "path", "data_b64"}`` → ``{}``
@@ -24,7 +33,7 @@ import base64
 import io
 import os
 import random
-import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,7 +43,7 @@ from typing import Any, NoReturn
 
 import numpy
 
-from . import procctl
+from . import isolation, procctl
 from .capture import PipeCapture
 from .framing import ConnectionClosed, FrameConnection
 from .ipyshell import KernelShell
@@ -114,6 +123,8 @@ class _Kernel:
     def serve(self) -> None:
         """Answer requests until the server closes the connection."""
         handlers = {
+            "warm": self._warm,
+            "activate": self._activate,
             "cell": self._cell,
             "shell": self._shell,
             "put": self._put,
@@ -130,6 +141,32 @@ class _Kernel:
             except Exception as exc:
                 reply = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
             self.conn.send(reply)
+
+    def _warm(self, request: dict[str, Any]) -> dict[str, Any]:
+        exec(compile(request["code"], "<warm-up>", "exec"), {})
+        self.shell.execute("1 + 1", silent=True)  # touch the cell path too
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.stdout.take()
+        self.stderr.take()
+        return {}
+
+    def _activate(self, request: dict[str, Any]) -> dict[str, Any]:
+        fds = self.conn.take_fds()
+        try:
+            if len(fds) != len(request["names"]):
+                raise ValueError(f"got {len(fds)} file descriptors for {len(request['names'])} files")
+            for name, fd in zip(request["names"], fds):
+                target = resolve_inside(self.workdir, name)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(fd, "rb", closefd=False) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        os.environ.update(request["env"])
+        _seed(request["seed"])
+        return {}
 
     def _cell(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -205,17 +242,23 @@ class _Kernel:
 
 
 def run_kernel(
-    sock: socket.socket, spec: dict[str, Any], shell: KernelShell, zygote_pid: int
+    sock: socket.socket,
+    spec: dict[str, Any],
+    shell: KernelShell,
+    zygote_pid: int,
+    mode: isolation.Mode,
+    seccomp_filter: bytes | None,
 ) -> NoReturn:
     """Set up this freshly forked process as an episode kernel and serve it.
 
     Args:
         sock: This kernel's end of the socketpair to the server.
-        spec: The fork request: ``workdir``, ``seed``, ``env``,
-            ``memory_limit_mb``, ``output_limit_bytes``.
+        spec: The fork request plus ``slot_dir`` and ``workdir`` (see ``zygote``).
         shell: The zygote's IPython shell.
         zygote_pid: The parent's pid, to detect that it died before the
             parent-death signal was armed.
+        mode: The isolation mode.
+        seccomp_filter: The prebuilt seccomp program, if any.
     """
     status = 0
     try:
@@ -224,12 +267,16 @@ def run_kernel(
             os._exit(1)
         os.setsid()
         procctl.set_child_subreaper()
+        sizing = isolation.Sizing(**spec["sizing"])
+        isolation.confine_child(mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter)
+        procctl.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
+        if os.getppid() != zygote_pid:
+            os._exit(1)
         os.chdir(spec["workdir"])
-        os.environ.update(spec["env"])
-        _seed(spec["seed"])
-        limit = spec["memory_limit_mb"] * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        _Kernel(FrameConnection(sock), shell, spec).serve()
+        tmp = "/tmp" if mode != "none" else os.path.join(spec["slot_dir"], "tmp")
+        path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", os.defpath)
+        os.environ.update(HOME=spec["workdir"], TMPDIR=tmp, MPLCONFIGDIR=tmp, PATH=path)
+        _Kernel(FrameConnection(sock, accept_fds=True), shell, spec).serve()
     except BaseException:
         traceback.print_exc()
         status = 1

@@ -15,7 +15,6 @@ flight see its connection close and raise ``SandboxClosedError``.
 from __future__ import annotations
 
 import base64
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -63,9 +62,12 @@ class LocalSandbox:
 
     Args:
         kernel: The running kernel.
-        spec: The kernel spec it was forked with (reused for replacements).
-        fork: Forks a replacement kernel from a spec.
-        on_close: Called once when the sandbox is closed.
+        workdir: Its working directory, as the kernel sees it.
+        respawn: Forks and activates a replacement kernel in the same slot
+            (same working directory, uid and cgroups).
+        kill: Kills the kernel's whole tree quickly (from any thread).
+        on_close: Called once when the sandbox is closed, with the last
+            kernel (already killed); finishes the teardown off the caller's path.
         interrupt_grace_s: How long an interrupted cell may take to stop
             before its kernel is replaced.
     """
@@ -73,16 +75,17 @@ class LocalSandbox:
     def __init__(
         self,
         kernel: KernelHandle,
-        spec: dict[str, Any],
+        workdir: str,
         *,
-        fork: Callable[[dict[str, Any]], KernelHandle],
-        on_close: Callable[[LocalSandbox], None],
+        respawn: Callable[[], KernelHandle],
+        kill: Callable[[KernelHandle], None],
+        on_close: Callable[[LocalSandbox, KernelHandle], None],
         interrupt_grace_s: float = 2.0,
     ) -> None:
-        self.workdir: str = spec["workdir"]
+        self.workdir: str = workdir
         self._kernel = kernel
-        self._spec = spec
-        self._fork = fork
+        self._respawn = respawn
+        self._kill = kill
         self._on_close = on_close
         self._grace_s = interrupt_grace_s
         self._closed = False
@@ -167,17 +170,16 @@ class LocalSandbox:
                 self._kernel.interrupt()
 
     def close(self) -> None:
-        """Kill the kernel's process tree and remove the working directory. Idempotent."""
+        """Kill the kernel's process tree; the slot is cleaned up in the background. Idempotent."""
         with self._state_lock:
             if self._closed:
                 return
             self._closed = True
             kernel = self._kernel
-        kernel.kill()  # wakes a call in flight, which then releases the call lock
+        self._kill(kernel)  # wakes a call in flight, which then releases the call lock
         with self._call_lock:
-            kernel.release()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        self._on_close(self)
+            pass
+        self._on_close(self, kernel)
 
     def _live_kernel(self) -> KernelHandle:
         with self._state_lock:
@@ -195,7 +197,7 @@ class LocalSandbox:
             if self._closed:
                 raise SandboxClosedError("the sandbox was closed")
             self._kernel.release()
-            self._kernel = self._fork(self._spec)
+            self._kernel = self._respawn()
 
     def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """Send a non-cell request; on a dead or hung kernel, replace it and return None.

@@ -30,30 +30,49 @@ class ConnectionClosed(EOFError):
 class FrameConnection:
     """A framed JSON connection over a connected stream socket.
 
+    File descriptors can ride along a message (``SCM_RIGHTS``); only a side
+    created with ``accept_fds`` keeps them (the kernel, which receives the
+    task files that way). The server never accepts descriptors from a kernel.
+
     Args:
         sock: A connected ``SOCK_STREAM`` socket; the connection owns it.
+        accept_fds: Collect descriptors sent with messages (see ``take_fds``).
     """
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, accept_fds: bool = False) -> None:
         self._sock = sock
         self._sock.setblocking(True)
         self._buffer = bytearray()
+        self._accept_fds = accept_fds
+        self._fds: list[int] = []
 
     def fileno(self) -> int:
         """Return the socket's file descriptor (for ``select``)."""
         return self._sock.fileno()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
         """Send one message, blocking until it is written.
+
+        Args:
+            message: A JSON-serialisable dict.
+            fds: Descriptors to pass along (at most 250); the peer must accept them.
 
         Raises:
             ConnectionClosed: The peer has gone away.
         """
-        payload = json.dumps(message, separators=(",", ":")).encode()
+        frame = _HEADER.pack(len(payload := json.dumps(message, separators=(",", ":")).encode())) + payload
         try:
-            self._sock.sendall(_HEADER.pack(len(payload)) + payload)
+            if fds:
+                sent = socket.send_fds(self._sock, [frame], list(fds))
+                frame = frame[sent:]
+            self._sock.sendall(frame)
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise ConnectionClosed(str(exc)) from exc
+
+    def take_fds(self) -> list[int]:
+        """Descriptors received so far (the caller owns them now)."""
+        fds, self._fds = self._fds, []
+        return fds
 
     def recv(self, deadline: float | None = None) -> dict[str, Any] | None:
         """Receive one message.
@@ -79,7 +98,11 @@ class FrameConnection:
                 if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
                     return None
             try:
-                chunk = self._sock.recv(1 << 20)
+                if self._accept_fds:
+                    chunk, fds, _, _ = socket.recv_fds(self._sock, 1 << 20, 253)
+                    self._fds += fds
+                else:
+                    chunk = self._sock.recv(1 << 20)
             except ConnectionResetError as exc:
                 raise ConnectionClosed(str(exc)) from exc
             if not chunk:

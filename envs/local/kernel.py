@@ -48,6 +48,10 @@ class KernelHandle:
         self._killed = True
         procctl.kill_tree(self.pid, send=self._send)
 
+    def mark_killed(self) -> None:
+        """Record that the tree was killed another way (e.g. ``cgroup.kill``), so ``release`` skips it."""
+        self._killed = True
+
     def release(self) -> None:
         """Kill the tree, then close the connection and the pidfd. Idempotent.
 

@@ -136,6 +136,45 @@ def kill_tree(root: int, send: Callable[[int, int], None] = os.kill) -> set[int]
     return killed
 
 
+def uid_processes(uid: int) -> set[int]:
+    """Pids of the live processes whose real uid is ``uid``."""
+    found: set[int] = set()
+    wanted = str(uid)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if line.split()[1] == wanted:
+                            found.add(int(entry))
+                        break
+        except OSError:
+            pass  # exited while we were looking
+    return found
+
+
+def kill_uid(uid: int) -> set[int]:
+    """SIGKILL every process of ``uid`` (an episode's per-slot uid), freezing them first.
+
+    The fallback for hosts without cgroup v2's ``cgroup.kill``; like
+    ``kill_descendants`` it re-scans until no new process appears.
+
+    Returns:
+        The pids that were killed.
+    """
+    stopped: set[int] = set()
+    for _ in range(50):
+        fresh = uid_processes(uid) - stopped
+        if not fresh:
+            break
+        _signal_all(fresh, signal.SIGSTOP)
+        stopped |= fresh
+    _signal_all(stopped, signal.SIGKILL)
+    return stopped
+
+
 def reap(pids: set[int], timeout_s: float = 1.0) -> None:
     """Wait for killed processes that were (or are being) reparented to this subreaper.
 

@@ -7,12 +7,20 @@ with ``python -m analyst_env.envs.local.zygote`` (never ``os.fork`` from the
 server, which has threads) and talks to it over a ``SOCK_SEQPACKET`` control
 socket, one JSON message per request:
 
-* zygote → server, once warm: ``{"op": "ready", "pid"}``
-* server → zygote: a fork request, the kernel spec (see ``child.run_kernel``)
-* zygote → server: ``{"pid"}`` with two file descriptors attached
+* zygote → server, once warm and confined: ``{"op": "ready", "pid", "exposed"}``
+* server → zygote: ``{"op": "fork", "slot", "uid", "fresh", "sizing",
+  "output_limit_bytes"}``; with ``fresh`` the zygote first creates the slot
+  (a tmpfs owned by the slot uid, see ``isolation.make_slot``)
+* zygote → server: ``{"pid", "workdir"}`` with two file descriptors attached
   (``SCM_RIGHTS``): the server's end of the kernel's socketpair and a pidfd for
   the kernel, so the server can signal it without pid-reuse races; or
   ``{"failure"}``.
+* server → zygote: ``{"op": "release", "slot"}`` once the slot's processes
+  are dead: the slot's tmpfs is unmounted → ``{}``.
+
+Before serving, the zygote confines itself (``isolation.enter_zygote``: user
+namespace where needed, the private root view) and builds the seccomp filter
+its kernels load; each kernel then confines itself further right after fork.
 
 The zygote holds no threads at fork time (the server starts it with BLAS pools
 pinned to one thread, and the count is checked), reaps its children, and,
@@ -37,7 +45,7 @@ from typing import Any
 
 import matplotlib
 
-from . import procctl
+from . import isolation, procctl, seccomp
 from .child import run_kernel
 from .images import IMAGES, MPL_BACKEND, ImageSpec
 from .ipyshell import KernelShell, build_shell
@@ -74,11 +82,25 @@ class Zygote:
     Args:
         control: The zygote's end of the ``SOCK_SEQPACKET`` control socketpair.
         shell: The warmed shell every kernel inherits.
+        mode: The isolation mode (already entered).
+        host_root: The backend's root directory (slots live there in mode ``none``).
+        exposed: The host paths the private root shows (for the ready message).
     """
 
-    def __init__(self, control: socket.socket, shell: KernelShell) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        shell: KernelShell,
+        mode: isolation.Mode = "none",
+        host_root: str = "/tmp",
+        exposed: list[str] | None = None,
+    ) -> None:
         self.control = control
         self.shell = shell
+        self.mode = mode
+        self.host_root = host_root
+        self.exposed = exposed or []
+        self.seccomp_filter = seccomp.build_filter() if seccomp.supported() else None
         self.kernels: set[int] = set()
         self.pid = os.getpid()
         self._wake_read, self._wake_write = os.pipe()
@@ -91,7 +113,8 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         signal.set_wakeup_fd(self._wake_write)
         procctl.set_child_subreaper()
-        self.control.send(json.dumps({"op": "ready", "pid": self.pid}).encode())
+        ready = {"op": "ready", "pid": self.pid, "exposed": self.exposed}
+        self.control.send(json.dumps(ready).encode())
         while True:
             readable = select.select([self.control, self._wake_read], [], [])[0]
             if self._wake_read in readable:
@@ -101,11 +124,27 @@ class Zygote:
                 data = self.control.recv(MAX_MESSAGE_BYTES)
                 if not data:
                     break
-                self._fork(json.loads(data))
+                request = json.loads(data)
+                if request.get("op") == "release":
+                    isolation.remove_slot(self.mode, self.host_root, request["slot"])
+                    self.control.send(b"{}")
+                else:
+                    self._fork(request)
         for pid in self.kernels:
             procctl.kill_tree(pid)
 
     def _fork(self, spec: dict[str, Any]) -> None:
+        try:
+            slot_dir = os.path.join(isolation.slots_dir(self.mode, self.host_root), spec["slot"])
+            if spec["fresh"]:
+                isolation.make_slot(
+                    self.mode, self.host_root, spec["slot"], spec["uid"], spec["sizing"]["disk_mb"]
+                )
+            spec = {**spec, "slot_dir": slot_dir, "workdir": os.path.join(slot_dir, "work")}
+        except OSError as exc:
+            failure = {"failure": {"type": type(exc).__name__, "message": f"slot setup: {exc}"}}
+            self.control.send(json.dumps(failure).encode())
+            return
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             pid = os.fork()
@@ -122,12 +161,12 @@ class Zygote:
             os.close(self._wake_write)
             self.control.close()
             parent_end.close()
-            run_kernel(child_end, spec, self.shell, self.pid)
+            run_kernel(child_end, spec, self.shell, self.pid, self.mode, self.seccomp_filter)
         child_end.close()
         self.kernels.add(pid)
         pidfd = os.pidfd_open(pid)
         try:
-            reply = json.dumps({"pid": pid}).encode()
+            reply = json.dumps({"pid": pid, "workdir": spec["workdir"]}).encode()
             socket.send_fds(self.control, [reply], [parent_end.fileno(), pidfd])
         finally:
             parent_end.close()
@@ -160,14 +199,22 @@ class Zygote:
 
 
 def main() -> None:
-    """Entry point: ``python -m analyst_env.envs.local.zygote --image NAME --control-fd FD``."""
+    """Entry point: ``python -m analyst_env.envs.local.zygote --image NAME --control-fd FD ...``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", required=True, choices=sorted(IMAGES))
     parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--mode", default="none", choices=["full", "userns", "none"])
+    parser.add_argument("--host-root", required=True, help="the backend's root directory")
+    parser.add_argument("--package-dir", required=True, help="hidden from kernels")
     args = parser.parse_args()
     control = socket.socket(fileno=args.control_fd)
     shell = prepare(IMAGES[args.image])
-    Zygote(control, shell).serve()
+    scratch = os.path.join(args.host_root, f"view-{os.getpid()}")
+    exposed: list[str] = []
+    if args.mode != "none":
+        os.makedirs(scratch, exist_ok=True)
+        exposed = isolation.enter_zygote(args.mode, scratch, args.package_dir)
+    Zygote(control, shell, args.mode, args.host_root, exposed).serve()
 
 
 if __name__ == "__main__":

@@ -22,10 +22,15 @@ from .kernel import KernelHandle
 _MAX_REPLY_BYTES = 1 << 16
 # numpy's BLAS starts its thread pool at import, and importing the ``analyst_env``
 # package may import numpy before the zygote module runs, so these must be set
-# in the zygote's environment from the start. Kernels inherit them.
-_SINGLE_THREADED_BLAS = dict.fromkeys(
-    ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"
-)
+# in the zygote's environment from the start. Kernels inherit them. pyarrow (which
+# pandas imports when installed) starts a jemalloc background thread unless told not to.
+_SINGLE_THREADED_BLAS = {
+    **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class ZygoteDied(SandboxError):
@@ -40,6 +45,8 @@ class ZygoteProcess:
 
     Args:
         image: Name of the image (a key of ``images.IMAGES``).
+        mode: Isolation mode (see ``isolation``).
+        host_root: The backend's root directory.
         boot_timeout_s: How long to wait for the zygote to become ready.
         request_timeout_s: How long to wait for the reply to a fork request.
 
@@ -48,7 +55,13 @@ class ZygoteProcess:
     """
 
     def __init__(
-        self, image: str, *, boot_timeout_s: float = 120.0, request_timeout_s: float = 30.0
+        self,
+        image: str,
+        *,
+        mode: str = "none",
+        host_root: str = "/tmp",
+        boot_timeout_s: float = 120.0,
+        request_timeout_s: float = 30.0,
     ) -> None:
         self.image = image
         self._request_timeout_s = request_timeout_s
@@ -63,6 +76,12 @@ class ZygoteProcess:
                     image,
                     "--control-fd",
                     str(theirs.fileno()),
+                    "--mode",
+                    mode,
+                    "--host-root",
+                    host_root,
+                    "--package-dir",
+                    _PACKAGE_DIR,
                 ],
                 pass_fds=[theirs.fileno()],
                 env={**os.environ, **_SINGLE_THREADED_BLAS},
@@ -76,16 +95,21 @@ class ZygoteProcess:
             self.stop()
             raise ZygoteDied(f"zygote for image {image!r} sent {ready!r} instead of 'ready'")
         self.pid: int = ready["pid"]
+        self.exposed: list[str] = ready.get("exposed", [])
 
     def alive(self) -> bool:
         """Return whether the zygote process is still running."""
         return self._proc.poll() is None
 
-    def fork(self, spec: dict[str, Any]) -> KernelHandle:
+    def fork(self, spec: dict[str, Any]) -> tuple[KernelHandle, str]:
         """Fork a new episode kernel.
 
         Args:
-            spec: The kernel spec (see ``child.run_kernel``).
+            spec: The fork request (see ``zygote``): slot, uid, fresh, sizing,
+                output_limit_bytes.
+
+        Returns:
+            The kernel and its working directory (as the kernel sees it).
 
         Raises:
             ZygoteDied: The zygote is gone.
@@ -104,7 +128,19 @@ class ZygoteProcess:
         os.set_inheritable(pidfd, False)
         sock = socket.socket(fileno=sock_fd)
         sock.set_inheritable(False)
-        return KernelHandle(FrameConnection(sock), reply["pid"], pidfd)
+        return KernelHandle(FrameConnection(sock), reply["pid"], pidfd), reply["workdir"]
+
+    def release(self, slot: str) -> None:
+        """Remove a slot whose processes are all dead (unmounts its tmpfs).
+
+        Raises:
+            ZygoteDied: The zygote is gone (its slots went with its namespace).
+        """
+        try:
+            self._control.send(json.dumps({"op": "release", "slot": slot}).encode())
+        except OSError as exc:
+            raise ZygoteDied(f"zygote for image {self.image!r} is gone: {exc}") from exc
+        self._receive(self._request_timeout_s)
 
     def _receive(self, timeout_s: float) -> tuple[dict[str, Any], list[int]]:
         self._control.settimeout(timeout_s)

@@ -1,0 +1,212 @@
+"""Per-episode cgroups: memory, pids and CPU limits, and a kill that reaches every process.
+
+Hosts differ: a pure cgroup v2 tree has the controllers in the unified
+hierarchy; a hybrid host (like this project's VMs) has them in v1 hierarchies
+and a unified (v2) tree without controllers, whose ``cgroup.kill`` still works.
+``CgroupManager`` detects at start, per controller, where it lives (v2 if the
+unified tree offers it, else v1), and whether a v2 tree exists for the kill.
+
+Each slot uid gets one cgroup in every hierarchy used, created on first use
+under the server's own cgroup (so outer limits still apply) and reused by the
+slot's later episodes. A process is moved in by writing its pid to
+``cgroup.procs`` of each (about 12 ms on v1, an RCU sync, which is why it runs
+in the background refill, never on a request). Ending an episode writes ``1``
+to ``cgroup.kill``: every process in it dies in one step, including ones that
+``setsid``/double-forked away from the kernel. Without a v2 tree the caller
+falls back to killing by uid.
+
+Needs write access to the cgroup trees (root, or a delegated subtree); without
+it ``available()`` is false and nothing is limited here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+log = logging.getLogger(__name__)
+_CONTROLLERS = ("memory", "pids", "cpu")
+_CPU_PERIOD_US = 100_000
+
+
+def _mounts() -> tuple[str | None, dict[str, str]]:
+    """The v2 mount point and ``{controller: v1 mount point}`` from mountinfo."""
+    v2: str | None = None
+    v1: dict[str, str] = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fstype, _, options = right.split()[:3]
+            mount_point = left.split()[4]
+            if fstype == "cgroup2" and v2 is None:
+                v2 = mount_point
+            elif fstype == "cgroup":
+                for option in options.split(","):
+                    if option in _CONTROLLERS:
+                        v1.setdefault(option, mount_point)
+    return v2, v1
+
+
+def _own_paths() -> dict[str, str]:
+    """This process's cgroup path per v1 controller, and ``""`` for v2."""
+    paths: dict[str, str] = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for controller in controllers.split(",") if controllers else [""]:
+                paths[controller] = path
+    return paths
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+class CgroupManager:
+    """Creates, fills, kills and removes the per-slot cgroups of one backend.
+
+    Args:
+        name: This backend's directory name in each hierarchy (unique per server).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.controllers: dict[str, str] = {}  # controller -> "v1" | "v2"
+        self._bases: dict[str, str] = {}  # controller or "kill" -> base dir
+        self._made: dict[int, list[str]] = {}
+        try:
+            self._detect()
+        except OSError as exc:
+            log.warning("cgroups unavailable: %s", exc)
+            self.controllers.clear()
+            self._bases.clear()
+
+    def _detect(self) -> None:
+        if os.geteuid() != 0:
+            return  # a delegated subtree is not searched for; report unavailable
+        v2_mount, v1_mounts = _mounts()
+        own = _own_paths()
+        v2_base = None
+        if v2_mount is not None:
+            v2_base = os.path.join(v2_mount + own.get("", "/"), self.name)
+            os.makedirs(v2_base, exist_ok=True)
+            with open(os.path.join(os.path.dirname(v2_base), "cgroup.controllers")) as f:
+                offered = f.read().split()
+            wanted = [c for c in _CONTROLLERS if c in offered]
+            if wanted:
+                try:
+                    _write(os.path.join(v2_base, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
+                    for controller in wanted:
+                        self.controllers[controller] = "v2"
+                        self._bases[controller] = v2_base
+                except OSError as exc:
+                    log.warning("cannot enable v2 controllers %s: %s", wanted, exc)
+            if os.path.exists(os.path.join(v2_base, "cgroup.kill")):
+                self._bases["kill"] = v2_base
+        for controller in _CONTROLLERS:
+            if controller in self.controllers or controller not in v1_mounts:
+                continue
+            base = os.path.join(v1_mounts[controller] + own.get(controller, "/"), self.name)
+            os.makedirs(base, exist_ok=True)
+            self.controllers[controller] = "v1"
+            self._bases[controller] = base
+
+    def available(self) -> bool:
+        """Whether any limit or the kill can be applied."""
+        return bool(self._bases)
+
+    def can_kill(self) -> bool:
+        """Whether ``kill`` reaches the whole tree (v2 ``cgroup.kill``)."""
+        return "kill" in self._bases
+
+    def describe(self) -> dict[str, bool | str]:
+        """Which protections this manager provides, for ``protections()``."""
+        out: dict[str, bool | str] = {f"cgroup_{c}": self.controllers.get(c, False) for c in _CONTROLLERS}
+        out["cgroup_kill"] = self.can_kill()
+        return out
+
+    def _dirs(self, uid: int) -> list[str]:
+        return sorted({os.path.join(base, f"u{uid}") for base in self._bases.values()})
+
+    def prepare(self, uid: int, memory_mb: int, cpus: float, pids: int) -> None:
+        """Create (once) the slot's cgroups and set its limits."""
+        if uid in self._made:
+            return
+        dirs = self._dirs(uid)
+        for path in dirs:
+            os.makedirs(path, exist_ok=True)
+        memory = memory_mb * 1024 * 1024
+        quota = max(1000, int(cpus * _CPU_PERIOD_US))
+        for controller, version in self.controllers.items():
+            path = os.path.join(self._bases[controller], f"u{uid}")
+            if controller == "memory":
+                if version == "v2":
+                    _write(f"{path}/memory.max", str(memory))
+                    if os.path.exists(f"{path}/memory.swap.max"):
+                        _write(f"{path}/memory.swap.max", "0")
+                else:
+                    _write(f"{path}/memory.limit_in_bytes", str(memory))
+                    if os.path.exists(f"{path}/memory.memsw.limit_in_bytes"):
+                        _write(f"{path}/memory.memsw.limit_in_bytes", str(memory))
+            elif controller == "pids":
+                _write(f"{path}/pids.max", str(pids))
+            elif controller == "cpu":
+                if version == "v2":
+                    _write(f"{path}/cpu.max", f"{quota} {_CPU_PERIOD_US}")
+                else:
+                    _write(f"{path}/cpu.cfs_period_us", str(_CPU_PERIOD_US))
+                    _write(f"{path}/cpu.cfs_quota_us", str(quota))
+        self._made[uid] = dirs
+
+    def add(self, uid: int, pid: int) -> None:
+        """Move ``pid`` into the slot's cgroups (after ``prepare``)."""
+        for path in self._made[uid]:
+            _write(f"{path}/cgroup.procs", str(pid))
+
+    def pids(self, uid: int) -> set[int]:
+        """The processes currently in the slot's cgroups."""
+        found: set[int] = set()
+        for path in self._made.get(uid, ()):
+            try:
+                with open(f"{path}/cgroup.procs") as f:
+                    found.update(int(line) for line in f if line.strip())
+            except OSError:
+                pass
+        return found
+
+    def kill(self, uid: int, timeout_s: float = 5.0) -> bool:
+        """Kill every process in the slot (v2 ``cgroup.kill``) and wait until it is empty.
+
+        Returns:
+            True if the slot is empty afterwards.
+        """
+        if uid not in self._made:
+            return True
+        if self.can_kill():
+            try:
+                _write(os.path.join(self._bases["kill"], f"u{uid}", "cgroup.kill"), "1")
+            except OSError as exc:
+                log.warning("cgroup.kill failed for slot u%d: %s", uid, exc)
+        deadline = time.monotonic() + timeout_s
+        while self.pids(uid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def close(self) -> None:
+        """Remove every cgroup this manager made (their processes must be gone)."""
+        for dirs in self._made.values():
+            for path in dirs:
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+        self._made.clear()
+        for base in set(self._bases.values()):
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass

@@ -1,0 +1,259 @@
+"""How an episode kernel is confined: the isolation modes and the per-child setup.
+
+Three modes, chosen once per backend (``auto`` picks the strongest available):
+
+* ``full`` (the server runs as root): the zygote lives in the private root view
+  (``rootview``); each kernel gets new network (loopback only), mount, IPC and
+  UTS namespaces, its slot's tmpfs as working directory and ``/tmp``, its own
+  unprivileged **per-slot uid** (so episodes cannot signal, trace or read each
+  other or the server), rlimits (including ``RLIMIT_NPROC``, which counts per
+  uid and so per episode), ``no_new_privs`` and the seccomp deny-list. The
+  server adds cgroup limits and kills through ``cgroups``.
+* ``userns`` (unprivileged server with user namespaces): the zygote enters a
+  user namespace, then the same view and namespaces, but every kernel runs as
+  the server's uid (mapped to root inside, with all capabilities dropped), so
+  episodes are hidden from the server's files but not from each other's
+  signals; no cgroups, so the memory limit is per process (``RLIMIT_AS``).
+* ``none``: no namespaces; rlimits, ``no_new_privs`` and seccomp only.
+
+The child's setup order follows the measured recipe: namespaces and mounts
+while still privileged, then uid, rlimits, ``no_new_privs`` and seccomp last.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import resource
+import shutil
+import socket
+import struct
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from . import rootview, seccomp
+from . import syscalls as sc
+
+Mode = Literal["full", "userns", "none"]
+MODES: tuple[str, ...] = ("auto", "full", "userns", "none")
+NOFILE_LIMIT = 4096
+CPU_TIME_LIMIT_S = 3600
+_SIOCGIFFLAGS = 0x8913
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP = 0x1
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Resources of one episode (its kernel and everything it starts).
+
+    Attributes:
+        memory_mb: Memory of the whole episode (cgroup); each process may also
+            map at most this much beyond what the zygote had mapped (``RLIMIT_AS``).
+        cpus: CPU share, in cores (cgroup quota).
+        pids: Processes and threads of the episode (cgroup, and ``RLIMIT_NPROC``
+            under a per-slot uid).
+        disk_mb: Size of the episode's tmpfs (working directory plus ``/tmp``)
+            and the largest file it may write (``RLIMIT_FSIZE``).
+    """
+
+    memory_mb: int = 4096
+    cpus: float = 1.0
+    pids: int = 256
+    disk_mb: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16 or self.disk_mb < 1:
+            raise ValueError(f"invalid sandbox sizing {self}: need memory_mb>=64, cpus>0, pids>=16, disk_mb>=1")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (for the zygote's fork requests)."""
+        return asdict(self)
+
+
+def user_namespaces_available() -> bool:
+    """Whether this kernel lets an unprivileged process create user namespaces."""
+    try:
+        with open("/proc/sys/user/max_user_namespaces") as f:
+            if int(f.read()) == 0:
+                return False
+    except OSError:
+        return False
+    try:
+        with open("/proc/sys/kernel/unprivileged_userns_clone") as f:
+            return f.read().strip() != "0"
+    except OSError:
+        return True
+
+
+def resolve_mode(requested: str) -> Mode:
+    """The mode to run: ``requested``, or for ``auto`` the strongest this process can use.
+
+    Raises:
+        ValueError: Unknown mode, or ``full`` requested without root.
+    """
+    if requested not in MODES:
+        raise ValueError(f"unknown isolation mode {requested!r}; choose one of {list(MODES)}")
+    if requested == "auto":
+        if os.geteuid() == 0:
+            return "full"
+        return "userns" if user_namespaces_available() else "none"
+    if requested == "full" and os.geteuid() != 0:
+        raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
+    return requested  # type: ignore[return-value]
+
+
+# ── zygote side ─────────────────────────────────────────────────────────────
+def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str) -> list[str]:
+    """Confine the (warm, single-threaded) zygote before it forks anything.
+
+    Returns:
+        The host paths the private root exposes (none in mode ``none``).
+
+    Raises:
+        OSError: A namespace could not be created (the mode is not available).
+    """
+    if mode == "none":
+        return []
+    if mode == "userns":
+        uid, gid = os.getuid(), os.getgid()
+        sc.unshare(sc.CLONE_NEWUSER)
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"0 {uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"0 {gid} 1")
+    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns")
+
+
+def slots_dir(mode: Mode, host_root: str) -> str:
+    """Where slot directories live, as the zygote and its kernels see it."""
+    return os.path.join(host_root, "slots") if mode == "none" else rootview.SLOTS_DIR
+
+
+def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: int) -> str:
+    """Create an episode slot (``work/logs/verifier`` and ``tmp``); return its directory.
+
+    In the namespace modes the slot is a tmpfs of ``disk_mb`` owned by ``uid``,
+    mode 0700; otherwise a plain host directory.
+    """
+    path = os.path.join(slots_dir(mode, host_root), name)
+    os.makedirs(path, mode=0o700)
+    if mode != "none":
+        owner = f",uid={uid},gid={uid}" if uid is not None else ""
+        sc.mount("tmpfs", path, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={disk_mb}m,mode=0700{owner}")
+    for sub in ("work/logs/verifier", "tmp"):
+        os.makedirs(os.path.join(path, sub), mode=0o700)
+    if uid is not None and mode == "full":
+        for sub in ("work", "work/logs", "work/logs/verifier", "tmp"):
+            os.chown(os.path.join(path, sub), uid, uid)
+    return path
+
+
+def remove_slot(mode: Mode, host_root: str, name: str) -> None:
+    """Unmount (lazily) and remove a slot; its processes must be dead. Idempotent."""
+    path = os.path.join(slots_dir(mode, host_root), name)
+    if mode != "none":
+        try:
+            sc.umount(path, sc.MNT_DETACH)
+        except OSError:
+            pass
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# ── child side ──────────────────────────────────────────────────────────────
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifreq = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, _SIOCGIFFLAGS, ifreq))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+
+
+def _drop_capabilities() -> None:
+    header = struct.pack("Ii", _CAPABILITY_VERSION_3, 0)
+    data = bytes(24)  # two zeroed {effective, permitted, inheritable} sets
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.capset(header, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"capset: {os.strerror(err)}")
+
+
+def _mapped_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _set_limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def confine_child(mode: Mode, slot: str, uid: int | None, sizing: Sizing, seccomp_filter: bytes | None) -> None:
+    """Isolate this freshly forked kernel; called before it starts any thread.
+
+    Args:
+        mode: The backend's isolation mode.
+        slot: The slot directory (its ``tmp`` becomes ``/tmp``).
+        uid: The per-slot uid (``full`` mode) or ``None``.
+        sizing: The episode's resources.
+        seccomp_filter: The program from ``seccomp.build_filter`` (prebuilt in
+            the zygote), or ``None`` where the architecture has none.
+
+    Raises:
+        OSError: A step failed; the kernel must not run unconfined.
+    """
+    if mode != "none":
+        sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWNS | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
+        sc.mount(None, "/", None, sc.MS_REC | sc.MS_SLAVE)
+        tmp = os.path.join(slot, "tmp")
+        sc.mount(tmp, "/tmp", None, sc.MS_BIND)
+        if os.path.isdir("/dev/shm"):
+            sc.mount(tmp, "/dev/shm", None, sc.MS_BIND)
+        socket.sethostname("sandbox")
+        _loopback_up()
+    if mode == "full" and uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # drops every capability
+        _set_limit(resource.RLIMIT_NPROC, sizing.pids)
+    elif mode == "userns":
+        _drop_capabilities()
+    # The address space already mapped (interpreter, numpy, duckdb...) is mostly
+    # shared and untouched, so the backstop allows ``memory_mb`` beyond it.
+    _set_limit(resource.RLIMIT_AS, _mapped_bytes() + sizing.memory_mb * 1024 * 1024)
+    _set_limit(resource.RLIMIT_FSIZE, sizing.disk_mb * 1024 * 1024)
+    _set_limit(resource.RLIMIT_NOFILE, NOFILE_LIMIT)
+    _set_limit(resource.RLIMIT_CPU, CPU_TIME_LIMIT_S)
+    os.umask(0o077)
+    seccomp.set_no_new_privs()
+    if seccomp_filter is not None:
+        seccomp.install(seccomp_filter)
+
+
+def protections(mode: Mode) -> dict[str, bool | str]:
+    """What ``confine_child`` and the zygote's view provide in ``mode`` (cgroups not included)."""
+    ns = mode != "none"
+    return {
+        "isolation": mode,
+        "network_namespace": ns,
+        "mount_namespace": ns,
+        "private_root": ns,
+        "tmpfs_workdir": ns,
+        "per_slot_uid": mode == "full",
+        "no_new_privs": True,
+        "seccomp": seccomp.supported(),
+        "rlimits": "AS,FSIZE,NOFILE,CPU" + (",NPROC" if mode == "full" else ""),
+    }

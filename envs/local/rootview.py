@@ -1,0 +1,141 @@
+"""The zygote's private root: a read-only view of only what a kernel needs.
+
+Episode kernels must be able to run Python with the image's packages, ``/bin/sh``
+and the usual tools, but not read the server's source, its task catalogue (which
+holds answers), other episodes' files or the server's home. Hiding by
+permissions alone is not enough (most of those files are world-readable), so
+the zygote, once warm, enters a new mount namespace and ``pivot_root``s into a
+tmpfs that holds read-only bind mounts of exactly:
+
+* ``/usr``, ``/etc`` and the ``/bin``, ``/lib*``, ``/sbin`` links or dirs;
+* the interpreter's prefixes and every ``sys.path`` directory, except ones
+  inside the server's own package directory (``.venv`` inside it is kept);
+* ``/proc`` and ``/sys`` (another uid's ``/proc/<pid>`` details stay private);
+* a minimal ``/dev`` (null, zero, full, random, urandom; a tmpfs ``/dev/shm``);
+* ``/tmp`` (tmpfs; each kernel gets its slot's own ``tmp`` there) and
+  ``/slots``, where the zygote mounts one size-limited tmpfs per episode slot.
+
+Everything else on the host (``/work``, ``/root``, ``/home``, the dataset and
+cache directories) does not exist inside. The intermediate directories of a
+bind target (e.g. ``/root`` above a pyenv prefix) are the view's own, mode 0755,
+so a per-slot uid can reach the prefix without seeing the rest of ``/root``.
+
+Building the view costs a few milliseconds once per zygote. ``/slots`` is a
+shared mount, so a slot the zygote unmounts also disappears from kernels'
+(slave) copies of the namespace and its memory is freed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import syscalls as sc
+
+SLOTS_DIR = "/slots"
+_SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def exposed_paths(package_dir: str) -> list[str]:
+    """Host paths the view binds read-only, outermost first, without duplicates.
+
+    Args:
+        package_dir: The server's own package directory; nothing inside it is
+            exposed except the interpreter's prefix (a ``.venv`` inside it).
+    """
+    package_dir = os.path.realpath(package_dir)
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    candidates = [*_SYSTEM_PATHS, *sorted(prefixes)]
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            candidates.append(os.path.realpath(entry))
+    chosen: list[str] = []
+    for path in candidates:
+        if not os.path.lexists(path):
+            continue
+        inside_package = path == package_dir or path.startswith(package_dir + os.sep)
+        if inside_package and not any(path == p or path.startswith(p + os.sep) for p in prefixes):
+            continue
+        if os.path.islink(path) and path in _SYSTEM_PATHS:
+            chosen.append(path)  # e.g. /bin -> usr/bin, recreated as a link
+            continue
+        real = os.path.realpath(path)
+        if any(real == c or real.startswith(c.rstrip("/") + os.sep) for c in chosen):
+            continue
+        chosen.append(real)
+    return chosen
+
+
+def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        open(target, "ab").close()
+    keep = sc.statvfs_mount_flags(source)
+    sc.mount(source, target, None, sc.MS_BIND | (sc.MS_REC if recursive else 0))
+    sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+
+
+def _bind_device(name: str, new_root: str) -> None:
+    target = os.path.join(new_root, "dev", name)
+    open(target, "ab").close()
+    sc.mount(f"/dev/{name}", target, None, sc.MS_BIND)
+    keep = sc.statvfs_mount_flags(f"/dev/{name}") & ~sc.MS_NODEV
+    sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_NOSUID | keep)
+
+
+def enter(scratch_dir: str, package_dir: str, *, in_user_namespace: bool) -> list[str]:
+    """Move this process into a new mount namespace whose root is the view.
+
+    Args:
+        scratch_dir: An existing, empty host directory to build the view on.
+        package_dir: The server's package directory (hidden).
+        in_user_namespace: The process is root only inside a user namespace;
+            then devices cannot be bind-mounted with ``nodev`` cleared and
+            ``/dev`` is a read-only bind of the host's.
+
+    Returns:
+        The host paths that were exposed.
+
+    Raises:
+        OSError: A namespace or mount operation was refused.
+    """
+    sc.unshare(sc.CLONE_NEWNS)
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    new_root = os.path.realpath(scratch_dir)
+    sc.mount("tmpfs", new_root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "mode=0755,size=16m")
+    paths = exposed_paths(package_dir)
+    for path in paths:
+        target = new_root + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(path), target)
+        else:
+            _bind_readonly(path, target, recursive=True)
+    _bind_readonly("/sys", new_root + "/sys", recursive=True)
+    os.makedirs(new_root + "/proc")
+    sc.mount("/proc", new_root + "/proc", None, sc.MS_BIND | sc.MS_REC)
+    os.makedirs(new_root + "/dev")
+    if in_user_namespace:
+        _bind_readonly("/dev", new_root + "/dev", recursive=True)
+    else:
+        sc.mount("tmpfs", new_root + "/dev", "tmpfs", sc.MS_NOSUID | sc.MS_NOEXEC, "mode=0755,size=64k")
+        for name in _DEVICES:
+            _bind_device(name, new_root)
+        os.symlink("/proc/self/fd", new_root + "/dev/fd")
+        for number, name in enumerate(("stdin", "stdout", "stderr")):
+            os.symlink(f"/proc/self/fd/{number}", f"{new_root}/dev/{name}")
+        os.makedirs(new_root + "/dev/shm")
+    for name, mode in (("tmp", "1777"), (SLOTS_DIR.strip("/"), "0711")):
+        os.makedirs(f"{new_root}/{name}")
+        sc.mount("tmpfs", f"{new_root}/{name}", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"mode={mode},size=1m")
+    sc.mount(None, new_root + SLOTS_DIR, None, sc.MS_SHARED)
+    os.makedirs(new_root + "/.old")
+    sc.pivot_root(new_root, new_root + "/.old")
+    os.chdir("/")
+    sc.umount("/.old", sc.MNT_DETACH)
+    os.rmdir("/.old")
+    sc.mount(None, "/", None, sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV)
+    return paths
