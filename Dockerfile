@@ -13,6 +13,13 @@ COPY . /app/env
 RUN pip install --no-cache-dir /app/env \
     && analyst-env tasks --dataset starter > /dev/null
 
+# Run as an unprivileged user that owns the cache and the recorded trajectories.
+RUN useradd --create-home --uid 1000 user \
+    && mkdir -p /var/cache/analyst_env /var/lib/analyst_env \
+    && chown -R user /var/cache/analyst_env /var/lib/analyst_env
+ENV ANALYST_ENV_STATE_DIR=/var/lib/analyst_env
+USER user
+
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health')"
 CMD ["sh", "-c", "exec analyst-env serve --host 0.0.0.0 --port 8000 ${ANALYST_ENV_INSECURE:+--insecure}"]

@@ -1,0 +1,232 @@
+"""Export a dataset as Harbor task directories, graded by the server's own scorer.
+
+Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
+``HarborTaskset``) run tasks in sandboxes instead of talking to our server.
+``analyst-env export harbor --dataset D --out DIR`` writes ``DIR/tasks/<id>/``:
+
+- ``instruction.md``: the question, where the data is (``/home/user/input``) and
+  the submission rule (write the answer to ``/workdir/answer.txt``), TRL's
+  data-agent conventions, so ``HarborSpec(DIR, agent="bash")`` works unchanged;
+- ``task.toml``: name, metadata (``gold_answer``, ``difficulty_level``, ``source``), timeouts, resources;
+- ``environment/Dockerfile`` and ``environment/data/``: the task's files copied to
+  ``/home/user/input``, setup hooks run there, and ``analyst-env`` installed (the grader);
+- ``tests/test.sh`` and ``tests/task.json``: runs :func:`grade`, i.e. the server's
+  ``verify_answer`` (the task's scorer through ``verifiers.judge``, or its verify
+  hooks) on ``/workdir/answer.txt``, and always rewrites ``/logs/verifier/reward.txt``;
+- ``solution/solve.sh``: replays the oracle's tool calls and writes the oracle answer.
+
+Every path in the scripts can be overridden by an environment variable
+(``HARBOR_INPUT``, ``HARBOR_WORKDIR``, ``HARBOR_TESTS``, ``HARBOR_LOGS``,
+``HARBOR_PYTHON``) so the grader can be run outside Docker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyst_env.datasets.task import Task
+
+GRADER_REQUIREMENT = "analyst-env==0.1.0"
+
+_TEST_SH = """#!/bin/sh
+# Grades /workdir/answer.txt with analyst_env's own scorer; always rewrites the reward file.
+INPUT="${HARBOR_INPUT:-/home/user/input}"
+WORKDIR="${HARBOR_WORKDIR:-/workdir}"
+TESTS="${HARBOR_TESTS:-/tests}"
+LOGS="${HARBOR_LOGS:-/logs/verifier}"
+PYTHON="${HARBOR_PYTHON:-python3}"
+mkdir -p "$LOGS"
+rm -f "$LOGS/reward.txt" "$LOGS/reward.json"
+"$PYTHON" -m analyst_env.client.harbor_export grade --task "$TESTS/task.json" --input "$INPUT" \\
+    --answer "$WORKDIR/answer.txt" --reward "$LOGS/reward.txt" || echo 0 > "$LOGS/reward.txt"
+"""
+
+
+@dataclass
+class _ShellResult:
+    exit_code: int
+
+
+class _DirectorySandbox:
+    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working dir)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def put_file(self, path: str, data: bytes) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def get_file(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+    def run_shell(self, command: str, timeout_s: float | None = None) -> _ShellResult:
+        try:
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True)
+        except subprocess.TimeoutExpired:
+            return _ShellResult(exit_code=124)
+        return _ShellResult(exit_code=proc.returncode)
+
+
+def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
+    """The reward of the answer in ``answer_file`` for the task in ``task_json``: the server's rule.
+
+    A missing answer file counts as an empty answer.
+    """
+    from analyst_env.server.episode import Episode, Limits
+    from analyst_env.server.verification import verify_answer
+
+    task = Task.model_validate_json(task_json.read_text())
+    task = task.model_copy(update={"files": {name: str(input_dir / name) for name in task.files}})
+    answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
+    episode = Episode(episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits())
+    return verify_answer(episode, answer).reward
+
+
+def _solve_sh(task: Task) -> str:
+    lines = [
+        "#!/bin/sh",
+        "# The oracle: replays the reference tool calls, then writes the known-good answer.",
+        "set -e",
+        'INPUT="${HARBOR_INPUT:-/home/user/input}"',
+        'WORKDIR="${HARBOR_WORKDIR:-/workdir}"',
+        'PYTHON="${HARBOR_PYTHON:-python3}"',
+        'mkdir -p "$WORKDIR"',
+        'cd "$INPUT"',
+    ]
+    code = [str(s.arguments.get("code", "")) for s in task.oracle_steps if s.tool in ("add_and_execute_code_cell", "edit_and_execute_current_cell")]
+    for step in task.oracle_steps:
+        if step.tool == "execute_shell_command":
+            lines.append(str(step.arguments.get("command", "")))
+    if code:
+        lines.append("\"$PYTHON\" - <<'ANALYST_ENV_ORACLE'\n" + "\n".join(code) + "\nANALYST_ENV_ORACLE")
+    lines.append(f'printf %s {shlex.quote(task.oracle_answer)} > "$WORKDIR/answer.txt"')
+    return "\n".join(lines) + "\n"
+
+
+def _dockerfile(task: Task, grader_requirement: str) -> str:
+    lines = [
+        "FROM python:3.11-slim",
+        "RUN pip install --no-cache-dir pandas numpy scikit-learn openpyxl duckdb matplotlib "
+        f"{shlex.quote(grader_requirement)}",
+        "RUN mkdir -p /home/user/input /workdir /logs/verifier",
+    ]
+    if task.files:
+        lines.append("COPY data/ /home/user/input/")
+    for command in task.setup:
+        lines.append(f"RUN cd /home/user/input && {command}")
+    lines.append("WORKDIR /home/user/input")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: object) -> str:
+    return json.dumps(value if isinstance(value, (int, float, bool)) else str(value))
+
+
+def _task_toml(task: Task, timeout_s: int) -> str:
+    meta = {
+        "task_id": task.id,
+        "gold_answer": task.oracle_answer,
+        "difficulty_level": task.metadata.get("level", "unknown"),
+        "reward_mode_initial": "verifier",
+        "source": task.metadata.get("source", "analyst_env"),
+        "split": task.split,
+    }
+    return "\n".join(
+        [
+            'schema_version = "1.1"',
+            "",
+            "[task]",
+            f"name = {_toml_value('analyst-env/' + task.id)}",
+            f"description = {_toml_value(task.instruction.strip().splitlines()[0] if task.instruction.strip() else task.id)}",
+            "",
+            "[metadata]",
+            *(f"{k} = {_toml_value(v)}" for k, v in meta.items()),
+            "",
+            "[verifier]",
+            "timeout_sec = 600",
+            "",
+            "[agent]",
+            f"timeout_sec = {timeout_s}",
+            "",
+            "[environment]",
+            "cpus = 1",
+            "memory_mb = 4096",
+            "storage_mb = 2048",
+            "allow_internet = false",
+            "",
+        ]
+    )
+
+
+def _instruction(task: Task) -> str:
+    from analyst_env.client.prompts import describe_files
+    from analyst_env.datasets import describe_file
+
+    files = [describe_file(name, path) for name, path in sorted(task.files.items())]
+    text = task.instruction.strip()
+    if files:
+        text += "\n\nThe data files are in `/home/user/input` (also the working directory):\n" + describe_files(files)
+    text += (
+        "\n\nPython 3 with pandas, numpy, scikit-learn, duckdb, openpyxl and matplotlib is installed. "
+        "When you are done, write only your final answer, in the format the question asks for, "
+        "to `/workdir/answer.txt`."
+    )
+    return text + "\n"
+
+
+def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUIREMENT, timeout_s: int = 1800) -> Path:
+    """Write one Harbor task directory ``out/<task.id>``; returns it."""
+    root = out / task.id
+    if root.exists():
+        shutil.rmtree(root)
+    for sub in ("environment/data", "tests", "solution"):
+        (root / sub).mkdir(parents=True)
+    for name, path in task.files.items():
+        target = root / "environment" / "data" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    (root / "instruction.md").write_text(_instruction(task))
+    (root / "task.toml").write_text(_task_toml(task, timeout_s))
+    (root / "environment" / "Dockerfile").write_text(_dockerfile(task, grader_requirement))
+    (root / "tests" / "task.json").write_text(task.model_dump_json(indent=1))
+    for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):
+        path.write_text(text)
+        path.chmod(0o755)
+    return root
+
+
+def export(tasks: list[Task], out: str | Path, **options) -> list[Path]:
+    """Write ``out/tasks/<id>/`` for every task; returns the task directories."""
+    tasks_dir = Path(out) / "tasks"
+    tasks_dir.mkdir(parents=True, exist_ok=True)
+    return [export_task(task, tasks_dir, **options) for task in tasks]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analyst_env.client.harbor_export grade ...``: the entry point ``tests/test.sh`` runs."""
+    parser = argparse.ArgumentParser(prog="analyst_env.client.harbor_export")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="Score an answer file and write the reward file")
+    g.add_argument("--task", type=Path, required=True)
+    g.add_argument("--input", type=Path, required=True)
+    g.add_argument("--answer", type=Path, required=True)
+    g.add_argument("--reward", type=Path, required=True)
+    args = parser.parse_args(argv)
+    reward = grade(args.task, args.input, args.answer)
+    args.reward.parent.mkdir(parents=True, exist_ok=True)
+    args.reward.write_text(f"{reward}\n")
+    print(f"reward {reward}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

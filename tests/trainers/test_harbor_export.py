@@ -1,0 +1,99 @@
+"""Harbor export: every exported task's grader gives the oracle 1.0 and an empty answer 0.0.
+
+The scripts run outside Docker: ``HARBOR_*`` variables point their container
+paths at temporary directories and at this virtual environment's Python, so
+``tests/test.sh`` runs the same grader entry point it runs in the image.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from analyst_env.cli import main as cli_main
+from analyst_env.client.harbor_export import export, grade
+from analyst_env.datasets import load_dataset
+
+SCORED_TINY = ["tiny-csv", "tiny-sqlite", "tiny-excel"]  # scorer tasks; the hook tasks are tested below
+
+
+def run_task(task_dir, tmp_path, answer: str | None) -> float:
+    """Build the task's input dir like the image does, optionally run the solution, then grade."""
+    work = tmp_path / "run"
+    shutil.rmtree(work, ignore_errors=True)
+    inp, wd, logs = work / "input", work / "workdir", work / "logs"
+    shutil.copytree(task_dir / "environment" / "data", inp)
+    wd.mkdir(parents=True)
+    for line in (task_dir / "environment" / "Dockerfile").read_text().splitlines():
+        if line.startswith("RUN cd /home/user/input && "):
+            subprocess.run(line.removeprefix("RUN cd /home/user/input && "), shell=True, cwd=inp, check=True)
+    env = {**os.environ, "HARBOR_INPUT": str(inp), "HARBOR_WORKDIR": str(wd), "HARBOR_TESTS": str(task_dir / "tests"),
+           "HARBOR_LOGS": str(logs), "HARBOR_PYTHON": sys.executable}
+    if answer is None:
+        subprocess.run(["sh", str(task_dir / "solution" / "solve.sh")], env=env, check=True, timeout=120)
+    else:
+        (wd / "answer.txt").write_text(answer)
+    (logs).mkdir(exist_ok=True)
+    (logs / "reward.txt").write_text("1.0")  # a stale reward the agent may have left must not survive
+    subprocess.run(["sh", str(task_dir / "tests" / "test.sh")], env=env, check=True, timeout=120)
+    return float((logs / "reward.txt").read_text())
+
+
+def test_tiny_tasks_export_with_the_harbor_layout(tiny_dataset, tmp_path):
+    dirs = export(tiny_dataset.tasks, tmp_path / "out")
+    assert [d.name for d in dirs] == [t.id for t in tiny_dataset.tasks]
+    csv = tmp_path / "out" / "tasks" / "tiny-csv"
+    for rel in ("instruction.md", "task.toml", "environment/Dockerfile", "environment/data/sales.csv",
+                "tests/test.sh", "tests/task.json", "solution/solve.sh"):
+        assert (csv / rel).is_file(), rel
+    config = tomllib.loads((csv / "task.toml").read_text())
+    assert config["task"]["name"] == "analyst-env/tiny-csv" and config["metadata"]["gold_answer"] == "7319.25"
+    assert config["environment"]["allow_internet"] is False
+    instruction = (csv / "instruction.md").read_text()
+    assert "/home/user/input" in instruction and "/workdir/answer.txt" in instruction
+    assert "7319.25" not in instruction  # the gold answer only lives in tests/ and task.toml metadata
+    assert "COPY data/ /home/user/input/" in (csv / "environment" / "Dockerfile").read_text()
+
+
+@pytest.mark.parametrize("task_id", SCORED_TINY)
+def test_tiny_grader_scores_the_solution_1_and_an_empty_answer_0(tiny_dataset, tmp_path, task_id):
+    task = tiny_dataset.by_id()[task_id]
+    (task_dir,) = export([task], tmp_path / "out")
+    assert run_task(task_dir, tmp_path, None) == 1.0
+    assert run_task(task_dir, tmp_path, "") == 0.0
+    assert run_task(task_dir, tmp_path, "12345") == 0.0
+
+
+def test_verify_hook_tasks_are_graded_by_the_same_hook_rule_as_the_server(tiny_dataset, tmp_path):
+    by_id = tiny_dataset.by_id()
+    (hooks,) = export([by_id["tiny-verify-hooks"]], tmp_path / "a")
+    # setup ran (marker), answer is "done", but out.txt was never written: 2 of 3 hooks pass.
+    assert run_task(hooks, tmp_path, None) == pytest.approx(2 / 3)
+    (reward_file,) = export([by_id["tiny-reward-file"]], tmp_path / "b")
+    assert run_task(reward_file, tmp_path, "x") == 0.25  # reward.txt written by a hook wins, as on the server
+
+
+def test_a_sample_of_starter_through_the_cli(tmp_path):
+    starter = load_dataset("starter")
+    by_template: dict[str, object] = {}
+    for task in starter.tasks:  # one task per template: every scorer and oracle shape, quickly
+        by_template.setdefault(task.metadata.get("template", task.id), task)
+    with_steps = [t for t in by_template.values() if t.oracle_steps][:2]
+    sample = with_steps + [t for t in by_template.values() if not t.oracle_steps][: 6 - len(with_steps)]
+    assert cli_main(["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "all"), "--limit", "3"]) == 0
+    assert len(list((tmp_path / "all" / "tasks").iterdir())) == 3
+    for task_dir in export(sample, tmp_path / "sample"):
+        assert run_task(task_dir, tmp_path, None) == 1.0, task_dir.name
+        # The empty answer through the same grader function, in-process (a subprocess each is slow).
+        work = tmp_path / "run"
+        assert grade(task_dir / "tests" / "task.json", work / "input", work / "workdir" / "missing.txt") == 0.0
+
+
+def test_unknown_dataset_is_a_clear_cli_error(tmp_path, capsys):
+    assert cli_main(["export", "harbor", "--dataset", "nope:x", "--out", str(tmp_path)]) == 2
+    assert "cannot load dataset" in capsys.readouterr().err
