@@ -1,4 +1,4 @@
-"""The ``analyst-env`` command: ``serve``, ``tasks`` and ``eval``.
+"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate`` and ``bench``.
 
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
@@ -176,6 +176,32 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT records)."""
+    if args.what == "harbor":
+        from analyst_env.client.harbor_export import export
+        from analyst_env.datasets import load_dataset
+
+        try:
+            tasks = load_dataset(args.dataset).tasks
+        except (ValueError, OSError) as exc:
+            print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
+            return 2
+        tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
+        dirs = export(tasks, args.out, grader_requirement=args.grader_requirement)
+        print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
+        return 0
+    from analyst_env.client.trajectory_export import export, trajectory_files
+
+    state_dir = args.state_dir or _settings(args).state_dir
+    if not trajectory_files(state_dir):
+        print(f"error: no trajectories under {state_dir}/trajectories", file=sys.stderr)
+        return 1
+    written = export(state_dir, args.format, args.out)
+    print(f"wrote {len(written)} file(s) to {args.out}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from analyst_env.benchmarks.run import BenchConfig, format_markdown, run_bench
 
@@ -239,6 +265,24 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="Tiny samples: a smoke test, not a measurement")
     bench.add_argument("--no-jupyter", action="store_true", help="Skip the Jupyter-kernel baseline")
     bench.set_defaults(func=cmd_bench)
+
+    export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
+    what = export.add_subparsers(dest="what", required=True)
+    harbor = what.add_parser("harbor", help="One Harbor task directory per task, graded by our scorer")
+    harbor.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
+    harbor.add_argument("--out", required=True, help="Output directory (tasks/ is written inside)")
+    harbor.add_argument("--split", help="Only this split")
+    harbor.add_argument("--limit", type=int, help="Only the first N tasks")
+    harbor.add_argument(
+        "--grader-requirement", default="analyst-env==0.1.0",
+        help="pip requirement that installs the grader in each task image (a wheel path or URL works)",
+    )
+    harbor.set_defaults(func=cmd_export)
+    traj = what.add_parser("trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)")
+    traj.add_argument("--format", required=True, choices=["ipynb", "sft"])
+    traj.add_argument("--out", default="trajectories-export", help="Output directory (default trajectories-export)")
+    traj.add_argument("--state-dir", help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)")
+    traj.set_defaults(func=cmd_export)
     return parser
 
 

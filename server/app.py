@@ -2,7 +2,8 @@
 
 ``build_app`` wires settings, the shared runtime and OpenEnv's
 ``create_fastapi_app`` (``/ws``, ``/mcp``, ``/reset``, ``/step``, ``/state``,
-``/schema``, ``/metadata``, ``/health`` and the Task API), adds the optional
+``/schema``, ``/metadata``, ``/health`` and the Task API) plus ``/sandbox`` (which
+protections the sandbox backend gives episodes), adds the optional
 bearer token, and warms the sandbox backend at startup so the first reset is
 fast. ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first
 access from ``ANALYST_ENV_*`` variables.
@@ -49,6 +50,12 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
+
+    @app.get("/sandbox", tags=["Environment Info"])
+    async def sandbox_protections() -> dict:
+        """The sandbox backend and which protections its episodes get (isolation, limits, cgroups)."""
+        protections = getattr(runtime.backend, "protections", None)
+        return {"backend": runtime.backend.name, "protections": protections() if protections else {}}
 
     async def warm_backend() -> None:
         warm_up = getattr(runtime.backend, "warm_up", None)

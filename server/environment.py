@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -39,9 +40,11 @@ from analyst_env.models import (
     AnalystToolObservation,
 )
 from analyst_env.server.episode import Episode
+from analyst_env.server.process_reward import score_step
 from analyst_env.server.reset_options import ResetOptions
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.tools import TOOLS, ToolOutput
+from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
@@ -70,6 +73,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self._mcp_server: Any = None
+        self._trajectories = TrajectoryStore.for_settings(runtime.settings)
+        self._recorder: EpisodeRecorder | None = None
 
     # ── episode lifecycle ───────────────────────────────────────────────────
     def reset(
@@ -88,6 +93,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             KeyError: No such task or split.
             IndexError: ``index`` outside the split.
         """
+        started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
         task = runtime.select(task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed)
@@ -112,7 +118,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 status, message = "error", f"Sandbox failed to start: {exc}"
             if status == "error":
                 episode.finish(0.0, "setup_failed")
-            return AnalystResetObservation(
+            observation = AnalystResetObservation(
                 episode_id=episode.episode_id,
                 task_id=task.id,
                 instruction=task.instruction,
@@ -125,6 +131,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 reward=episode.reward,
                 metadata={"status": status, "task_id": task.id, "instruction": task.instruction},
             )
+            if self._trajectories is not None:
+                self._recorder = self._trajectories.start(episode, observation, started)
+            return observation
 
     def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         """Run one action: ``ListToolsAction`` or ``CallToolAction``. Every step counts."""
@@ -143,6 +152,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 ),
             )
         with self._lock:
+            started, cell_before = time.perf_counter(), last_cell(self._episode)
+            counted = self._episode is not None and not self._episode.done
             try:
                 output = self._invoke(action.tool_name, action.arguments)
                 error = None
@@ -155,7 +166,15 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 metadata["reward_breakdown"] = episode.reward_breakdown
             if done:
                 metadata["end_reason"] = episode.end_reason
-            return AnalystToolObservation(
+            hook = self._runtime.settings.process_reward
+            if counted and hook:  # a per-step score, kept out of the outcome `reward` (process_reward.py)
+                text = output.text if output else error.message
+                is_error = output is None or output.is_error
+                metadata.update(
+                    score_step(hook, episode.task.public_view(), action.tool_name, action.arguments,
+                               text, is_error, episode.step_count)
+                )
+            observation = AnalystToolObservation(
                 tool_name=action.tool_name,
                 result=output.as_call_tool_result() if output else None,
                 error=error,
@@ -164,6 +183,10 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 step_count=episode.step_count if episode else 0,
                 metadata=metadata,
             )
+            if self._recorder is not None:
+                call = {"tool_name": action.tool_name, "arguments": action.arguments}
+                self._recorder.step(episode, call, observation, cell_before, started)
+            return observation
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **options: Any):
         return await self._in_worker(self.reset, seed, episode_id, **options)
@@ -197,7 +220,12 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def get_metadata(self) -> EnvironmentMetadata:
         from analyst_env import __version__
 
-        return EnvironmentMetadata(name="analyst_env", description=DESCRIPTION, version=__version__)
+        protections = getattr(self._runtime.backend, "protections", None)
+        description = DESCRIPTION
+        if protections is not None:
+            active = ", ".join(f"{k}={v}" for k, v in protections().items())
+            description += f" Sandbox ({self._runtime.backend.name}; details at GET /sandbox): {active}."
+        return EnvironmentMetadata(name="analyst_env", description=description, version=__version__)
 
     # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
     def _invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
@@ -250,6 +278,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return None
 
     def _end_episode(self) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            recorder.close()
         episode, self._episode = self._episode, None
         if episode is not None and episode.sandbox is not None:
             episode.sandbox.close()
@@ -273,10 +304,17 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     async def _call_tool_for_mcp(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         def call() -> dict[str, Any]:
             with self._lock:
+                started, cell_before = time.perf_counter(), last_cell(self._episode)
                 try:
-                    return self._invoke(name, arguments).as_call_tool_result()
+                    result = self._invoke(name, arguments).as_call_tool_result()
                 except ToolCallError as exc:
                     raise RuntimeError(f"{exc.error_type.value}: {exc}") from None
+                if self._recorder is not None:
+                    episode = self._episode
+                    observation = {"tool_name": name, "result": result, "done": episode.done, "reward": episode.reward}
+                    call = {"tool_name": name, "arguments": arguments, "via": "mcp"}
+                    self._recorder.step(episode, call, observation, cell_before, started)
+                return result
 
         return await self._in_worker(call)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class Settings(BaseModel):
@@ -27,8 +27,40 @@ class Settings(BaseModel):
     shell_timeout_s: float = Field(default=60.0, gt=0, description="Per-shell-command limit")
     output_limit_chars: int = Field(default=20_000, ge=200, description="Tool output is cut here")
     sql_max_rows: int = Field(default=50, ge=1, description="Rows shown by run_sql")
-    memory_limit_mb: int = Field(default=4096, ge=256, description="Address-space limit per kernel")
+    memory_limit_mb: int = Field(
+        default=4096, ge=256, description="Memory per episode (cgroup) and address-space limit per process"
+    )
+    cpu_limit: float = Field(default=1.0, gt=0, description="CPU cores per episode (cgroup quota)")
+    pids_limit: int = Field(default=256, ge=16, description="Processes and threads per episode")
+    disk_limit_mb: int = Field(default=1024, ge=1, description="Size of each episode's tmpfs working directory")
+    isolation: str = Field(
+        default="auto",
+        pattern="^(auto|full|userns|none)$",
+        description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
+    )
+    standbys: int = Field(default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image")
     token: str | None = Field(default=None, description="Bearer token required on every route but /health")
+    state_dir: str = Field(
+        default_factory=lambda: _default_state_dir(),
+        description="Where the server keeps what it records: trajectories/ holds one JSONL file per episode",
+    )
+    record_trajectories: bool = Field(
+        default=True, description="Record every episode (actions, observations, rewards, timings) under state_dir"
+    )
+    process_reward: str | None = Field(
+        default=None,
+        description="'module:function' scoring every tool step into metadata['process_reward'] (off when unset)",
+    )
+
+    @field_validator("process_reward")
+    @classmethod
+    def _hook_imports(cls, spec: str | None) -> str | None:
+        """Fail at start-up, not at the first step, if the process-reward hook cannot be loaded."""
+        if spec is not None:
+            from analyst_env.server.process_reward import load_hook
+
+            load_hook(spec)
+        return spec
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -41,3 +73,10 @@ class Settings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+
+def _default_state_dir() -> str:
+    """``state/`` under the cache root (``$ANALYST_ENV_CACHE`` or ``~/.cache/analyst_env``)."""
+    from analyst_env.datasets.shipped.cache import cache_root
+
+    return str(cache_root() / "state")
