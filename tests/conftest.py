@@ -6,8 +6,17 @@ FastAPI app. Nothing is faked.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from support import make_tiny_dataset
+
+# The repo root is the package `analyst_env`, so its folders `datasets/` and
+# `verifiers/` would shadow the PyPI packages of those names (needed by the TRL
+# tests) if the root were on sys.path, as `python -m pytest` from the root puts it.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 from analyst_env.server.app import build_app
 from analyst_env.server.runtime import Runtime
