@@ -37,6 +37,14 @@ _SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/
 _DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
+_RESERVED = ("/tmp", "/proc", "/sys", "/dev", SLOTS_DIR)
+
+
+def _is_reserved(path: str) -> bool:
+    """Paths the view provides itself: never bind the host's (e.g. a ``sys.path`` entry under /tmp)."""
+    return any(path == r or path.startswith(r + os.sep) for r in _RESERVED)
+
+
 def exposed_paths(package_dir: str) -> list[str]:
     """Host paths the view binds read-only, outermost first, without duplicates.
 
@@ -52,7 +60,7 @@ def exposed_paths(package_dir: str) -> list[str]:
             candidates.append(os.path.realpath(entry))
     chosen: list[str] = []
     for path in candidates:
-        if not os.path.lexists(path):
+        if not os.path.lexists(path) or _is_reserved(path):
             continue
         inside_package = path == package_dir or path.startswith(package_dir + os.sep)
         if inside_package and not any(path == p or path.startswith(p + os.sep) for p in prefixes):

@@ -70,6 +70,7 @@ class ZygoteProcess:
             self._proc = subprocess.Popen(
                 [
                     sys.executable,
+                    "-P",  # no current directory on sys.path: it must not decide what kernels see
                     "-m",
                     "analyst_env.envs.local.zygote",
                     "--image",
@@ -88,6 +89,7 @@ class ZygoteProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
+                cwd="/",
             )
         self._control = ours
         ready, _ = self._receive(boot_timeout_s)

@@ -1,0 +1,23 @@
+"""What the zygote's private root exposes: never the host's /tmp, whatever sys.path holds."""
+
+from __future__ import annotations
+
+import sys
+
+from analyst_env.envs.local import rootview
+
+
+def test_sys_path_entries_under_tmp_are_not_exposed(tmp_path, monkeypatch):
+    under_tmp = tmp_path / "site"
+    under_tmp.mkdir()
+    assert str(under_tmp).startswith("/tmp/")
+    monkeypatch.setattr(sys, "path", [str(under_tmp), "/tmp", *sys.path])
+    exposed = rootview.exposed_paths(str(tmp_path / "package"))
+    assert not [p for p in exposed if p == "/tmp" or p.startswith("/tmp/")]
+    assert "/usr" in exposed
+
+
+def test_the_package_directory_is_not_exposed():
+    package_dir = rootview.os.path.dirname(rootview.os.path.dirname(rootview.os.path.dirname(rootview.__file__)))
+    exposed = rootview.exposed_paths(package_dir)
+    assert not [p for p in exposed if p == package_dir or (p.startswith(package_dir + "/") and ".venv" not in p)]
