@@ -80,7 +80,8 @@ class JupyterKernelEnvironment(Environment):
         csv = os.environ.get(CSV_PATH_ENV)
         if csv:
             shutil.copy(csv, self._workdir)
-        self._manager = KernelManager(kernel_name="python3")
+        # ipc transport: tcp ports picked by many kernels starting at once can collide.
+        self._manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self._workdir, "kernel"))
         self._manager.start_kernel(cwd=self._workdir)
         self._client = self._manager.client()
         self._client.start_channels()

@@ -20,11 +20,14 @@ from analyst_env.client.local_server import free_port
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
+    """Children of every thread of ``pid`` (a process started from a worker thread is that thread's child)."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(p) for p in children.read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def process_tree(pid: int) -> list[int]:
