@@ -265,12 +265,12 @@ def workbook_match(
             detail_prefix = f"not recalculated ({exc}); "
     result = _load_values(recalculated[0] or data)
     components, reasons = {}, []
-    for ref, ref_recalc in zip(refs, recalculated[1:]):
+    for number, (ref, ref_recalc) in enumerate(zip(refs, recalculated[1:]), start=1):
         cached = openpyxl.load_workbook(ref["path"], data_only=True)
         again = _load_values(ref_recalc) if ref_recalc else None
         reason = compare_workbooks(result, cached, again, ref.get("check_board", {}))
-        components[f"ref:{ref['name']}"] = float(reason is None)
-        reasons.append(f"{ref['name']}: {reason or 'match'}")
+        components[f"reference {number}"] = float(reason is None)  # numbered: file names are gold
+        reasons.append(f"reference {number}: {reason or 'match'}")
     reward = max(components.values(), default=0.0)
     return Verdict(reward, components, detail_prefix + "; ".join(reasons))
 

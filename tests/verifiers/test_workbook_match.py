@@ -90,8 +90,8 @@ def test_verdict_names_each_reference(refs):
         {"workbook": "w.xlsx", "references": refs},
         VerifyContext(read_file=lambda name: book([["Week", "Sales", "Profit"], ["W1", 10, 1], ["W2", 20, 2]])),
     )
-    assert verdict.components == {"ref:gt1": 0.0, "ref:gt2": 1.0}
-    assert "gt1: sheet 1" in verdict.detail
+    assert verdict.components == {"reference 1": 0.0, "reference 2": 1.0}
+    assert "reference 1: sheet 1" in verdict.detail and "gt1" not in verdict.detail
 
 
 @needs_soffice
