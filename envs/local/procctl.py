@@ -88,15 +88,7 @@ def kill_descendants(root: int) -> set[int]:
     Returns:
         The pids that were killed.
     """
-    stopped: set[int] = set()
-    for _ in range(50):
-        fresh = descendants(root) - stopped
-        if not fresh:
-            break
-        _signal_all(fresh, signal.SIGSTOP)
-        stopped |= fresh
-    _signal_all(stopped, signal.SIGKILL)
-    return stopped
+    return _stop_then_kill(lambda: descendants(root))
 
 
 def kill_process_group(pgid: int) -> None:
@@ -164,9 +156,14 @@ def kill_uid(uid: int) -> set[int]:
     Returns:
         The pids that were killed.
     """
+    return _stop_then_kill(lambda: uid_processes(uid))
+
+
+def _stop_then_kill(scan: Callable[[], set[int]]) -> set[int]:
+    """SIGSTOP what ``scan`` finds until it finds nothing new, then SIGKILL it all."""
     stopped: set[int] = set()
     for _ in range(50):
-        fresh = uid_processes(uid) - stopped
+        fresh = scan() - stopped
         if not fresh:
             break
         _signal_all(fresh, signal.SIGSTOP)
