@@ -24,6 +24,7 @@ from analyst_env.server.auth import BearerTokenMiddleware
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
+from analyst_env.server.web import mount_web
 
 ENV_NAME = "analyst_env"
 
@@ -50,6 +51,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
+    mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:

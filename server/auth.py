@@ -1,4 +1,4 @@
-"""Optional bearer-token check for every route except ``/health``.
+"""Optional bearer-token check for every route except ``/health`` and the /web page shell.
 
 A plain ASGI middleware, so it guards WebSocket handshakes (``/ws``, ``/mcp``)
 as well as HTTP requests, before any session is created. OpenEnv clients send
@@ -12,7 +12,10 @@ import hmac
 import json
 from urllib.parse import parse_qs
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/web"})
+# The /web page shell and its scripts hold no data; the page asks for the token and sends it
+# with every API call and socket, which stay guarded.
+OPEN_PREFIXES = ("/web/static/",)
 
 
 class BearerTokenMiddleware:
@@ -23,7 +26,10 @@ class BearerTokenMiddleware:
         self._token = token.encode()
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] not in ("http", "websocket") or path in OPEN_PATHS or (
+            scope["type"] == "http" and path.startswith(OPEN_PREFIXES)
+        ):
             return await self.app(scope, receive, send)
         if self._authorized(scope):
             return await self.app(scope, receive, send)

@@ -40,6 +40,7 @@ from analyst_env.models import (
     AnalystToolObservation,
 )
 from analyst_env.server.episode import Episode
+from analyst_env.server.live import LiveHub
 from analyst_env.server.process_reward import score_step
 from analyst_env.server.reset_options import ResetOptions
 from analyst_env.server.runtime import Runtime
@@ -75,6 +76,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         self._mcp_server: Any = None
         self._trajectories = TrajectoryStore.for_settings(runtime.settings)
         self._recorder: EpisodeRecorder | None = None
+        self._live = LiveHub.for_runtime(runtime)  # what /web shows of this session, live
+        self._live_id = self._live.new_session_id()
 
     # ── episode lifecycle ───────────────────────────────────────────────────
     def reset(
@@ -133,6 +136,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             )
             if self._trajectories is not None:
                 self._recorder = self._trajectories.start(episode, observation, started)
+            self._live.reset(self._live_id, episode, observation)
             return observation
 
     def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
@@ -186,6 +190,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             if self._recorder is not None:
                 call = {"tool_name": action.tool_name, "arguments": action.arguments}
                 self._recorder.step(episode, call, observation, cell_before, started)
+            self._live.step(self._live_id, episode, {"tool_name": action.tool_name, "arguments": action.arguments},
+                            observation, cell_before, started)
             return observation
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **options: Any):
@@ -281,6 +287,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         recorder, self._recorder = self._recorder, None
         if recorder is not None:
             recorder.close()
+        if self._episode is not None:
+            self._live.close(self._live_id)
         episode, self._episode = self._episode, None
         if episode is not None and episode.sandbox is not None:
             episode.sandbox.close()
@@ -314,6 +322,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                     observation = {"tool_name": name, "result": result, "done": episode.done, "reward": episode.reward}
                     call = {"tool_name": name, "arguments": arguments, "via": "mcp"}
                     self._recorder.step(episode, call, observation, cell_before, started)
+                self._live.step(self._live_id, self._episode, {"tool_name": name, "arguments": arguments, "via": "mcp"},
+                                {"tool_name": name, "result": result}, cell_before, started)
                 return result
 
         return await self._in_worker(call)

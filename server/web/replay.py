@@ -1,0 +1,112 @@
+"""Recorded episodes (``server/trajectories.py`` JSONL files) for the /web replay view.
+
+Listing must stay fast with thousands of files, so a summary reads only the
+first line (the reset record) and the tail of the file (the end record);
+whole files are read only when one episode is opened. File names come from
+the listing and are checked against a strict pattern and the directory, so a
+request can never read anything outside the trajectories directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from analyst_env.server.trajectories import read_trajectory, trajectories_dir
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}\.jsonl$")
+TAIL_BYTES = 64 * 1024
+
+
+class TrajectoryNotFound(LookupError):
+    """No recorded episode has this name."""
+
+
+def list_trajectories(state_dir: str | Path, *, limit: int = 100, offset: int = 0,
+                      query: str = "") -> dict[str, Any]:
+    """Summaries of recorded episodes, newest first.
+
+    Args:
+        state_dir: The server's ``settings.state_dir``.
+        limit: At most this many summaries (1..500).
+        offset: Skip this many of the newest (for paging).
+        query: Keep only files whose name, task id or episode id contains this.
+    """
+    root = trajectories_dir(state_dir)
+    limit = max(1, min(int(limit), 500))
+    try:
+        names = sorted((n for n in os.listdir(root) if NAME.match(n)), reverse=True)
+    except FileNotFoundError:
+        names = []
+    query = query.strip().lower()
+    out: list[dict[str, Any]] = []
+    matched = 0
+    for name in names:
+        summary = _summary(root / name)
+        if summary is None:
+            continue
+        if query and not any(query in str(summary.get(k) or "").lower() for k in ("name", "task_id", "episode_id")):
+            continue
+        matched += 1
+        if matched > offset and len(out) < limit:
+            out.append(summary)
+    return {"trajectories": out, "total": matched, "offset": offset, "limit": limit}
+
+
+def load_trajectory(state_dir: str | Path, name: str) -> dict[str, Any]:
+    """Every record of the recorded episode ``name`` (a file name from the listing).
+
+    Raises:
+        TrajectoryNotFound: The name is malformed or no such file exists.
+    """
+    root = trajectories_dir(state_dir)
+    if not NAME.match(name) or not (root / name).is_file():
+        raise TrajectoryNotFound(f"no recorded episode named {name!r}")
+    return {"name": name, "records": read_trajectory(root / name)}
+
+
+def _summary(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read().splitlines()
+    except OSError:
+        return None
+    try:
+        reset = json.loads(first)
+    except ValueError:
+        return None
+    summary: dict[str, Any] = {
+        "name": path.name,
+        "episode_id": reset.get("episode_id"),
+        "task_id": reset.get("task_id"),
+        "started_at": reset.get("t"),
+        "size_bytes": size,
+        "status": "running",
+        "reward": None,
+        "end_reason": None,
+        "steps": 0,
+        "ended_at": None,
+    }
+    for line in reversed(tail):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn line, or the cut start of a line in the tail window
+        kind = record.get("type")
+        if kind == "end":
+            summary.update(status="ended", reward=record.get("reward"), end_reason=record.get("end_reason"),
+                           steps=record.get("step_count", 0), ended_at=record.get("t"))
+            break
+        if kind == "close":
+            summary.update(status="left", steps=record.get("steps", 0), ended_at=record.get("t"))
+            break
+        if kind == "step":
+            summary.update(steps=record.get("step_count", 0), ended_at=record.get("t"))
+            break
+    return summary

@@ -1,0 +1,128 @@
+"""The /web debugging UI: static page, task details, file previews, replay and the live feed.
+
+The page is plain HTML/CSS/JS from ``static/`` (no build step, nothing fetched
+from the internet). It plays episodes over OpenEnv's own ``/ws`` protocol, so
+each browser tab is its own session exactly like a trainer, and it lists tasks
+through OpenEnv's Task API. The JSON routes here add only what those lack:
+a task's file previews, recorded trajectories, and the live feed.
+
+Nothing here exposes ground truth: tasks are shown through
+``Task.public_view()``, and trajectories and live events hold only what
+observations and the notebook contain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, HTTPException, Query
+from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from analyst_env.datasets import describe_file
+from analyst_env.server.live import LiveHub
+from analyst_env.server.runtime import Runtime, TaskNotFoundError
+from analyst_env.server.web.previews import head_preview
+from analyst_env.server.web.replay import TrajectoryNotFound, list_trajectories, load_trajectory
+from analyst_env.server.web.stream import live_router
+
+STATIC_DIR = Path(__file__).parent / "static"
+NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+def dataset_of(task: Any) -> str:
+    """The dataset a task came from: its ``source``/``dataset`` metadata, else its id prefix."""
+    meta = task.metadata or {}
+    return str(meta.get("dataset") or meta.get("source") or task.id.split("-", 1)[0])
+
+
+def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
+    """Serve the debugging UI of ``runtime``'s server at ``/web``."""
+    settings = runtime.settings
+    router = APIRouter(tags=["Web UI"])
+
+    @router.get("/web", include_in_schema=False)
+    async def web_index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", headers=NO_CACHE)
+
+    @router.get("/web/", include_in_schema=False)
+    async def web_index_slash() -> RedirectResponse:
+        return RedirectResponse("/web")
+
+    @router.get("/web/api/info")
+    async def web_info() -> dict:
+        """What the page needs to start: names, counts, and the routes it talks to."""
+        from analyst_env import __version__
+
+        datasets = sorted({dataset_of(t) for t in runtime.tasks})
+        return {
+            "env_name": env_name,
+            "version": __version__,
+            "datasets": datasets,
+            "splits": runtime.splits(),
+            "task_count": len(runtime.tasks),
+            "max_sessions": settings.max_sessions,
+            "record_trajectories": settings.record_trajectories,
+            "backend": runtime.backend.name,
+        }
+
+    @router.get("/web/api/tasks")
+    async def web_tasks() -> dict:
+        """Every served task in a compact form for searching and filtering (no answers)."""
+        return {"tasks": [_task_row(t) for t in runtime.tasks]}
+
+    @router.get("/web/api/tasks/{task_id}")
+    async def web_task(task_id: str) -> dict:
+        """One task as the agent sees it: instruction, limits, and the shape of each file."""
+        task = _task(runtime, task_id)
+        files = [describe_file(name, path).model_dump() for name, path in sorted(task.files.items())]
+        return {**task.public_view(), "dataset": dataset_of(task), "files": files}
+
+    @router.get("/web/api/tasks/{task_id}/files/{name:path}")
+    async def web_task_file(task_id: str, name: str, rows: int = Query(10, ge=1, le=50)) -> dict:
+        """The first rows of one input file: CSV head, SQLite schema and rows, Excel sheets."""
+        task = _task(runtime, task_id)
+        path = task.files.get(name)
+        if path is None:
+            raise HTTPException(404, f"task {task_id!r} has no file {name!r}; files: {sorted(task.files)}")
+        return {"name": name, **head_preview(name, path, rows)}
+
+    @router.get("/web/api/trajectories")
+    async def web_trajectories(limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0),
+                               q: str = "") -> dict:
+        """Recorded episodes, newest first, with reward, step count and status."""
+        listing = list_trajectories(settings.state_dir, limit=limit, offset=offset, query=q)
+        return {**listing, "recording": settings.record_trajectories}
+
+    @router.get("/web/api/trajectories/{name}")
+    async def web_trajectory(name: str) -> dict:
+        """Every record of one recorded episode: reset, steps (with cells and timings), end."""
+        try:
+            return load_trajectory(settings.state_dir, name)
+        except TrajectoryNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    app.include_router(router)
+    app.include_router(live_router(LiveHub.for_runtime(runtime)), tags=["Web UI"])
+    app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
+
+
+def _task(runtime: Runtime, task_id: str) -> Any:
+    try:
+        return runtime.task(task_id)
+    except TaskNotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _task_row(task: Any) -> dict:
+    meta = task.metadata or {}
+    return {
+        "id": task.id,
+        "dataset": dataset_of(task),
+        "split": task.split,
+        "kind": meta.get("kind"),
+        "level": meta.get("level"),
+        "instruction": task.instruction[:300],
+        "files": sorted(task.files),
+    }

@@ -1,0 +1,115 @@
+"""The live feed of /web: a WebSocket per viewer, fed by ``server/live.py``'s hub.
+
+``/web/api/live/ws`` pushes the session list as it changes;
+``/web/api/live/ws?session=<id>`` pushes one session's history and then each
+event as it happens. The feed is read-only: the socket accepts nothing from
+the viewer, so watching a trainer's session can never disturb it.
+
+Events hold the hub's references to observations and cells; they become JSON
+here, on the viewer's side, with the base64 of image blocks dropped from
+observations (the cell carries each plot once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from analyst_env.server.live import LiveHub
+
+HEARTBEAT_S = 15.0
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _observation(observation: Any) -> Any:
+    data = _plain(observation)
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    data.pop("available_tools", None)
+    result = data.get("result")
+    if isinstance(result, dict) and isinstance(result.get("content"), list):
+        blocks = [
+            {"type": "image", "omitted": True} if isinstance(b, dict) and b.get("type") == "image" else b
+            for b in result["content"]
+        ]
+        data["result"] = {**result, "content": blocks}
+    return data
+
+
+def event_json(event: dict[str, Any]) -> dict[str, Any]:
+    """One hub event as plain JSON data."""
+    out = dict(event)
+    if "observation" in out:
+        out["observation"] = _observation(out["observation"])
+    if out.get("cell") is not None:
+        out["cell"] = _plain(out["cell"])
+    return out
+
+
+def live_router(hub: LiveHub) -> APIRouter:
+    """Routes of the live feed for one server's hub."""
+    router = APIRouter()
+
+    @router.get("/web/api/live")
+    async def live_sessions() -> dict:
+        """Sessions running now and the last few finished ones, newest first."""
+        return {"sessions": hub.sessions()}
+
+    @router.websocket("/web/api/live/ws")
+    async def live_feed(websocket: WebSocket, session: str | None = None) -> None:
+        await websocket.accept()
+        sub, snapshot = hub.subscribe(session)
+        try:
+            if session is None:
+                await websocket.send_text(json.dumps({"type": "sessions", **snapshot}, default=str))
+            elif snapshot is None:
+                await websocket.send_text(json.dumps({
+                    "type": "error",
+                    "message": f"no live session {session!r}: it ended long ago or never existed",
+                }))
+                await websocket.close(code=1000)
+                return
+            else:
+                events = [event_json(e) for e in snapshot["events"]]
+                await websocket.send_text(
+                    json.dumps({"type": "history", "session": snapshot["session"], "events": events}, default=str)
+                )
+            receiver = asyncio.create_task(_drain(websocket))
+            try:
+                while not receiver.done():
+                    try:
+                        item = await asyncio.wait_for(sub.queue.get(), HEARTBEAT_S)
+                    except asyncio.TimeoutError:
+                        item = {"type": "ping"}
+                    if item is None:
+                        await websocket.close(code=1013, reason="viewer fell behind; reconnect")
+                        return
+                    if item.get("type") == "event":
+                        item = {**item, "event": event_json(item["event"])}
+                    await websocket.send_text(json.dumps(item, default=str))
+            finally:
+                receiver.cancel()
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            hub.unsubscribe(sub)
+
+    return router
+
+
+async def _drain(websocket: WebSocket) -> None:
+    """Read (and ignore) whatever the viewer sends, to notice when it leaves."""
+    try:
+        while True:
+            await websocket.receive_text()
+    except (WebSocketDisconnect, RuntimeError):
+        return
