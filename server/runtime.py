@@ -16,6 +16,25 @@ from analyst_env.server.episode import Limits
 from analyst_env.server.settings import Settings
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit; return the new limit.
+
+    Each live episode holds a WebSocket, a kernel socket and a pidfd; with the common
+    soft limit of 1024 a server runs out of descriptors at about 250 episodes.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
 class TaskNotFoundError(KeyError):
     """A reset asked for a task the server does not serve."""
 
@@ -34,6 +53,7 @@ class Runtime:
         datasets: list[Dataset] | None = None,
     ) -> None:
         self.settings = settings
+        raise_open_files_limit()
         self.backend = backend if backend is not None else make_backend(settings)
         if datasets is None:
             datasets = [load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()]

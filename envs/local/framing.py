@@ -95,7 +95,7 @@ class FrameConnection:
                 return message
             if deadline is not None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
+                if remaining <= 0 or not _readable(self._sock, remaining):
                     return None
             try:
                 if self._accept_fds:
@@ -125,3 +125,15 @@ class FrameConnection:
     def close(self) -> None:
         """Close the socket. Idempotent."""
         self._sock.close()
+
+
+def _readable(sock: socket.socket, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``sock`` to be readable.
+
+    ``poll``, not ``select``: a server with a few hundred live episodes holds
+    descriptors above ``FD_SETSIZE`` (1024), which ``select`` rejects
+    ("filedescriptor out of range in select()").
+    """
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
