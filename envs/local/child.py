@@ -241,6 +241,15 @@ class _Kernel:
         return {"pid": os.getpid()}
 
 
+def serve_episode(conn: FrameConnection, shell: KernelShell, workdir: str, output_limit_bytes: int) -> None:
+    """Serve one episode's requests on ``conn`` until it closes.
+
+    The remote slot runner (``envs.remote.runner``) forks its kernels without
+    the local slot machinery and serves them through this same loop.
+    """
+    _Kernel(conn, shell, {"workdir": workdir, "output_limit_bytes": output_limit_bytes}).serve()
+
+
 def run_kernel(
     sock: socket.socket,
     spec: dict[str, Any],

@@ -1,0 +1,162 @@
+"""From a recipe to what a remote backend builds: artifact names, a Dockerfile, the runner's files.
+
+Every remote image holds the recipe's packages plus what the slot runner needs
+(IPython, numpy, matplotlib and the default image's data stack) and a copy of
+this package's ``envs`` code, which the runner imports. The artifact is named
+by the recipe's content hash plus ``RUNNER_REVISION``: a new runner never
+reuses an image baked with an older one.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+import tarfile
+from pathlib import Path
+
+from analyst_env.envs.local.images import IMAGES
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.sandbox import SandboxError
+
+#: Bumped whenever the runner code baked into images changes incompatibly.
+RUNNER_REVISION = 1
+
+#: What the runner itself imports, with the server's own version floors.
+RUNNER_REQUIREMENTS = (
+    "ipython>=8.20",
+    "numpy>=1.26",
+    "pandas>=2.2",
+    "duckdb>=1.1",
+    "openpyxl>=3.1",
+    "matplotlib>=3.8",
+)
+
+#: Where images keep the package, the sandbox user and the working directory.
+PACKAGE_ROOT = "/opt/analyst_env"
+SANDBOX_UID = 1000
+WORKDIR = "/work"
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
+
+
+def default_recipe() -> Recipe:
+    """The recipe of the built-in ``default`` image: the runner's stack, the default preload."""
+    return Recipe(
+        name="default",
+        description="The server's standard data-analysis image",
+        preload=list(IMAGES["default"].preload),
+    )
+
+
+def resolve_default(image: str) -> Recipe:
+    """Recipe lookup for servers without user environments: only ``default`` exists.
+
+    Raises:
+        SandboxError: ``image`` is not ``default``.
+    """
+    if image == "default":
+        return default_recipe()
+    raise SandboxError(f"unknown image {image!r}; this server has only 'default'")
+
+
+def preload_of(recipe: Recipe) -> list[str]:
+    """Modules the runner imports before forking: the recipe's, or the default image's."""
+    return list(recipe.preload) or list(IMAGES["default"].preload)
+
+
+def artifact_tag(recipe: Recipe, *, include_sizing: bool = False) -> str:
+    """``<content hash>-r<runner revision>``: the tag of the recipe's image on every remote backend."""
+    return f"{recipe.content_hash(include_sizing=include_sizing)}-r{RUNNER_REVISION}"
+
+
+def runner_command(recipe: Recipe, workdir: str = WORKDIR) -> list[str]:
+    """The argv that starts the slot runner inside an image built from ``recipe``."""
+    return [
+        "python",
+        "-u",
+        "-m",
+        "analyst_env.envs.remote.runner",
+        "--workdir",
+        workdir,
+        "--preload",
+        ",".join(preload_of(recipe)),
+    ]
+
+
+def runner_sources() -> dict[str, bytes]:
+    """``{path under PACKAGE_ROOT: bytes}`` of the code the runner imports (``analyst_env/envs``)."""
+    files = {"analyst_env/__init__.py": (_PACKAGE_DIR / "__init__.py").read_bytes()}
+    for path in sorted((_PACKAGE_DIR / "envs").rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            files["analyst_env/" + path.relative_to(_PACKAGE_DIR).as_posix()] = path.read_bytes()
+    return files
+
+
+def _quoted(items: list[str]) -> str:
+    return " ".join(shlex.quote(item) for item in items)
+
+
+def _apt_packages(recipe: Recipe) -> list[str]:
+    apt = list(dict.fromkeys(recipe.apt))
+    if recipe.npm and not {"nodejs", "npm"} <= {p.split("=")[0] for p in apt}:
+        apt += [p for p in ("nodejs", "npm") if p not in apt]  # npm packages need node
+    return apt
+
+
+def dockerfile(recipe: Recipe) -> str:
+    """A Dockerfile that bakes ``recipe`` and runs the slot runner as an unprivileged user.
+
+    The build context holds this Dockerfile and ``analyst_env/`` (``runner_sources``).
+    pip and uv entries are installed with uv into the system interpreter, each
+    list from its own index when the recipe names one.
+    """
+    lines = [
+        f"# analyst_env sandbox image for recipe {recipe.name!r} ({artifact_tag(recipe)})",
+        f"FROM {recipe.base_image}",
+        "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 "
+        "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLCONFIGDIR=/tmp DEBIAN_FRONTEND=noninteractive",
+    ]
+    if recipe.apt_sources:
+        lines.append(f"RUN echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list")
+    apt = _apt_packages(recipe)
+    if apt:
+        lines.append(
+            "RUN apt-get update && apt-get install -y --no-install-recommends "
+            f"{_quoted(apt)} && rm -rf /var/lib/apt/lists/*"
+        )
+    lines.append("RUN python -m pip install --no-cache-dir uv")
+    groups = [(list(RUNNER_REQUIREMENTS), None)]
+    if recipe.pip_index_url == recipe.uv_index_url:
+        groups.append((recipe.python_requirements, recipe.pip_index_url))
+    else:
+        groups += [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
+    for packages, index in groups:
+        if packages:
+            index_opt = f"--index-url {shlex.quote(index)} " if index else ""
+            lines.append(f"RUN uv pip install --system --no-cache {index_opt}{_quoted(packages)}")
+    if recipe.npm:
+        registry = f"--registry {shlex.quote(recipe.npm_registry)} " if recipe.npm_registry else ""
+        lines.append(f"RUN npm install -g {registry}{_quoted(recipe.npm)} && npm cache clean --force")
+    lines += [
+        f"COPY analyst_env {PACKAGE_ROOT}/analyst_env",
+        f"RUN useradd --uid {SANDBOX_UID} --create-home --shell /bin/sh sandbox "
+        f"&& mkdir -p {WORKDIR} && chown {SANDBOX_UID}:{SANDBOX_UID} {WORKDIR}",
+        f"ENV PYTHONPATH={PACKAGE_ROOT} HOME={WORKDIR}",
+        f"USER {SANDBOX_UID}",
+        f"WORKDIR {WORKDIR}",
+        "CMD [" + ", ".join(f'"{arg}"' for arg in runner_command(recipe)) + "]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def build_context(recipe: Recipe) -> io.BytesIO:
+    """A tar archive (the Docker build context): the Dockerfile and the runner's sources."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in {"Dockerfile": dockerfile(recipe).encode(), **runner_sources()}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer

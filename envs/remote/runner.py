@@ -1,0 +1,387 @@
+"""The slot runner: a warm fork server for one slot of a remote backend, over stdin/stdout.
+
+Docker and Modal start ``python -m analyst_env.envs.remote.runner`` once per
+slot (a long-lived container or sandbox) and talk to it through the process's
+stdin and stdout with length-prefixed JSON frames (``wire``). Starting a
+container per episode costs 1.2-2.5 s; forking a kernel from a runner that has
+already imported the image's modules costs about 10 ms, so the runner is the
+zygote of its slot and each episode is one forked kernel.
+
+The forked kernel is the local backend's episode kernel: the same request
+handling (``envs.local.child.serve_episode``: cell, shell, put, get, ping) and
+the same IPython shell, so a cell gives the same result on every backend. The
+runner relays those requests to the current kernel and answers its own:
+
+* runner → server once warm: ``{"op": "ready", "pid", "python", "protocol", "missing"}``
+  (``missing``: preload modules that failed to import)
+* ``{"op": "start", "files": {name: base64}, "seed", "env"}`` → ``{"workdir", "pid"}``:
+  ends the previous episode, empties the working directory, writes the task
+  files, forks a kernel and applies the seed and environment. Task files travel
+  as bytes here, where the local backend passes file descriptors.
+* ``{"op": "restart"}`` → ``{"pid"}``: a fresh kernel in the same working
+  directory (files kept), same seed and environment.
+* ``{"op": "end"}`` → ``{}``: kill the episode's processes, empty the directory.
+* ``{"op": "interrupt"}`` (no reply): SIGINT to the kernel's running cell.
+* ``cell``, ``shell``, ``put``, ``get``, ``ping``: relayed to the kernel. If the
+  kernel dies before answering, the reply is ``{"kernel_died": message}``.
+
+Every request may carry an ``"id"``, echoed in its reply, so a client never
+takes a late reply (a cell answering after its kernel was given up on) for
+the answer to a later request.
+
+Failures of a runner request come back as ``{"failure": {"type", "message"}}``.
+The runner exits (killing its episode) when its stdin closes. Linux only.
+"""
+
+from __future__ import annotations
+
+import os
+
+# numpy's BLAS pool and pyarrow's jemalloc start threads at import unless
+# these are set, and a process with threads must not fork. Importing the
+# ``analyst_env`` package may already import numpy, so the runner re-executes
+# itself with them when it was started without (see ``_single_threaded``).
+SINGLE_THREADED_ENV = {
+    **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
+
+import argparse  # noqa: E402
+import base64
+import gc
+import importlib
+import select
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from analyst_env.envs.remote.wire import Decoder, encode
+
+PROTOCOL = 1
+DEFAULT_WORKDIR = "/work"
+_ACTIVATE_TIMEOUT_S = 60.0
+
+
+class Runner:
+    """Serves one slot: relays episode requests to the current forked kernel.
+
+    Args:
+        in_fd: Where requests arrive (the process's original stdin).
+        out_fd: Where replies go (the process's original stdout).
+        shell: The warmed IPython shell every kernel inherits.
+        workdir: The slot's working directory (emptied between episodes).
+        output_limit_bytes: stdout/stderr kept per cell or command.
+    """
+
+    def __init__(self, in_fd: int, out_fd: int, shell: Any, workdir: str, output_limit_bytes: int) -> None:
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.shell = shell
+        self.workdir = workdir
+        self.output_limit_bytes = output_limit_bytes
+        self.pid = os.getpid()
+        self.child_pid: int | None = None
+        self.child_sock: socket.socket | None = None
+        self.child_decoder = Decoder()
+        self.pending = False
+        self.pending_id: Any = None
+        self.seed: int | None = None
+        self.env: dict[str, str] = {}
+
+    # ── I/O ────────────────────────────────────────────────────────────────
+    def send(self, message: dict[str, Any]) -> None:
+        data = memoryview(encode(message))
+        while data:
+            written = os.write(self.out_fd, data)
+            data = data[written:]
+
+    def serve(self) -> None:
+        """Answer requests until stdin closes."""
+        decoder = Decoder()
+        while True:
+            watched = [self.in_fd] + ([self.child_sock] if self.child_sock is not None else [])
+            readable = select.select(watched, [], [], 1.0)[0]
+            self._reap()
+            if self.child_sock is not None and self.child_sock in readable:
+                self._pump_child()
+            if self.in_fd in readable:
+                chunk = os.read(self.in_fd, 1 << 20)
+                if not chunk:
+                    break
+                for request in decoder.feed(chunk):
+                    self._handle(request)
+        self._end_child()
+
+    # ── requests ───────────────────────────────────────────────────────────
+    def _handle(self, request: dict[str, Any]) -> None:
+        op = request.get("op")
+        if op == "interrupt":
+            if self.pending and self.child_pid is not None:
+                try:
+                    os.kill(self.child_pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+            return
+        rid = request.pop("id", None)
+        handler = {"start": self._start, "restart": self._restart, "end": self._end}.get(op)
+        if handler is not None:
+            try:
+                reply = handler(request)
+            except Exception as exc:
+                reply = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
+            self.send({**reply, "id": rid})
+            return
+        if self.child_sock is None or self.pending:
+            why = "a request is already running" if self.pending else "no episode is active in this slot"
+            self.send({"failure": {"type": "RuntimeError", "message": why}, "id": rid})
+            return
+        try:
+            self.child_sock.sendall(encode(request))
+            self.pending, self.pending_id = True, rid
+        except OSError:
+            self._child_gone()
+            self.send({"kernel_died": "the kernel exited before the request could be sent", "id": rid})
+
+    def _start(self, request: dict[str, Any]) -> dict[str, Any]:
+        from analyst_env.envs.local.workpath import resolve_inside
+
+        self._end_child()
+        self._empty_workdir()
+        for name, data in request.get("files", {}).items():
+            if not name or name.startswith("/") or ".." in name.split("/"):
+                raise ValueError(f"task file name {name!r} must be a relative path")
+            target = resolve_inside(self.workdir, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(base64.b64decode(data))
+        self.seed = request.get("seed")
+        self.env = dict(request.get("env") or {})
+        self._fork_child()
+        return {"workdir": self.workdir, "pid": self.child_pid}
+
+    def _restart(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._end_child()
+        self._fork_child()
+        return {"pid": self.child_pid}
+
+    def _end(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._end_child()
+        self._empty_workdir()
+        return {}
+
+    # ── the episode kernel ─────────────────────────────────────────────────
+    def _fork_child(self) -> None:
+        from analyst_env.envs.local import procctl
+
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                parent_end.close()
+                os.close(self.in_fd)
+                os.close(self.out_fd)
+                procctl.set_parent_death_signal(signal.SIGKILL)
+                if os.getppid() != self.pid:
+                    os._exit(1)
+                os.setsid()
+                procctl.set_child_subreaper()
+                os.chdir(self.workdir)
+                os.environ.update(HOME=self.workdir)
+                from analyst_env.envs.local.child import serve_episode
+                from analyst_env.envs.local.framing import FrameConnection
+
+                serve_episode(
+                    FrameConnection(child_end, accept_fds=True), self.shell, self.workdir, self.output_limit_bytes
+                )
+            except BaseException:
+                traceback.print_exc()
+                status = 1
+            finally:
+                os._exit(status)
+        child_end.close()
+        self.child_pid, self.child_sock, self.child_decoder = pid, parent_end, Decoder()
+        reply = self._child_call({"op": "activate", "names": [], "seed": self.seed, "env": self.env})
+        if reply is None or "failure" in reply:
+            self._end_child()
+            raise RuntimeError(f"the new kernel did not start: {reply}")
+
+    def _child_call(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Send a request to the kernel and wait for its reply (None: it died or hung)."""
+        assert self.child_sock is not None
+        try:
+            self.child_sock.sendall(encode(message))
+        except OSError:
+            return None
+        deadline = time.monotonic() + _ACTIVATE_TIMEOUT_S
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.child_sock], [], [], remaining)[0]:
+                return None
+            chunk = self.child_sock.recv(1 << 20)
+            if not chunk:
+                return None
+            messages = self.child_decoder.feed(chunk)
+            if messages:
+                return messages[0]
+
+    def _pump_child(self) -> None:
+        assert self.child_sock is not None
+        try:
+            chunk = self.child_sock.recv(1 << 20)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            message = "the kernel process died (a crash, os._exit or the out-of-memory killer)"
+            was_pending = self.pending
+            self._child_gone()
+            if was_pending:
+                self.send({"kernel_died": message, "id": self.pending_id})
+            return
+        for reply in self.child_decoder.feed(chunk):
+            if self.pending:
+                self.pending = False
+                self.send({**reply, "id": self.pending_id})
+
+    def _child_gone(self) -> None:
+        self.pending = False
+        if self.child_sock is not None:
+            self.child_sock.close()
+        self.child_sock = None
+        self._kill_tree()
+
+    def _end_child(self) -> None:
+        self._child_gone()
+
+    def _kill_tree(self) -> None:
+        """Kill the kernel, its descendants and anything orphaned to this runner; reap them."""
+        from analyst_env.envs.local import procctl
+
+        if self.child_pid is not None:
+            procctl.kill_tree(self.child_pid)
+            try:
+                os.waitpid(self.child_pid, 0)
+            except ChildProcessError:
+                pass
+            self.child_pid = None
+        for pid, ppid in procctl.parent_map().items():
+            if ppid == self.pid:
+                procctl.kill_tree(pid)
+        self._reap()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child_pid and self.child_sock is None:
+                self.child_pid = None
+
+    def _empty_workdir(self) -> None:
+        os.makedirs(self.workdir, exist_ok=True)
+        for entry in os.scandir(self.workdir):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
+
+
+def _prepare(preload: list[str]) -> tuple[Any, list[str]]:
+    """Import the preload modules, build and warm the shell, freeze the heap for forking.
+
+    Returns:
+        The shell and the modules that failed to import.
+
+    Raises:
+        RuntimeError: Something left a thread running; forking would be unsafe.
+    """
+    import matplotlib
+
+    from analyst_env.envs.local.images import IMAGES, MPL_BACKEND
+    from analyst_env.envs.local.ipyshell import build_shell
+
+    matplotlib.use(MPL_BACKEND)
+    missing = []
+    for module in preload:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            print(f"runner: preload of {module!r} failed: {exc}", file=sys.stderr)
+            missing.append(module)
+    shell = build_shell()
+    try:
+        exec(compile(IMAGES["default"].warm_up, "<warm-up>", "exec"), {})
+    except ImportError:
+        pass  # an image without the default stack warms up less
+    shell.run_cell("pass", store_history=False, silent=True)
+    gc.collect()
+    gc.freeze()
+    threads = len(os.listdir("/proc/self/task"))
+    if threading.active_count() != 1 or threads != 1:
+        raise RuntimeError(f"runner has {threads} threads after preloading; it must be single-threaded to fork")
+    return shell, missing
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``python -m analyst_env.envs.remote.runner [--workdir DIR] [--preload a,b]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=DEFAULT_WORKDIR)
+    parser.add_argument("--preload", default=None, help="comma-separated modules (default: the default image's)")
+    parser.add_argument("--output-limit-bytes", type=int, default=2 * 1024 * 1024)
+    args = parser.parse_args(argv)
+    # The protocol owns the original stdin/stdout; stray prints (e.g. from a
+    # preloaded module) go to stderr instead of corrupting it.
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from analyst_env.envs.local import procctl
+    from analyst_env.envs.local.images import IMAGES
+
+    preload = IMAGES["default"].preload if args.preload is None else [m for m in args.preload.split(",") if m]
+    os.makedirs(args.workdir, exist_ok=True)
+    tmp = os.environ.get("TMPDIR", "/tmp")
+    os.environ.setdefault("MPLCONFIGDIR", tmp)
+    try:
+        shell, missing = _prepare(list(preload))
+    except Exception as exc:
+        os.write(out_fd, encode({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}))
+        raise SystemExit(1) from None
+    procctl.set_child_subreaper()
+    runner = Runner(in_fd, out_fd, shell, os.path.realpath(args.workdir), args.output_limit_bytes)
+    runner.send(
+        {
+            "op": "ready",
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "protocol": PROTOCOL,
+            "missing": missing,
+        }
+    )
+    runner.serve()
+
+
+def _single_threaded() -> None:
+    """Re-execute this runner with ``SINGLE_THREADED_ENV`` if any of it is missing."""
+    if any(os.environ.get(k) != v for k, v in SINGLE_THREADED_ENV.items()):
+        env = {**os.environ, **SINGLE_THREADED_ENV}
+        argv = [sys.executable, "-u", "-m", "analyst_env.envs.remote.runner", *sys.argv[1:]]
+        os.execve(sys.executable, argv, env)
+
+
+if __name__ == "__main__":
+    _single_threaded()
+    main()

@@ -1,0 +1,245 @@
+"""A warm pool of slot runners and the backend logic shared by Docker and Modal.
+
+A *slot* is one long-lived container or sandbox running the slot runner. A
+slot serves one episode at a time and many episodes in turn: ``start`` takes
+an idle slot (or makes one), sends it the task files, and the closed episode
+hands the slot back. A background thread keeps ``warm`` idle slots per image
+ready, so a reset pays only the runner's fork (milliseconds) plus the network,
+not a container or sandbox start (seconds). A slot whose runner failed, or
+that served ``max_episodes`` episodes, is destroyed instead of reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
+from analyst_env.envs.sandbox import SandboxError
+
+log = logging.getLogger(__name__)
+_START_TIMEOUT_S = 120.0
+
+
+@dataclass(eq=False)
+class Slot:
+    """One runner: its client and how to destroy what hosts it."""
+
+    client: RunnerClient
+    destroy: Callable[[], None]
+    episodes: int = 0
+    meta: dict = field(default_factory=dict)
+
+    def dispose(self) -> None:
+        self.client.close()
+        try:
+            self.destroy()
+        except Exception as exc:
+            log.warning("destroying slot %s failed: %s", self.client.label, exc)
+
+
+class RunnerBackend:
+    """Base of the backends whose episodes run on slot runners.
+
+    Subclasses implement ``_prepare_image`` (build or find the recipe's image,
+    once per image name) and ``_create_slot`` (start one container or sandbox
+    with its runner and return a ready ``Slot``).
+
+    Args:
+        resolve: Maps an image name to its recipe.
+        warm: Idle slots kept ready per image once the image was used.
+        max_episodes: Episodes a slot serves before it is replaced.
+        interrupt_grace_s: How long an interrupted cell may take to stop.
+    """
+
+    name = "remote"
+
+    def __init__(
+        self,
+        resolve: Callable[[str], Recipe],
+        *,
+        warm: int = 1,
+        max_episodes: int = 200,
+        interrupt_grace_s: float = 2.0,
+    ) -> None:
+        if warm < 0 or max_episodes < 1:
+            raise ValueError("warm must be >= 0 and max_episodes >= 1")
+        self._resolve = resolve
+        self.warm = warm
+        self.max_episodes = max_episodes
+        self.interrupt_grace_s = interrupt_grace_s
+        self._idle: dict[str, collections.deque[Slot]] = {}
+        self._recipes: dict[str, Recipe] = {}
+        self._image_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+        self._busy: set[Slot] = set()
+        self._lock = threading.Condition()
+        self._closed = False
+        self._filler = threading.Thread(target=self._fill, name=f"{self.name}-warm-pool", daemon=True)
+        self._filler.start()
+
+    # ── subclass hooks ─────────────────────────────────────────────────────
+    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+        raise NotImplementedError
+
+    def _create_slot(self, image: str, recipe: Recipe) -> Slot:
+        raise NotImplementedError
+
+    # ── SandboxBackend ─────────────────────────────────────────────────────
+    def warm_up(self, image: str = "default") -> None:
+        """Build or find ``image`` now and start keeping warm slots for it."""
+        self._recipe(image)
+        with self._lock:
+            self._idle.setdefault(image, collections.deque())
+            self._lock.notify_all()
+
+    def start(
+        self,
+        image: str,
+        *,
+        files: dict[str, str],
+        seed: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RemoteSandbox:
+        """Start a fresh sandbox; see ``SandboxBackend.start``.
+
+        Raises:
+            SandboxError: Unknown image, unreadable task file, or no slot could be started.
+        """
+        if self._closed:
+            raise SandboxError("the backend is closed")
+        recipe = self._recipe(image)
+        payload = {"op": "start", "files": _read_files(files), "seed": seed, "env": dict(env or {})}
+        last_error: Exception | None = None
+        for _ in range(2):  # an idle slot may have died while it waited
+            slot = self._take(image, recipe)
+            try:
+                reply = slot.client.call(payload, _START_TIMEOUT_S)
+            except SandboxError as exc:
+                last_error = exc
+                slot.dispose()
+                continue
+            if reply is None or "failure" in reply:
+                slot.dispose()
+                detail = "no answer in time" if reply is None else reply["failure"]["message"]
+                raise SandboxError(f"could not start the episode in {slot.client.label}: {detail}")
+            slot.episodes += 1
+            with self._lock:
+                self._busy.add(slot)
+            return RemoteSandbox(
+                slot.client,
+                reply["workdir"],
+                on_close=lambda healthy, s=slot: self._give_back(image, s, healthy),
+                interrupt_grace_s=self.interrupt_grace_s,
+            )
+        raise SandboxError(f"could not start a sandbox on the {self.name} backend: {last_error}")
+
+    def close(self) -> None:
+        """Destroy every slot, idle or busy. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            slots = [s for idle in self._idle.values() for s in idle] + list(self._busy)
+            self._idle.clear()
+            self._busy.clear()
+            self._lock.notify_all()
+        for slot in slots:
+            slot.dispose()
+
+    # ── pool ───────────────────────────────────────────────────────────────
+    def _recipe(self, image: str) -> Recipe:
+        recipe = self._resolve(image)
+        with self._image_locks[image]:
+            known = self._recipes.get(image)
+            if known is None or known.content_hash() != recipe.content_hash():
+                self._prepare_image(image, recipe)
+                self._recipes[image] = recipe
+                with self._lock:
+                    stale = self._idle.pop(image, collections.deque())
+                for slot in stale:
+                    slot.dispose()
+        return recipe
+
+    def _take(self, image: str, recipe: Recipe) -> Slot:
+        with self._lock:
+            idle = self._idle.setdefault(image, collections.deque())
+            slot = idle.popleft() if idle else None
+            self._lock.notify_all()
+        return slot if slot is not None else self._create_slot(image, recipe)
+
+    def _give_back(self, image: str, slot: Slot, healthy: bool) -> None:
+        with self._lock:
+            self._busy.discard(slot)
+            idle = self._idle.get(image)
+            keep = (
+                healthy
+                and not self._closed
+                and idle is not None
+                and len(idle) < self.warm
+                and slot.episodes < self.max_episodes
+            )
+            if keep:
+                idle.append(slot)
+                self._lock.notify_all()
+        if not keep:
+            threading.Thread(target=slot.dispose, name=f"{self.name}-dispose", daemon=True).start()
+
+    def _wanted(self) -> str | None:
+        for image, idle in self._idle.items():
+            if len(idle) < self.warm:
+                return image
+        return None
+
+    def _fill(self) -> None:
+        """Background thread: keep ``warm`` idle slots per image used so far."""
+        while True:
+            with self._lock:
+                while not self._closed and self._wanted() is None:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                image = self._wanted()
+                recipe = self._recipes.get(image)
+            if recipe is None:
+                with self._lock:
+                    self._lock.wait(timeout=0.5)
+                continue
+            try:
+                slot = self._create_slot(image, recipe)
+            except Exception as exc:
+                log.warning("could not prepare a warm %s slot for %r: %s", self.name, image, exc)
+                with self._lock:
+                    self._lock.wait(timeout=5.0)  # do not spin on a failing service
+                continue
+            with self._lock:
+                idle = self._idle.get(image)
+                if self._closed or idle is None or len(idle) >= self.warm:
+                    extra = slot
+                else:
+                    idle.append(slot)
+                    extra = None
+            if extra is not None:
+                extra.dispose()
+
+
+def _read_files(files: dict[str, str]) -> dict[str, str]:
+    """``{name: base64 bytes}`` of the task files.
+
+    Raises:
+        SandboxError: A name escapes the working directory or a file cannot be read.
+    """
+    out = {}
+    for name, source in files.items():
+        if not name or name.startswith("/") or ".." in name.split("/"):
+            raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+        try:
+            with open(source, "rb") as f:
+                out[name] = base64.b64encode(f.read()).decode("ascii")
+        except OSError as exc:
+            raise SandboxError(f"could not open task file {source!r}: {exc.strerror}") from exc
+    return out
