@@ -22,6 +22,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation
 from analyst_env.server.auth import BearerTokenMiddleware
 from analyst_env.server.environment import AnalystEnvironment
+from analyst_env.server.envs_routes import mount_envs
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.server.web import mount_web
@@ -52,6 +53,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     )
     app.state.runtime = runtime
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
+    mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:

@@ -42,6 +42,7 @@ from analyst_env.models import (
 from analyst_env.server.episode import Episode
 from analyst_env.server.live import LiveHub
 from analyst_env.server.process_reward import score_step
+from analyst_env.server.envs_binding import resolve_image
 from analyst_env.server.reset_options import ResetOptions
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.tools import TOOLS, ToolOutput
@@ -100,6 +101,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
         task = runtime.select(task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed)
+        image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
         with self._lock:
             self._end_episode()
             episode = Episode(
@@ -112,7 +114,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             self._episode = episode
             status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
             try:
-                episode.sandbox = runtime.backend.start(task.image, files=task.files, seed=opts.seed)
+                episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
                 episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
                 failed = self._run_setup(episode)
                 if failed:
@@ -132,7 +134,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 message=message,
                 done=episode.done,
                 reward=episode.reward,
-                metadata={"status": status, "task_id": task.id, "instruction": task.instruction},
+                metadata={"status": status, "task_id": task.id, "instruction": task.instruction,
+                          **image.metadata()},
             )
             if self._trajectories is not None:
                 self._recorder = self._trajectories.start(episode, observation, started)

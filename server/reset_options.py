@@ -23,6 +23,9 @@ class ResetOptions(BaseModel):
     task_id: str | None = Field(default=None, description="Serve exactly this task")
     split: str | None = Field(default=None, description="Choose within this split")
     index: int | None = Field(default=None, ge=0, description="Position within the split")
+    environment: str | None = Field(
+        default=None, max_length=63, description="Run in this sandbox environment instead of the task's image"
+    )
 
     @classmethod
     def parse(cls, *, seed: Any, episode_id: Any, options: dict[str, Any]) -> ResetOptions:

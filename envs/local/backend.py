@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..sandbox import SandboxError
@@ -33,7 +34,7 @@ from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
 from .episode import LocalSandbox
 from .framing import ConnectionClosed
-from .images import IMAGES
+from .images import IMAGES, ImageSpec
 from .isolation import Sizing, protections, resolve_mode
 from .kernel import KernelHandle
 from .zygote_client import ZygoteDied, ZygoteProcess
@@ -121,6 +122,8 @@ class LocalSandboxBackend:
         self._teardowns: collections.deque[tuple[KernelHandle, _Slot]] = collections.deque()
         self._lock = threading.Condition()
         self._closed = False
+        # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
+        self.image_resolver: Callable[[str], ImageSpec | None] | None = None
         self._worker = threading.Thread(target=self._maintain, name="local-sandbox-standbys", daemon=True)
         self._worker.start()
 
@@ -234,9 +237,11 @@ class LocalSandboxBackend:
             shutil.rmtree(self.root_dir, ignore_errors=True)
 
     # ── kernels ─────────────────────────────────────────────────────────────
-    def _check_image(self, image: str) -> None:
-        if image not in IMAGES:
+    def _check_image(self, image: str) -> ImageSpec:
+        spec = IMAGES.get(image) or (self.image_resolver(image) if self.image_resolver else None)
+        if spec is None:
             raise SandboxError(f"unknown image {image!r}; the local backend has {sorted(IMAGES)}")
+        return spec
 
     def _zygote_locked(self, image: str) -> ZygoteProcess:
         zygote = self._zygotes.get(image)
@@ -244,7 +249,7 @@ class LocalSandboxBackend:
             if zygote is not None:
                 zygote.stop()
             zygote = ZygoteProcess(
-                image, mode=self.mode, host_root=self.root_dir, boot_timeout_s=self.boot_timeout_s
+                image, spec=self._check_image(image), mode=self.mode, host_root=self.root_dir, boot_timeout_s=self.boot_timeout_s
             )
             self._zygotes[image] = zygote
             log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())
@@ -313,7 +318,7 @@ class LocalSandboxBackend:
             raise
         if warm:
             try:
-                _request(kernel, {"op": "warm", "code": IMAGES[image].warm_up}, _WARM_TIMEOUT_S)
+                _request(kernel, {"op": "warm", "code": self._check_image(image).warm_up}, _WARM_TIMEOUT_S)
             except BaseException:
                 self._discard(kernel, slot)
                 raise

@@ -2,12 +2,14 @@
 
 On the local backend an "image" is the set of modules a zygote imports and warms
 before it forks episode kernels; the interpreter and its packages are the
-server's own. Only ``"default"`` exists for now.
+server's own. ``IMAGES`` holds the built-in ones (``"default"``); images baked
+from recipes (``envs.recipes``) reach the backend through its ``image_resolver``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 MPL_BACKEND = "module://analyst_env.envs.local.mpl_backend"
 
@@ -41,11 +43,25 @@ class ImageSpec:
         warm_up: Code run once in the zygote (in a scratch namespace) to touch
             lazily initialised paths: formatters, duckdb, the PNG renderer. It
             must leave no threads and no open connections behind.
+        site_dirs: Package directories of a baked image (``envs.recipes``), put
+            in front of the server's own site-packages (their ``.pth`` files
+            processed), so the image's packages win.
+        path_dirs: Directories put in front of the kernels' ``PATH`` (npm bins).
     """
 
     name: str
     preload: tuple[str, ...]
     warm_up: str
+    site_dirs: tuple[str, ...] = ()
+    path_dirs: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ImageSpec":
+        data = json.loads(text)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 IMAGES: dict[str, ImageSpec] = {

@@ -201,14 +201,21 @@ class Zygote:
 def main() -> None:
     """Entry point: ``python -m analyst_env.envs.local.zygote --image NAME --control-fd FD ...``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--image", required=True, choices=sorted(IMAGES))
+    parser.add_argument("--image", required=True, help=f"one of {sorted(IMAGES)}, or a baked image's name")
+    parser.add_argument("--image-spec", help="the ImageSpec (JSON) of a baked image")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--mode", default="none", choices=["full", "userns", "none"])
     parser.add_argument("--host-root", required=True, help="the backend's root directory")
     parser.add_argument("--package-dir", required=True, help="hidden from kernels")
     args = parser.parse_args()
     control = socket.socket(fileno=args.control_fd)
-    shell = prepare(IMAGES[args.image])
+    if args.image_spec:
+        image = ImageSpec.from_json(args.image_spec)
+    elif args.image in IMAGES:
+        image = IMAGES[args.image]
+    else:
+        parser.error(f"unknown image {args.image!r} and no --image-spec")
+    shell = prepare(image)
     scratch = os.path.join(args.host_root, f"view-{os.getpid()}")
     exposed: list[str] = []
     if args.mode != "none":

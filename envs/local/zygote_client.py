@@ -17,6 +17,7 @@ from typing import Any
 
 from ..sandbox import SandboxError
 from .framing import FrameConnection
+from .images import IMAGES, ImageSpec
 from .kernel import KernelHandle
 
 _MAX_REPLY_BYTES = 1 << 16
@@ -33,6 +34,30 @@ _SINGLE_THREADED_BLAS = {
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _baked_launch(spec: ImageSpec) -> tuple[list[str], dict[str, str]]:
+    """Arguments and environment that start a zygote with a baked image's packages first.
+
+    ``-c`` code adds the image's package directories (with their ``.pth`` files) in
+    front of ``sys.path`` before anything is imported, then runs the zygote module;
+    ``PYTHONPATH`` and ``PATH`` carry them to the kernels' subprocesses too.
+    """
+    run = "import runpy; runpy.run_module('analyst_env.envs.local.zygote', run_name='__main__', alter_sys=True)"
+    code = (
+        "import site, sys\n"
+        f"_before = list(sys.path)\n"
+        f"for _d in {list(spec.site_dirs)!r}:\n"
+        "    site.addsitedir(_d)\n"
+        "sys.path[:] = [p for p in sys.path if p not in _before] + _before\n"
+        f"{run}\n"
+    )
+    env = {}
+    if spec.site_dirs:
+        env["PYTHONPATH"] = os.pathsep.join([*spec.site_dirs, *filter(None, [os.environ.get("PYTHONPATH")])])
+    if spec.path_dirs:
+        env["PATH"] = os.pathsep.join([*spec.path_dirs, os.environ.get("PATH", os.defpath)])
+    return ["-c", code, "--image-spec", spec.to_json()], env
+
+
 class ZygoteDied(SandboxError):
     """The zygote is gone (crashed or killed); start a new one."""
 
@@ -44,7 +69,9 @@ class ZygoteProcess:
     (about a second).
 
     Args:
-        image: Name of the image (a key of ``images.IMAGES``).
+        image: Name of the image (a key of ``images.IMAGES``, or of a baked image).
+        spec: The image's spec when it is not a built-in one (a baked recipe):
+            its package directories go first on the zygote's path.
         mode: Isolation mode (see ``isolation``).
         host_root: The backend's root directory.
         boot_timeout_s: How long to wait for the zygote to become ready.
@@ -58,6 +85,7 @@ class ZygoteProcess:
         self,
         image: str,
         *,
+        spec: ImageSpec | None = None,
         mode: str = "none",
         host_root: str = "/tmp",
         boot_timeout_s: float = 120.0,
@@ -66,13 +94,15 @@ class ZygoteProcess:
         self.image = image
         self._request_timeout_s = request_timeout_s
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        launch, env = ["-m", "analyst_env.envs.local.zygote"], {}
+        if spec is not None and image not in IMAGES:
+            launch, env = _baked_launch(spec)
         with theirs:
             self._proc = subprocess.Popen(
                 [
                     sys.executable,
                     "-P",  # no current directory on sys.path: it must not decide what kernels see
-                    "-m",
-                    "analyst_env.envs.local.zygote",
+                    *launch,
                     "--image",
                     image,
                     "--control-fd",
@@ -85,7 +115,7 @@ class ZygoteProcess:
                     _PACKAGE_DIR,
                 ],
                 pass_fds=[theirs.fileno()],
-                env={**os.environ, **_SINGLE_THREADED_BLAS},
+                env={**os.environ, **_SINGLE_THREADED_BLAS, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,

@@ -31,10 +31,10 @@ CANONICAL_VERSION = 1
 #: Base image used by container backends when a recipe names none (Debian 12, like the host).
 DEFAULT_BASE_IMAGE = "python:3.11-slim-bookworm"
 
-#: Names a user recipe may not take: they name the server's own images.
-RESERVED_NAMES = frozenset({"default"})
+#: Names a user environment may not take: the built-in image, and a route under /envs.
+RESERVED_NAMES = frozenset({"default", "templates"})
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$")
 _NPM_RE = re.compile(
     r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*(@[A-Za-z0-9.^~<>=*|+-]+)?$"
@@ -123,7 +123,7 @@ def _pip_entry(entry: str, field: str) -> str:
     try:
         req = Requirement(entry)
     except InvalidRequirement as exc:
-        raise ValueError(f"{entry!r} is not a valid requirement ({exc})") from None
+        raise ValueError(f"{entry!r} is not a valid requirement ({str(exc).splitlines()[0]})") from None
     if req.url and not req.url.startswith(("http://", "https://")):
         raise ValueError(f"{entry!r} may only reference an http:// or https:// URL")
     req.name = canonicalize_name(req.name)
@@ -164,7 +164,7 @@ class Recipe(BaseModel):
     @classmethod
     def _name(cls, value: str) -> str:
         value = value.strip()
-        if not _NAME_RE.match(value):
+        if not NAME_RE.match(value):
             raise ValueError(
                 f"{value!r} must be 1-63 characters of lowercase letters, digits, "
                 "'.', '_' or '-', starting with a letter or digit"
@@ -234,10 +234,10 @@ class Recipe(BaseModel):
         value = " ".join(value.split())
         parts = value.split(" ")
         if parts[0] not in ("deb", "deb-src"):
-            raise ValueError(f"apt_sources must be a 'deb URL suite [components]' line, got {value!r}")
+            raise ValueError(f"must be a 'deb URL suite [components]' line, got {value!r}")
         urls = re.sub(r"\[[^\]]*\]", " ", " ".join(parts[1:])).split()
         if len(urls) < 2:
-            raise ValueError(f"apt_sources needs a URL and a suite, got {value!r}")
+            raise ValueError(f"needs a URL and a suite, got {value!r}")
         _check_url(urls[0], "apt_sources")
         return value
 

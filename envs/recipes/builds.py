@@ -1,0 +1,233 @@
+"""Build lifecycle: pending -> building -> ready | failed, one build per image hash at a time.
+
+Builds run on background threads; their state lives in SQLite (``builds.sqlite`` in the
+environments' state directory), so a restarted server still knows which images are
+ready and why one failed. A build that was running when the server stopped is marked
+``failed`` ("interrupted by a server restart") at start-up, never resumed on its own:
+a build that crashed the server must not crash it again on every start. Asking for it
+again (``POST /envs/{name}/build``) starts it afresh.
+
+Each attempt writes its own log file (``logs/<backend>-<hash>.log``, replaced by the
+next attempt of the same hash); the log's last lines are the error of a failed build.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from analyst_env.envs.recipes.recipe import Recipe
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("pending", "building", "ready", "failed")
+
+#: ``bake(recipe, out_dir, log=..., progress=...)`` builds the artifact or raises with the reason.
+BakeFn = Callable[..., Any]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS builds (
+    backend TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    progress REAL,
+    started_at REAL,
+    finished_at REAL,
+    error TEXT,
+    log_path TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (backend, hash)
+);
+CREATE TABLE IF NOT EXISTS deleted_environments (
+    name TEXT PRIMARY KEY,
+    deleted_at REAL NOT NULL
+);
+"""
+
+
+class BuildDB:
+    """The SQLite file holding build states and deleted environment names. Thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._lock = threading.Lock()
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def get(self, backend: str, digest: str) -> dict[str, Any] | None:
+        with self._lock:
+            cur = self._conn.execute("SELECT * FROM builds WHERE backend=? AND hash=?", (backend, digest))
+            row = cur.fetchone()
+            return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def put(self, backend: str, digest: str, **fields: Any) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO builds (backend, hash, status) VALUES (?, ?, 'pending') "
+                "ON CONFLICT(backend, hash) DO NOTHING",
+                (backend, digest),
+            )
+            if fields:
+                sets = ", ".join(f"{k}=?" for k in fields)
+                self._conn.execute(
+                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?", (*fields.values(), backend, digest)
+                )
+
+    def interrupt_unfinished(self) -> int:
+        """Mark builds left ``building`` or ``pending`` by a previous server as failed."""
+        with self._lock:
+            cur = self._conn.execute(
+                "UPDATE builds SET status='failed', finished_at=?, progress=NULL, "
+                "error='the build was interrupted by a server restart; build again' "
+                "WHERE status IN ('building', 'pending')",
+                (time.time(),),
+            )
+            return cur.rowcount
+
+    def mark_deleted(self, name: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO deleted_environments (name, deleted_at) VALUES (?, ?)", (name, time.time())
+            )
+
+    def undelete(self, name: str) -> None:
+        with self._lock:
+            self._conn.execute("DELETE FROM deleted_environments WHERE name=?", (name,))
+
+    def was_deleted(self, name: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM deleted_environments WHERE name=?", (name,)).fetchone() is not None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class Builder:
+    """Runs builds of one backend's artifacts in the background, at most one per hash.
+
+    Args:
+        db: Where build states live.
+        backend: The backend whose artifacts are built (part of the state's key).
+        images_dir: Artifacts go to ``images_dir/<hash>``.
+        logs_dir: Build logs.
+        bake: The backend's build function.
+        is_built: Whether ``images_dir/<hash>`` still holds a complete artifact; a ``ready``
+            state whose artifact vanished reads as ``pending``.
+    """
+
+    def __init__(
+        self,
+        db: BuildDB,
+        backend: str,
+        images_dir: Path,
+        logs_dir: Path,
+        bake: BakeFn,
+        is_built: Callable[[Path], bool],
+    ) -> None:
+        self.db = db
+        self.backend = backend
+        self.images_dir = images_dir
+        self.logs_dir = logs_dir
+        self._bake = bake
+        self._is_built = is_built
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        images_dir.mkdir(parents=True, exist_ok=True)
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        interrupted = db.interrupt_unfinished()
+        if interrupted:
+            log.warning("%d sandbox environment build(s) were interrupted by a restart; marked failed", interrupted)
+
+    def state(self, digest: str) -> dict[str, Any]:
+        """``{"status", "progress", "elapsed_s", "error", "log_path"}`` of the image ``digest``."""
+        row = self.db.get(self.backend, digest)
+        if row is None:
+            return {"status": "pending", "progress": None, "elapsed_s": None, "error": None, "log_path": None}
+        status = row["status"]
+        if status == "ready" and not self._is_built(self.images_dir / digest):
+            status = "pending"
+        started, finished = row["started_at"], row["finished_at"]
+        elapsed = None
+        if started is not None:
+            elapsed = round((finished if finished and status != "building" else time.time()) - started, 3)
+        return {
+            "status": status,
+            "progress": row["progress"] if status == "building" else (1.0 if status == "ready" else None),
+            "elapsed_s": elapsed,
+            "error": row["error"] if status == "failed" else None,
+            "log_path": row["log_path"],
+        }
+
+    def start(self, recipe: Recipe, *, force: bool = False) -> dict[str, Any]:
+        """Start building ``recipe``'s image unless it is ready (or ``force``) or already building."""
+        digest = recipe.content_hash()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the builder is shut down")
+            running = self._threads.get(digest)
+            if running is not None and running.is_alive():
+                return self.state(digest)
+            if not force and self.state(digest)["status"] == "ready":
+                return self.state(digest)
+            log_path = self.logs_dir / f"{self.backend}-{digest}.log"
+            log_path.write_text("")
+            row = self.db.get(self.backend, digest)
+            self.db.put(
+                self.backend, digest, status="building", progress=0.0, started_at=time.time(), finished_at=None,
+                error=None, log_path=str(log_path), attempts=(row["attempts"] if row else 0) + 1,
+            )
+            thread = threading.Thread(
+                target=self._run, args=(recipe, digest, log_path), name=f"env-build-{digest}", daemon=True
+            )
+            self._threads[digest] = thread
+            thread.start()
+        return self.state(digest)
+
+    def wait(self, digest: str, timeout_s: float | None = None) -> dict[str, Any]:
+        """Block until the running build of ``digest`` (if any) ends; its state."""
+        thread = self._threads.get(digest)
+        if thread is not None:
+            thread.join(timeout_s)
+        return self.state(digest)
+
+    def _run(self, recipe: Recipe, digest: str, log_path: Path) -> None:
+        started = time.monotonic()
+        last_progress = [0.0]
+        with open(log_path, "a", encoding="utf-8", buffering=1) as logfile:
+
+            def write(line: str) -> None:
+                logfile.write(f"[{time.monotonic() - started:7.1f}s] {line}\n")
+
+            def progress(fraction: float) -> None:
+                fraction = max(last_progress[0], min(1.0, float(fraction)))
+                last_progress[0] = fraction
+                self.db.put(self.backend, digest, progress=round(fraction, 3))
+
+            write(f"building {self.backend} image {digest} for environment {recipe.name!r}")
+            try:
+                self._bake(recipe, self.images_dir / digest, log=write, progress=progress)
+            except Exception as exc:
+                message = str(exc) or type(exc).__name__
+                write(f"FAILED: {message}")
+                self.db.put(self.backend, digest, status="failed", error=message, finished_at=time.time())
+                return
+            write(f"ready in {time.monotonic() - started:.1f}s")
+            self.db.put(self.backend, digest, status="ready", progress=1.0, error=None, finished_at=time.time())
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop accepting builds; wait briefly for running ones (daemon threads die with the process)."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads.values())
+        deadline = time.monotonic() + timeout_s
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))

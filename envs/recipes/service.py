@@ -1,0 +1,307 @@
+"""The sandbox environments of one server: recipes on disk, their builds, and episode binding.
+
+Built-in templates are TOML files shipped in ``envs/recipes/templates/``; they are only
+copied from, never bound or edited. User-made environments are TOML files in
+``<state_dir>/envs/recipes/<name>.toml``. Creating from a template writes a copy, so
+editing one never changes the other. Creating an environment, or updating one so that
+its content hash changes, starts its build.
+
+Binding: a task whose ``image`` (or the reset option ``environment``) names an
+environment runs in that environment's baked image, ``env-<hash>``. Resolving refuses
+with ``EnvironmentNotReady`` while the image is not ready; a name that was deleted falls
+back to ``"default"`` with a warning. An environment flagged ``workspace_default`` is
+used for tasks whose image is ``"default"``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyst_env.envs.recipes.builds import BakeFn, BuildDB, Builder
+from analyst_env.envs.recipes.recipe import NAME_RE, RESERVED_NAMES, Recipe, RecipeError
+
+log = logging.getLogger(__name__)
+
+TEMPLATES_DIR = Path(__file__).with_name("templates")
+IMAGE_PREFIX = "env-"
+DEFAULT_IMAGE = "default"
+
+
+class EnvironmentNotReady(RuntimeError):
+    """An episode was bound to an environment whose image is not built (yet, or at all)."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"Sandbox environment image is not ready (build status: {status})")
+        self.status = status
+
+
+class UnknownEnvironment(KeyError):
+    """No environment (or template) has that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class EnvironmentExists(ValueError):
+    """Creating an environment under a name that is taken."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Which image an episode runs in, and a warning for its reset metadata (or None)."""
+
+    image: str
+    environment: str | None = None
+    warning: str | None = None
+
+
+def load_templates() -> dict[str, Recipe]:
+    """The built-in templates by name."""
+    return {r.name: r for r in (Recipe.load(p) for p in sorted(TEMPLATES_DIR.glob("*.toml")))}
+
+
+def _local_is_built(path: Path) -> bool:
+    return (path / "manifest.json").is_file()
+
+
+def _local_bake(recipe: Recipe, out_dir: Path, **kwargs: Any) -> Any:
+    from analyst_env.envs.recipes.local_bake import bake
+
+    return bake(recipe, out_dir, **kwargs)
+
+
+class EnvironmentService:
+    """CRUD, builds and binding for one server's sandbox environments. Thread-safe.
+
+    Args:
+        state_dir: The server's state directory; everything lives under ``state_dir/envs``.
+        backend: Name of the backend whose images are built (``"local"`` bakes venvs).
+        bake: Build function for that backend (default: the local baker).
+        is_built: Whether an artifact directory is complete (default: has a manifest).
+    """
+
+    def __init__(
+        self,
+        state_dir: str | Path,
+        *,
+        backend: str = "local",
+        bake: BakeFn | None = None,
+        is_built=None,
+    ) -> None:
+        root = Path(state_dir) / "envs"
+        self.recipes_dir = root / "recipes"
+        self.recipes_dir.mkdir(parents=True, exist_ok=True)
+        self.images_dir = root / "images"
+        self.backend = backend
+        self.db = BuildDB(root / "builds.sqlite")
+        self.builder = Builder(
+            self.db, backend, self.images_dir, root / "logs", bake or _local_bake, is_built or _local_is_built
+        )
+        self.templates = load_templates()
+        self._lock = threading.RLock()
+
+    # ── recipes ─────────────────────────────────────────────────────────────
+    def _path(self, name: str) -> Path:
+        return self.recipes_dir / f"{name}.toml"
+
+    def list(self) -> list[Recipe]:
+        with self._lock:
+            out = []
+            for path in sorted(self.recipes_dir.glob("*.toml")):
+                try:
+                    out.append(Recipe.load(path))
+                except RecipeError as exc:
+                    log.warning("skipping unreadable environment %s: %s", path, exc)
+            return out
+
+    def get(self, name: str) -> Recipe:
+        with self._lock:
+            path = self._path(name)
+            if not _plain_name(name) or not path.is_file():
+                names = [r.name for r in self.list()]
+                raise UnknownEnvironment(f"no sandbox environment named {name!r}; environments: {names}")
+            return Recipe.load(path)
+
+    def template(self, name: str) -> Recipe:
+        try:
+            return self.templates[name]
+        except KeyError:
+            raise UnknownEnvironment(f"no template named {name!r}; templates: {sorted(self.templates)}") from None
+
+    def create(self, body: dict[str, Any] | None = None, *, template: str | None = None) -> Recipe:
+        """Create an environment from ``body`` (recipe fields), or copy ``template`` with ``body`` applied.
+
+        Raises:
+            RecipeError: Invalid fields.
+            UnknownEnvironment: No such template.
+            EnvironmentExists: The name is taken or reserved.
+        """
+        body = dict(body or {})
+        if template is not None:
+            base = self.template(template).model_dump()
+            base.update({k: v for k, v in body.items()})
+            body = base
+        if "name" not in body:
+            raise RecipeError("name: a sandbox environment needs a name")
+        recipe = Recipe.from_dict(body)
+        if recipe.name in RESERVED_NAMES:
+            raise EnvironmentExists(f"{recipe.name!r} names the server's built-in image; choose another name")
+        with self._lock:
+            if self._path(recipe.name).exists():
+                raise EnvironmentExists(f"a sandbox environment named {recipe.name!r} exists; update it instead")
+            self._save(recipe)
+            self.db.undelete(recipe.name)
+        self.builder.start(recipe)
+        return recipe
+
+    def update(self, name: str, changes: dict[str, Any]) -> tuple[Recipe, bool]:
+        """Apply ``changes`` to environment ``name``; a changed hash starts a rebuild.
+
+        Returns:
+            The new recipe and whether a rebuild started.
+
+        Raises:
+            UnknownEnvironment, RecipeError (the name cannot change).
+        """
+        with self._lock:
+            old = self.get(name)
+            if "name" in changes and changes["name"] != name:
+                raise RecipeError("name: an environment cannot be renamed; create a copy instead")
+            recipe = Recipe.from_dict({**old.model_dump(), **changes, "name": name})
+            self._save(recipe)
+        rebuild = recipe.content_hash() != old.content_hash() or self.state(recipe)["status"] == "pending"
+        if rebuild:
+            self.builder.start(recipe)
+        return recipe, rebuild
+
+    def delete(self, name: str) -> None:
+        """Remove the environment; tasks bound to it fall back to the default image.
+
+        Its image stays (content-addressed: an environment with the same inputs reuses it).
+        """
+        with self._lock:
+            self.get(name)
+            self._path(name).unlink()
+            self.db.mark_deleted(name)
+
+    def _save(self, recipe: Recipe) -> None:
+        if recipe.workspace_default:
+            for other in self.list():
+                if other.workspace_default and other.name != recipe.name:
+                    other.workspace_default = False
+                    other.dump(self._path(other.name))
+        recipe.dump(self._path(recipe.name))
+
+    # ── builds ──────────────────────────────────────────────────────────────
+    def build(self, name: str, *, force: bool = False) -> dict[str, Any]:
+        """Start building ``name`` unless it is ready (or ``force``); its summary."""
+        recipe = self.get(name)
+        self.builder.start(recipe, force=force)
+        return self.summary(recipe)
+
+    def state(self, recipe: Recipe) -> dict[str, Any]:
+        return self.builder.state(recipe.content_hash())
+
+    def summary(self, recipe: Recipe) -> dict[str, Any]:
+        """The ``GET /envs`` entry: name, description, hash, status, progress, elapsed_s, error."""
+        state = self.state(recipe)
+        return {
+            "name": recipe.name,
+            "title": recipe.title,
+            "description": recipe.description,
+            "hash": recipe.content_hash(),
+            "status": state["status"],
+            "progress": state["progress"],
+            "elapsed_s": state["elapsed_s"],
+            "error": state["error"],
+            "workspace_default": recipe.workspace_default,
+        }
+
+    def logs(self, name: str) -> str:
+        """The log of the latest build attempt of ``name``'s current image ("" if never built)."""
+        path = self.state(self.get(name))["log_path"]
+        if not path:
+            return ""
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def wait(self, name: str, timeout_s: float | None = None) -> dict[str, Any]:
+        recipe = self.get(name)
+        self.builder.wait(recipe.content_hash(), timeout_s)
+        return self.summary(recipe)
+
+    # ── binding ─────────────────────────────────────────────────────────────
+    def resolve(self, image: str, *, explicit: bool = False) -> Resolved:
+        """The image an episode asking for ``image`` runs in.
+
+        Args:
+            image: A task's ``image`` or the reset option ``environment``.
+            explicit: It came from a reset option: an unknown name is an error
+                instead of being passed on to the backend.
+
+        Raises:
+            EnvironmentNotReady: The environment exists but its image is not ready.
+            UnknownEnvironment: ``explicit`` and no environment has that name.
+        """
+        if image == DEFAULT_IMAGE:
+            default = next((r for r in self.list() if r.workspace_default), None)
+            if default is None:
+                return Resolved(DEFAULT_IMAGE)
+            return self._bound(default)
+        if _plain_name(image) and self._path(image).is_file():
+            try:
+                recipe = self.get(image)
+            except (UnknownEnvironment, RecipeError):
+                recipe = None
+            if recipe is not None:
+                return self._bound(recipe)
+        if self.db.was_deleted(image):
+            return Resolved(
+                DEFAULT_IMAGE,
+                warning=f"Sandbox environment {image!r} was deleted; this episode runs in the default image.",
+            )
+        if explicit:
+            names = [r.name for r in self.list()]
+            raise UnknownEnvironment(f"no sandbox environment named {image!r}; environments: {names}")
+        return Resolved(image)
+
+    def _bound(self, recipe: Recipe) -> Resolved:
+        status = self.state(recipe)["status"]
+        if status != "ready":
+            raise EnvironmentNotReady(status)
+        return Resolved(IMAGE_PREFIX + recipe.content_hash(), environment=recipe.name)
+
+    def local_image(self, image: str):
+        """The local backend's ``ImageSpec`` for a baked image name ``env-<hash>``, or None."""
+        from analyst_env.envs.local.images import IMAGES, ImageSpec
+
+        if not image.startswith(IMAGE_PREFIX):
+            return None
+        digest = image[len(IMAGE_PREFIX):]
+        manifest_path = self.images_dir / digest / "manifest.json"
+        if not digest.isalnum() or not manifest_path.is_file():
+            return None
+        manifest = json.loads(manifest_path.read_text())
+        return ImageSpec(
+            name=image,
+            preload=tuple(manifest["preload"]),
+            warm_up=IMAGES[DEFAULT_IMAGE].warm_up,
+            site_dirs=tuple(manifest["site_dirs"]),
+            path_dirs=tuple(manifest["path_dirs"]),
+        )
+
+    def close(self) -> None:
+        self.builder.close()
+        self.db.close()
+
+
+def _plain_name(name: str) -> bool:
+    """A name safe to use as a file name (the recipe's name rule)."""
+    return bool(NAME_RE.match(name))

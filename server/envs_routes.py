@@ -1,0 +1,138 @@
+"""``/envs``: create, edit, build and inspect sandbox environments over REST.
+
+``mount_envs(app, runtime)`` builds the server's ``EnvironmentService`` (state under
+``settings.state_dir/envs``), attaches it to the runtime (``runtime.environments``, read
+at reset to bind episodes) and to the local backend (``image_resolver``, which turns a
+baked image name into the zygote's spec), and adds the routes:
+
+* ``GET /envs`` -> ``{"environments": [{name, description, hash, status, progress, elapsed_s, error, ...}]}``
+* ``GET /envs/templates`` -> ``{"templates": [recipe + hash]}``
+* ``POST /envs`` (recipe fields, or ``{"template": "data-science", "name": ...}``) -> 201
+* ``GET /envs/{name}`` -> summary + ``recipe``; ``PATCH``/``PUT /envs/{name}`` (changed fields)
+* ``DELETE /envs/{name}``; ``POST /envs/{name}/build[?force=true]``
+* ``GET /envs/{name}/status``; ``GET /envs/{name}/logs`` -> ``{name, status, log}``
+
+Errors: 404 unknown name, 409 name taken, 422 invalid recipe, each with a ``detail``
+saying what to fix. The bearer-token middleware guards these routes like every other.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from fastapi import Body, FastAPI, HTTPException, Query
+
+from analyst_env.envs.recipes.recipe import RecipeError
+from analyst_env.envs.recipes.service import (
+    EnvironmentExists,
+    EnvironmentService,
+    UnknownEnvironment,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _under_tmp(path) -> bool:
+    real = os.path.realpath(path)
+    return real == "/tmp" or real.startswith("/tmp/")
+
+
+def _errors(fn):
+    """Turn the service's exceptions into HTTP errors with the message as ``detail``."""
+    try:
+        return fn()
+    except UnknownEnvironment as exc:
+        raise HTTPException(404, str(exc)) from None
+    except EnvironmentExists as exc:
+        raise HTTPException(409, str(exc)) from None
+    except RecipeError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def _detail(service: EnvironmentService, name: str) -> dict[str, Any]:
+    recipe = service.get(name)
+    return {**service.summary(recipe), "recipe": recipe.model_dump()}
+
+
+def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
+    """Add the ``/envs`` routes to ``app`` and bind ``runtime``'s episodes to its environments."""
+    service = EnvironmentService(runtime.settings.state_dir, backend=runtime.backend.name)
+    if runtime.backend.name == "local" and _under_tmp(service.images_dir):
+        log.warning(
+            "sandbox environment images are under /tmp (%s): the local sandbox's private root has its own "
+            "/tmp, so kernels cannot lazily import their packages or run them in subprocesses; "
+            "set ANALYST_ENV_STATE_DIR outside /tmp", service.images_dir,
+        )
+    runtime.environments = service
+    if hasattr(runtime.backend, "image_resolver"):
+        runtime.backend.image_resolver = service.local_image
+    app.state.environments = service
+    app.router.on_shutdown.append(service.close)
+    tags = ["Sandbox environments"]
+
+    @app.get("/envs", tags=tags)
+    def list_environments() -> dict:
+        """Every user-made sandbox environment with its build status."""
+        return {"environments": [service.summary(r) for r in service.list()]}
+
+    @app.get("/envs/templates", tags=tags)
+    def list_templates() -> dict:
+        """The built-in templates an environment can be created from."""
+        return {
+            "templates": [{**t.model_dump(), "hash": t.content_hash()} for t in service.templates.values()]
+        }
+
+    @app.post("/envs", tags=tags, status_code=201)
+    def create_environment(body: dict[str, Any] = Body(...)) -> dict:
+        """Create an environment from recipe fields, or from ``template`` (a copy); its build starts."""
+        body = dict(body)
+        template = body.pop("template", None)
+        if template is not None and not isinstance(template, str):
+            raise HTTPException(422, "template: must be a template name")
+
+        def create():
+            recipe = service.create(body, template=template)
+            return _detail(service, recipe.name)
+
+        return _errors(create)
+
+    @app.get("/envs/{name}", tags=tags)
+    def get_environment(name: str) -> dict:
+        """One environment: its recipe and build status."""
+        return _errors(lambda: _detail(service, name))
+
+    @app.api_route("/envs/{name}", methods=["PATCH", "PUT"], tags=tags)
+    def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
+        """Change fields of an environment; a change of build inputs starts a rebuild."""
+
+        def update():
+            _, rebuild = service.update(name, body)
+            return {**_detail(service, name), "rebuild": rebuild}
+
+        return _errors(update)
+
+    @app.delete("/envs/{name}", tags=tags)
+    def delete_environment(name: str) -> dict:
+        """Delete an environment; tasks bound to it then run in the default image, with a warning."""
+        _errors(lambda: service.delete(name))
+        return {"deleted": name}
+
+    @app.post("/envs/{name}/build", tags=tags)
+    def build_environment(name: str, force: bool = Query(False, description="Rebuild even if ready")) -> dict:
+        """Start building the environment's image (no-op while it builds, or when ready unless forced)."""
+        return _errors(lambda: service.build(name, force=force))
+
+    @app.get("/envs/{name}/status", tags=tags)
+    def environment_status(name: str) -> dict:
+        """Build status: pending, building (progress, elapsed_s), ready or failed (error)."""
+        return _errors(lambda: service.summary(service.get(name)))
+
+    @app.get("/envs/{name}/logs", tags=tags)
+    def environment_logs(name: str) -> dict:
+        """The log of the latest build of the environment's current image."""
+        return _errors(lambda: {"name": name, "status": service.summary(service.get(name))["status"],
+                                "log": service.logs(name)})
+
+    return service

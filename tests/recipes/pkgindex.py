@@ -1,0 +1,78 @@
+"""A PEP 503 package index on a loopback port, serving wheels written by the test.
+
+Builds stay offline and deterministic: the wheel is assembled here (a zip with
+METADATA, WHEEL and a RECORD of sha256 hashes) and the index is a real
+``http.server``, which ``uv`` talks to exactly as it talks to PyPI.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import http.server
+import threading
+import zipfile
+from pathlib import Path
+
+
+def _digest(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def write_wheel(directory: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel of ``name`` holding ``files`` (path -> source)."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    entries = dict(files)
+    entries[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    entries[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = [f"{path},{_digest(text.encode())},{len(text.encode())}" for path, text in entries.items()]
+    record.append(f"{info}/RECORD,,")
+    entries[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    path = directory / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, text in entries.items():
+            zf.writestr(member, text)
+    return path
+
+
+class PackageIndex:
+    """Serves ``root/simple/<project>/`` pages linking to the wheels in ``root/files``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "files").mkdir(parents=True, exist_ok=True)
+        (root / "simple").mkdir(exist_ok=True)
+        handler = lambda *a, **k: _QuietHandler(*a, directory=str(root), **k)  # noqa: E731
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/simple"
+
+    def add(self, name: str, version: str, files: dict[str, str]) -> Path:
+        wheel = write_wheel(self.root / "files", name, version, files)
+        page = self.root / "simple" / name.lower().replace("_", "-")
+        page.mkdir(exist_ok=True)
+        links = "".join(
+            f'<a href="../../files/{html.escape(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
+            f"{html.escape(w.name)}</a><br>\n"
+            for w in sorted((self.root / "files").glob(f"{name.replace('-', '_')}-*.whl"))
+        )
+        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+        return wheel
+
+    def __enter__(self) -> "PackageIndex":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
