@@ -89,6 +89,10 @@ class RunnerBackend:
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
         raise NotImplementedError
 
+    def _slot_usable(self, slot: Slot) -> bool:
+        """Whether an idle slot may serve another episode (e.g. not about to expire)."""
+        return True
+
     # ── SandboxBackend ─────────────────────────────────────────────────────
     def warm_up(self, image: str = "default") -> None:
         """Build or find ``image`` now and start keeping warm slots for it."""
@@ -166,11 +170,16 @@ class RunnerBackend:
         return recipe
 
     def _take(self, image: str, recipe: Recipe) -> Slot:
-        with self._lock:
-            idle = self._idle.setdefault(image, collections.deque())
-            slot = idle.popleft() if idle else None
-            self._lock.notify_all()
-        return slot if slot is not None else self._create_slot(image, recipe)
+        while True:
+            with self._lock:
+                idle = self._idle.setdefault(image, collections.deque())
+                slot = idle.popleft() if idle else None
+                self._lock.notify_all()
+            if slot is None:
+                return self._create_slot(image, recipe)
+            if self._slot_usable(slot):
+                return slot
+            slot.dispose()
 
     def _give_back(self, image: str, slot: Slot, healthy: bool) -> None:
         with self._lock:
@@ -182,6 +191,7 @@ class RunnerBackend:
                 and idle is not None
                 and len(idle) < self.warm
                 and slot.episodes < self.max_episodes
+                and self._slot_usable(slot)
             )
             if keep:
                 idle.append(slot)

@@ -1,0 +1,61 @@
+"""Time-bound a blocking vendor call, and import vendor SDKs with a clear error.
+
+Vendor clients retry on their own: Modal's keeps reconnecting for about 58 s
+when the network is down. A server must fail at start-up within seconds
+instead, saying what is wrong, so each call that may block on the network
+runs in a daemon thread that is abandoned at the deadline.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import TypeVar
+
+from analyst_env.envs.sandbox import SandboxError
+
+T = TypeVar("T")
+
+
+class BackendUnavailable(SandboxError):
+    """A remote backend cannot be used: SDK missing, credentials missing, or service unreachable."""
+
+
+def call_within(timeout_s: float, what: str, fn: Callable[[], T]) -> T:
+    """Run ``fn`` and return its result, or raise ``BackendUnavailable`` after ``timeout_s``.
+
+    Exceptions raised by ``fn`` propagate unchanged. A call that overruns keeps
+    running in its daemon thread; its result is dropped.
+    """
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"bounded-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise BackendUnavailable(f"{what} did not answer within {timeout_s:g} s (is the service reachable?)")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+def import_sdk(module: str, extra: str) -> ModuleType:
+    """Import a vendor SDK, or explain which extra installs it.
+
+    Raises:
+        BackendUnavailable: The SDK is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"the {extra} backend needs the {module!r} package: pip install 'analyst-env[{extra}]' ({exc})"
+        ) from None

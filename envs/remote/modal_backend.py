@@ -1,0 +1,177 @@
+"""The Modal backend: one Modal Sandbox per slot, running the slot runner.
+
+Every SDK call goes through ``sdk``, the ``modal`` module by default: the
+tests pass a fake with the same signatures (checked against the real SDK), so
+this file is the whole adapter. Per image (recipe), the image is built once
+from the recipe and published under ``analyst-env:<hash>-r<rev>``; later
+servers find it with ``Image.from_name`` without rebuilding. Per slot a
+Sandbox is created with the network blocked and the recipe's cpu and memory
+as (request, limit) pairs, and one ``exec`` runs the runner with bytes
+stdin/stdout carrying the framed requests. Episodes are forked inside it.
+
+Sandboxes have no disk sizing on Modal; the recipe's ``disk_mb`` is ignored.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote import images
+from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.client import RunnerClient
+from analyst_env.envs.remote.runner import SINGLE_THREADED_ENV
+from analyst_env.envs.remote.slots import RunnerBackend, Slot
+
+_PACKAGE_DIR = Path(images.__file__).resolve().parents[2]
+
+
+def modal_image(sdk: ModuleType, recipe: Recipe) -> Any:
+    """The Modal image for ``recipe`` (lazy: nothing is built until ``build``)."""
+    image = sdk.Image.from_registry(recipe.base_image)
+    if recipe.apt_sources:
+        image = image.run_commands(
+            f"echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list"
+        )
+    apt = images._apt_packages(recipe)
+    if apt:
+        image = image.apt_install(*apt)
+    image = image.uv_pip_install(*images.RUNNER_REQUIREMENTS)
+    if recipe.pip_index_url == recipe.uv_index_url:
+        groups = [(recipe.python_requirements, recipe.pip_index_url)]
+    else:
+        groups = [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
+    for packages, index in groups:
+        if packages:
+            image = image.uv_pip_install(*packages, index_url=index)
+    if recipe.npm:
+        registry = f"--registry {shlex.quote(recipe.npm_registry)} " if recipe.npm_registry else ""
+        image = image.run_commands(f"npm install -g {registry}{' '.join(shlex.quote(p) for p in recipe.npm)}")
+    image = image.env({**SINGLE_THREADED_ENV, "PYTHONPATH": images.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"})
+    image = image.add_local_file(
+        _PACKAGE_DIR / "__init__.py", f"{images.PACKAGE_ROOT}/analyst_env/__init__.py", copy=True
+    )
+    return image.add_local_dir(
+        _PACKAGE_DIR / "envs", f"{images.PACKAGE_ROOT}/analyst_env/envs", copy=True, ignore=["**/__pycache__/**"]
+    )
+
+
+class ModalSandboxBackend(RunnerBackend):
+    """Episodes in Modal Sandboxes, one warm runner per slot.
+
+    Args:
+        resolve: Maps an image name to its recipe.
+        token_id, token_secret: Modal credentials (``MODAL_TOKEN_ID``/``MODAL_TOKEN_SECRET``).
+        app_name: The Modal app the sandboxes and images belong to (created if missing).
+        cpus, memory_mb: Defaults when a recipe sets no sizing (the limit half of
+            Modal's (request, limit) pairs; the request is a quarter of it).
+        runtime: ``None`` (Modal's default gVisor) or ``"vm"``.
+        sandbox_timeout_s: A sandbox's lifetime; slots are retired before it runs out.
+        connect_timeout_s: Bound on each control-plane call at start-up.
+        boot_timeout_s: How long a new slot's runner may take to be ready.
+        sdk: The ``modal`` module or a fake with the same API.
+        warm, max_episodes: See ``RunnerBackend``.
+
+    Raises:
+        BackendUnavailable: SDK missing, credentials missing, or Modal unreachable in time.
+    """
+
+    name = "modal"
+
+    def __init__(
+        self,
+        resolve: Callable[[str], Recipe],
+        *,
+        token_id: str | None,
+        token_secret: str | None,
+        app_name: str = "analyst-env",
+        cpus: float = 1.0,
+        memory_mb: int = 4096,
+        runtime: str | None = None,
+        sandbox_timeout_s: int = 3600,
+        connect_timeout_s: float = 10.0,
+        boot_timeout_s: float = 300.0,
+        sdk: ModuleType | None = None,
+        warm: int = 1,
+        max_episodes: int = 200,
+    ) -> None:
+        if not token_id or not token_secret:
+            raise BackendUnavailable(
+                "the modal backend needs credentials: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET "
+                "(create a token with `modal token new`)"
+            )
+        self.sdk = sdk if sdk is not None else import_sdk("modal", "modal")
+        self.cpus, self.memory_mb, self.runtime = cpus, memory_mb, runtime
+        self.sandbox_timeout_s = sandbox_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.boot_timeout_s = boot_timeout_s
+        self._client = call_within(
+            connect_timeout_s, "Modal (client)", lambda: self.sdk.Client.from_credentials(token_id, token_secret)
+        )
+        self._app = call_within(
+            connect_timeout_s,
+            "Modal (app lookup)",
+            lambda: self.sdk.App.lookup(app_name, create_if_missing=True, client=self._client),
+        )
+        self._images: dict[str, Any] = {}
+        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+
+    def image_name(self, recipe: Recipe) -> str:
+        """The published name of ``recipe``'s image."""
+        return f"analyst-env:{images.artifact_tag(recipe)}"
+
+    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+        name = self.image_name(recipe)
+        found = self.sdk.Image.from_name(name, client=self._client)
+        try:
+            call_within(self.connect_timeout_s, "Modal (image lookup)", lambda: found.hydrate(client=self._client))
+        except self.sdk.exception.NotFoundError:
+            # Built on Modal's builders (minutes for a big recipe), then published by hash.
+            built = modal_image(self.sdk, recipe).build(self._app)
+            built.publish(name, client=self._client)
+            found = self.sdk.Image.from_name(name, client=self._client)
+            call_within(self.connect_timeout_s, "Modal (image lookup)", lambda: found.hydrate(client=self._client))
+        self._images[image] = found
+
+    def _create_slot(self, image: str, recipe: Recipe) -> Slot:
+        cpus = recipe.cpus or self.cpus
+        memory = recipe.memory_mb or self.memory_mb
+        sandbox = self.sdk.Sandbox.create(
+            "sleep",
+            "infinity",
+            app=self._app,
+            image=self._images[image],
+            cpu=(max(cpus / 4, 0.125), cpus),
+            memory=(max(memory // 4, 128), memory),
+            block_network=True,
+            timeout=self.sandbox_timeout_s,
+            runtime=self.runtime,
+            client=self._client,
+        )
+        created = time.monotonic()
+        try:
+            process = sandbox.exec(*images.runner_command(recipe), text=False, env=dict(SINGLE_THREADED_ENV))
+            tail = StderrTail()
+            tail.drain(iter(process.stderr))
+
+            def write(data: bytes) -> None:
+                process.stdin.write(data)
+                process.stdin.drain()
+
+            channel = QueueChannel(iter(process.stdout), write, process.stdin.write_eof, tail.text)
+            client = RunnerClient(channel, f"modal sandbox {sandbox.object_id}")
+            client.wait_ready(self.boot_timeout_s)
+        except BaseException:
+            sandbox.terminate()
+            raise
+        return Slot(client, lambda: sandbox.terminate(), meta={"created": created, "sandbox": sandbox})
+
+    def _slot_usable(self, slot: Slot) -> bool:
+        # Retire a sandbox well before Modal's timeout ends it under an episode.
+        return time.monotonic() - slot.meta["created"] < self.sandbox_timeout_s * 0.5
