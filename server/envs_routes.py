@@ -103,7 +103,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         """One environment: its recipe and build status."""
         return _errors(lambda: _detail(service, name))
 
-    @app.api_route("/envs/{name}", methods=["PATCH", "PUT"], tags=tags)
+    @app.patch("/envs/{name}", tags=tags)
+    @app.put("/envs/{name}", tags=tags, operation_id="replace_environment_fields")
     def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
         """Change fields of an environment; a change of build inputs starts a rebuild."""
 

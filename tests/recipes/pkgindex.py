@@ -15,6 +15,10 @@ import threading
 import zipfile
 from pathlib import Path
 
+#: Module and value of the package the build tests install.
+TINY = "tinypkg_recipes"
+TINY_VALUE = 4242
+
 
 def _digest(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

@@ -1,0 +1,165 @@
+"""Build lifecycle with real local builds (uv against a loopback index): ready, failed, restart."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from recipes.pkgindex import TINY
+
+from analyst_env.envs.local import LocalSandboxBackend
+from analyst_env.envs.recipes import Recipe
+from analyst_env.envs.recipes.builds import BuildDB, Builder
+from analyst_env.envs.recipes.service import (
+    TEMPLATES_DIR,
+    EnvironmentExists,
+    EnvironmentNotReady,
+    EnvironmentService,
+    UnknownEnvironment,
+)
+
+
+def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index):
+    service = EnvironmentService(state_dir)
+    try:
+        service.create({"name": "tiny", "pip": "tinypkg-recipes==2.0.0", "pip_index_url": package_index.url,
+                        "preload": TINY})
+        summary = service.wait("tiny", 300)
+        assert summary["status"] == "ready", service.logs("tiny")
+        assert summary["progress"] == 1.0 and summary["elapsed_s"] > 0 and summary["error"] is None
+        log = service.logs("tiny")
+        assert "installing 1 the server lacks: tinypkg-recipes==2.0.0" in log and "ready in" in log
+        resolved = service.resolve("tiny")
+        assert resolved.image == f"env-{summary['hash']}" and resolved.environment == "tiny"
+        backend = LocalSandboxBackend(standbys=0)
+        backend.image_resolver = service.local_image
+        try:
+            sandbox = backend.start(resolved.image, files={})
+            cell = sandbox.run_cell(f"import {TINY}, sys\nprint({TINY}.VALUE, '{TINY}' in sys.modules)", timeout_s=30)
+            assert cell.error is None and cell.stdout.split() == ["2", "True"]
+            # Not preloaded: imported lazily from the baked directory inside the private root.
+            lazy = sandbox.run_cell(f"from {TINY}.extra import LAZY\nprint(LAZY)", timeout_s=30)
+            assert lazy.stdout.strip() == "loaded on demand", lazy
+            shell = sandbox.run_shell(f"python -c 'import {TINY}; print({TINY}.VALUE)'", timeout_s=30)
+            assert shell.stdout.strip() == "2", shell
+            sandbox.close()
+            plain = backend.start("default", files={})
+            assert plain.run_cell(f"import {TINY}", timeout_s=30).error.name == "ModuleNotFoundError"
+            plain.close()
+        finally:
+            backend.close()
+    finally:
+        service.close()
+
+
+def test_a_misspelled_package_fails_with_the_installer_error(state_dir, package_index):
+    service = EnvironmentService(state_dir)
+    try:
+        service.create({"name": "typo", "pip": "tinypgk-recipes", "pip_index_url": package_index.url})
+        summary = service.wait("typo", 300)
+        assert summary["status"] == "failed"
+        assert "tinypgk-recipes was not found in the package registry" in summary["error"]
+        assert "FAILED:" in service.logs("typo")
+        with pytest.raises(EnvironmentNotReady, match=r"^Sandbox environment image is not ready \(build status: failed\)$"):
+            service.resolve("typo")
+        # A version that does not exist fails the same way.
+        service.update("typo", {"pip": "tinypkg-recipes==9.9.9"})
+        summary = service.wait("typo", 300)
+        assert summary["status"] == "failed" and "tinypkg-recipes==9.9.9" in summary["error"]
+    finally:
+        service.close()
+
+
+def test_missing_apt_packages_and_unimportable_preloads_fail_naming_them(state_dir):
+    service = EnvironmentService(state_dir)
+    try:
+        service.create({"name": "apt", "apt": "coreutils no-such-package-xyz"})
+        service.create({"name": "preload", "preload": "no_such_module_xyz"})
+        apt, preload = service.wait("apt", 300), service.wait("preload", 300)
+        assert apt["status"] == "failed"
+        assert "apt packages not installed on this host: no-such-package-xyz." in apt["error"]
+        assert "coreutils" not in apt["error"].split(".")[0]
+        assert preload["status"] == "failed" and "No module named 'no_such_module_xyz'" in preload["error"]
+    finally:
+        service.close()
+
+
+def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
+    release, halfway = threading.Event(), threading.Event()
+    calls = []
+
+    def slow_bake(recipe, out_dir, *, log, progress):
+        calls.append(recipe.name)
+        progress(0.5)
+        log("halfway")
+        halfway.set()
+        assert release.wait(30)
+        out_dir.mkdir(parents=True)
+        (out_dir / "manifest.json").write_text("{}")
+
+    service = EnvironmentService(state_dir, bake=slow_bake)
+    service.create({"name": "a", "pip": "x"})
+    service.create({"name": "b", "pip": "x", "description": "same inputs, same image"})
+    assert halfway.wait(10)
+    state = service.summary(service.get("b"))
+    assert state["status"] == "building" and state["progress"] == 0.5 and calls == ["a"]
+    with pytest.raises(EnvironmentNotReady, match=r"\(build status: building\)$"):
+        service.resolve("b")
+    release.set()
+    assert service.wait("a", 30)["status"] == "ready" and service.summary(service.get("b"))["status"] == "ready"
+    assert service.build("a")["status"] == "ready" and calls == ["a"]  # ready: no rebuild unless forced
+    # Edit that changes no build input: no rebuild.
+    _, rebuilt = service.update("a", {"description": "new words"})
+    assert not rebuilt
+    # A build interrupted by a restart is marked failed, never resumed on its own.
+    release.clear()
+    service.update("a", {"pip": "x y"})
+    assert service.summary(service.get("a"))["status"] == "building"
+    digest = service.get("a").content_hash()
+    db = BuildDB(state_dir / "envs" / "builds.sqlite")  # a new server on the same state dir
+    Builder(db, "local", state_dir / "envs" / "images", state_dir / "envs" / "logs", slow_bake,
+            lambda p: (p / "manifest.json").exists())
+    row = db.get("local", digest)
+    assert row["status"] == "failed" and "interrupted by a server restart" in row["error"]
+    release.set()
+    service.builder.wait(digest, 30)
+    service.close()
+    db.close()
+    restarted = EnvironmentService(state_dir, bake=slow_bake)
+    assert restarted.summary(restarted.get("b"))["status"] == "ready"  # finished builds survive
+    restarted.close()
+
+
+def test_crud_rules(state_dir):
+    service = EnvironmentService(state_dir, bake=lambda *a, **k: None, is_built=lambda p: False)
+    try:
+        made = service.create({"name": "ds", "description": "mine"}, template="data-science")
+        assert made.pip == service.template("data-science").pip and made.description == "mine"
+        service.update("ds", {"pip": "pandas"})
+        assert service.get("ds").pip == ["pandas"]
+        assert "scipy" in service.template("data-science").pip  # editing the copy leaves the template
+        assert "scipy" in Recipe.load(TEMPLATES_DIR / "data-science.toml").pip
+        with pytest.raises(EnvironmentExists, match="exists"):
+            service.create({"name": "ds"})
+        with pytest.raises(EnvironmentExists, match="built-in image"):
+            service.create({"name": "default"})
+        with pytest.raises(UnknownEnvironment, match="no template named 'nope'"):
+            service.create({"name": "x"}, template="nope")
+        with pytest.raises(UnknownEnvironment, match="no sandbox environment named '../ds'"):
+            service.get("../ds")
+        with pytest.raises(Exception, match="cannot be renamed"):
+            service.update("ds", {"name": "other"})
+        service.create({"name": "w1", "workspace_default": True})
+        service.create({"name": "w2", "workspace_default": True})
+        assert [r.name for r in service.list() if r.workspace_default] == ["w2"]
+        with pytest.raises(EnvironmentNotReady):
+            service.resolve("default")  # the workspace default is not built
+        service.delete("w2")
+        assert service.resolve("default").image == "default"
+        gone = service.resolve("w2")
+        assert gone.image == "default" and "'w2' was deleted" in gone.warning
+        with pytest.raises(UnknownEnvironment):
+            service.resolve("never-existed", explicit=True)
+        assert service.resolve("never-existed").image == "never-existed"  # the backend decides
+    finally:
+        service.close()
