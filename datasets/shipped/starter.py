@@ -8,7 +8,11 @@ filtering, aggregation, group-by, join, window and pivot questions
 defects (``messy_tables``) get questions about dirty types, mixed date
 formats, duplicates, missing values, time zones and cross-sheet lookups
 (``transactions_tasks``, ``events_tasks``, ``support_tasks``, ``budget_tasks``,
-``timesheets_tasks``). A template runs a few times with different drawn
+``timesheets_tasks``). Result-workbook templates (``workbook_tasks``) ask
+the agent to write ``result.xlsx`` (per-group summaries, cleaned tables,
+pivots) from a CSV file, a SQLite database or a multi-sheet workbook; they are
+scored by ``workbook_match`` against a reference workbook written under
+``references/`` on the host only. A template runs a few times with different drawn
 parameters; duplicates, ties and questions that would state their own answer
 are dropped. New sources and templates are only ever appended, so the ids of
 existing tasks stay put. Files and a ``manifest.json`` are cached per generator version
@@ -33,14 +37,17 @@ import numpy as np
 import pandas as pd
 
 from analyst_env.datasets.shipped import (budget_tasks, csv_tasks, events_tasks, excel_tasks, messy_tables,
-                                          sqlite_tasks, support_tasks, tables, timesheets_tasks, transactions_tasks)
+                                          sqlite_tasks, support_tasks, tables, timesheets_tasks, transactions_tasks,
+                                          workbook_tasks)
 from analyst_env.datasets.shipped.cache import MANIFEST, cache_root, materialize
 from analyst_env.datasets.shipped.draft import leaks, oracle_and_verifier, to_task
+from analyst_env.datasets.shipped.workbook_draft import leaks as workbook_leaks
+from analyst_env.datasets.shipped.workbook_draft import to_workbook_task
 from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
 from analyst_env.datasets.task import Dataset, Task
 
 NAME = "starter"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DEFAULT_SEED = 0
 TEST_FRACTION = 0.2
 
@@ -84,9 +91,23 @@ SOURCES: list[tuple[str, str, Callable[..., Any], Callable[..., None], Callable[
      timesheets_tasks.TEMPLATES, 1),
 ]
 
+# Result-workbook templates over files of SOURCES: (input file name, templates). Append only, as above.
+WORKBOOK_SOURCES: list[tuple[str, list]] = [
+    ("sales.csv", workbook_tasks.TEMPLATES["sales"]),
+    ("retail.sqlite", workbook_tasks.TEMPLATES["retail"]),
+    ("financials.xlsx", workbook_tasks.TEMPLATES["financials"]),
+    ("inventory.xlsx", workbook_tasks.TEMPLATES["inventory"]),
+]
+WORKBOOK_STREAM = 2
+"""Third element of the seed sequence ``[seed, index, stream]`` that draws result-workbook parameters."""
+
 
 def _split_of(task_ids: list[str], seed: int) -> dict[str, str]:
-    """Deterministic 80/20 train/test split: the ids with the smallest seeded hashes go to test."""
+    """Deterministic 80/20 train/test split: the ids with the smallest seeded hashes go to test.
+
+    Question tasks and result-workbook tasks are split separately, so adding
+    the workbook tasks moved no question task between train and test.
+    """
     ranked = sorted(task_ids, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
     n_test = round(len(ranked) * TEST_FRACTION)
     return {tid: ("test" if k < n_test else "train") for k, tid in enumerate(ranked)}
@@ -114,10 +135,12 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
         The tasks, with ``files`` pointing into ``directory``.
     """
     drafts = []
+    inputs: dict[str, tuple[str, Any]] = {}
     for index, (file_name, kind, make, write, read, templates, reps) in enumerate(SOURCES):
         path = directory / file_name
         write(make(np.random.default_rng([seed, index, 0])), path)
         data = read(path)
+        inputs[file_name] = (kind, data)
         rng = np.random.default_rng([seed, index, 1])
         seen: set[str] = set()
         count = 0
@@ -139,18 +162,54 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
                 drafts.append(task)
                 made += 1
                 count += 1
-    splits = _split_of([t.id for t in drafts], seed)
-    tasks = [t.model_copy(update={"split": splits[t.id]}) for t in drafts]
+    books = _workbook_tasks(directory, seed, inputs)
+    splits = _split_of([t.id for t in drafts], seed) | _split_of([t.id for t in books], seed)
+    tasks = [t.model_copy(update={"split": splits[t.id]}) for t in drafts + books]
     manifest = {
         "name": NAME,
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
-        "tasks": [
-            t.model_dump(mode="json") | {"files": {n: n for n in t.files}} for t in tasks
-        ],
+        "tasks": [_relative(t, directory) for t in tasks],
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return tasks
+
+
+def _workbook_tasks(directory: Path, seed: int, inputs: dict[str, tuple[str, Any]]) -> list[Task]:
+    """The result-workbook tasks over the already written input files; references go under ``directory``."""
+    tasks = []
+    for index, (file_name, templates) in enumerate(WORKBOOK_SOURCES):
+        kind, data = inputs[file_name]
+        rng = np.random.default_rng([seed, index, WORKBOOK_STREAM])
+        stem, seen, count = file_name.split(".")[0], set(), 0
+        for template in templates:
+            (wanted, allowed), made = _draws(template, 1), 0
+            for _ in range(allowed):
+                if made == wanted:
+                    break
+                draft = template(data, rng)
+                key = repr(draft and (draft.level, [(s.what, [c.meaning for c in s.columns]) for s in draft.sheets]))
+                if draft is None or key in seen:
+                    continue
+                seen.add(key)
+                task = to_workbook_task(draft, f"{NAME}-{stem}-wb-{count:03d}", file_name, str(directory / file_name),
+                                        kind, template.__name__, directory)
+                if workbook_leaks(draft, task.instruction):
+                    Path(task.answer["references"][0]["path"]).unlink()
+                    continue
+                tasks.append(task)
+                made += 1
+                count += 1
+    return tasks
+
+
+def _relative(task: Task, directory: Path) -> dict[str, Any]:
+    """A task as the manifest stores it: file and reference paths relative to the set's folder."""
+    record = task.model_dump(mode="json") | {"files": {n: n for n in task.files}}
+    if task.verifier.name == "workbook_match":
+        for ref in record["answer"]["references"]:
+            ref["path"] = str(Path(ref["path"]).relative_to(directory))
+    return record
 
 
 def _load_manifest(directory: Path) -> Dataset:
@@ -158,6 +217,9 @@ def _load_manifest(directory: Path) -> Dataset:
     tasks = []
     for record in manifest["tasks"]:
         record["files"] = {n: str(directory / rel) for n, rel in record["files"].items()}
+        if record["verifier"]["name"] == "workbook_match":
+            for ref in record["answer"]["references"]:
+                ref["path"] = str(directory / ref["path"])
         tasks.append(Task.model_validate(record))
     return Dataset(name=NAME, tasks=tasks)
 

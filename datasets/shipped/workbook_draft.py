@@ -1,0 +1,245 @@
+"""Result-workbook drafts: the agent writes ``result.xlsx``, scored by ``workbook_match``.
+
+A workbook template (``workbook_tasks``) returns a :class:`WorkbookDraft`: the
+sheets the agent must write, each a pandas frame computed from the input file
+plus a plain-words definition of every column and of the row order.
+:func:`to_workbook_task` turns it into a ``Task``: the instruction is built from
+those definitions (file name, sheet names and order, columns, rounding, sort),
+so what is asked for and what is checked come from one place; the reference
+workbook is written next to the generated files on the host only (the task's
+``files`` never name it, so it never enters the sandbox); the oracle writes the
+same cells into ``result.xlsx`` with the agent's own Python tool.
+
+``workbook_match`` compares cell types strictly (a number is not its text) and
+numbers with ``np.allclose`` (``atol=1e-8``, ``rtol=1e-5``), so a draft is
+dropped when its rounding is ambiguous (an unrounded value sitting on a
+half-unit, where two correct programs may round differently, and the two
+roundings are further apart than the scorer tolerates), when a sheet is
+empty or over 200 rows (the scorer samples longer tables), or when a cell is
+missing (an empty first-column cell would cut the table short).
+
+Example:
+    >>> import pandas as pd
+    >>> sheet = Sheet("Summary", "One row per region.", pd.DataFrame({"region": ["E", "W"], "total": [1.234, 5.0]}),
+    ...               [Column("region", "the region"), Column("total", "total revenue", 2)], "sorted by region A to Z")
+    >>> finish(WorkbookDraft("easy", [sheet])).sheets[0].frame.total.tolist()
+    [1.23, 5.0]
+    >>> ambiguous_rounding([0.125], 2)
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyst_env.datasets.shipped.writers import write_xlsx
+from analyst_env.datasets.task import Task, ToolCall, VerifierSpec
+
+RESULT = "result.xlsx"
+"""The workbook every result-workbook task asks for."""
+
+MAX_ROWS = 200
+"""Longest table ``workbook_match`` checks row by row (it samples every 100th row beyond)."""
+
+REFERENCES = "references"
+"""Folder of the generated set that holds the reference workbooks (host only)."""
+
+_HALF_UNIT_SLACK = 1e-6
+_ATOL, _RTOL = 1e-8, 1e-5  # workbook_match: np.allclose(gold, got, atol=1e-8), numpy's default rtol
+
+
+@dataclass
+class Column:
+    """One column of a result sheet: its header, what it holds, and its rounding (``None``: as is)."""
+
+    name: str
+    meaning: str
+    decimals: int | None = None
+
+    def sentence(self) -> str:
+        rounding = "" if self.decimals is None else f", rounded to {self.decimals} decimal places"
+        return f"- `{self.name}`: {self.meaning}{rounding}"
+
+
+@dataclass
+class Sheet:
+    """One sheet the agent must write: name, content, columns (in order) and row order."""
+
+    name: str
+    what: str
+    frame: pd.DataFrame
+    columns: list[Column]
+    order: str
+
+
+@dataclass
+class WorkbookDraft:
+    """A generated result-workbook task before it becomes a ``Task``.
+
+    Attributes:
+        level: ``easy``, ``medium`` or ``hard``.
+        sheets: The sheets, in the order the workbook must have them.
+        params: The template's parameters (public; they are in the instruction anyway).
+    """
+
+    level: str
+    sheets: list[Sheet]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def ambiguous_rounding(values: Any, decimals: int) -> bool:
+    """Whether a value lies (nearly) on a half-unit of the last asked-for place and its two roundings differ
+    by more than the scorer tolerates.
+
+    Example:
+        >>> ambiguous_rounding([1.004, 2.0], 2), ambiguous_rounding([1.005], 2), ambiguous_rounding([1234.565], 2)
+        (False, True, False)
+    """
+    unit = 10.0**-decimals
+    for v in values:
+        scaled = abs(float(v)) / unit
+        on_half = abs(scaled - math.floor(scaled) - 0.5) < _HALF_UNIT_SLACK
+        if on_half and unit > _ATOL + _RTOL * (abs(float(v)) - unit):
+            return True
+    return False
+
+
+def finish(draft: WorkbookDraft) -> WorkbookDraft | None:
+    """Select and round each sheet's columns as declared; ``None`` if the draft cannot be scored fairly."""
+    sheets = []
+    for sheet in draft.sheets:
+        frame = sheet.frame.reset_index(drop=True)
+        missing = [c.name for c in sheet.columns if c.name not in frame.columns]
+        if missing:
+            raise ValueError(f"sheet {sheet.name!r} declares columns it does not compute: {missing}")
+        frame = frame[[c.name for c in sheet.columns]].copy()
+        if frame.empty or len(frame) > MAX_ROWS or frame.isna().any().any():
+            return None
+        for c in sheet.columns:
+            if c.decimals is not None:
+                if ambiguous_rounding(frame[c.name], c.decimals):
+                    return None
+                frame[c.name] = frame[c.name].astype(float).round(c.decimals)
+        sheets.append(replace(sheet, frame=frame))
+    return replace(draft, sheets=sheets)
+
+
+def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
+    """The agent-facing instruction: every sheet, column, rounding and row order spelled out."""
+    names = ", ".join(f"`{s.name}`" for s in draft.sheets)
+    count = "one sheet" if len(draft.sheets) == 1 else f"exactly {len(draft.sheets)} sheets, in this order:"
+    parts = [
+        f"The data is in the {noun} `{file_name}` in your working directory. Create an Excel workbook "
+        f"`{RESULT}` in your working directory with {count} {names}.",
+    ]
+    for sheet in draft.sheets:
+        cols = "\n".join(c.sentence() for c in sheet.columns)
+        parts.append(f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: {sheet.order}.")
+    parts.append(
+        "On every sheet: the header row (the column names above, exactly) is row 1 starting at cell A1, one record "
+        "per row below it, no index column, no blank or total rows, no other sheets. Write numbers as numbers and "
+        "text as text; dates as text in YYYY-MM-DD form. Formulas are fine (the workbook is recalculated before it "
+        f"is checked); only cell values are checked. When `{RESULT}` is saved, call final_answer "
+        "(the text is not scored)."
+    )
+    return "\n\n".join(parts)
+
+
+def _rows(frame: pd.DataFrame) -> list[list[Any]]:
+    header = [str(c) for c in frame.columns]
+    body = [[v.item() if hasattr(v, "item") else v for v in row] for row in frame.itertuples(index=False, name=None)]
+    return [header, *body]
+
+
+def oracle_code(draft: WorkbookDraft) -> str:
+    """Python for the agent's kernel that writes the reference cells into ``result.xlsx``.
+
+    Example:
+        >>> sheet = Sheet("S", "x", pd.DataFrame({"a": [1]}), [Column("a", "a")], "one row")
+        >>> "wb.save('result.xlsx')" in oracle_code(WorkbookDraft("easy", [sheet]))
+        True
+    """
+    sheets = {s.name: _rows(s.frame) for s in draft.sheets}
+    return "\n".join([
+        "import openpyxl",
+        f"SHEETS = {sheets!r}",
+        "wb = openpyxl.Workbook()",
+        "wb.remove(wb.active)",
+        "for name, rows in SHEETS.items():",
+        "    ws = wb.create_sheet(name)",
+        "    for row in rows:",
+        "        ws.append(row)",
+        f"wb.save({RESULT!r})",
+        "print('saved', len(SHEETS), 'sheets')",
+    ])
+
+
+def check_board(draft: WorkbookDraft) -> dict[str, Any]:
+    """``workbook_match``'s check list: cell values on every sheet."""
+    return {str(i): {"cells": {"values": True}} for i in range(1, len(draft.sheets) + 1)}
+
+
+def leaks(draft: WorkbookDraft, text: str) -> bool:
+    """Whether ``text`` spells out a rounded, non-integral reference number (as the answer would be written).
+
+    Whole integers (counts, ids, years) are not checked: a year in the question
+    may well equal a count by chance without telling anything.
+
+    Example:
+        >>> sheet = Sheet("S", "x", pd.DataFrame({"v": [12.5]}), [Column("v", "v", 2)], "one row")
+        >>> leaks(WorkbookDraft("easy", [sheet]), "Totals above 12.5"), leaks(WorkbookDraft("easy", [sheet]), "x")
+        (True, False)
+    """
+    import re
+
+    for sheet in draft.sheets:
+        for c in sheet.columns:
+            if c.decimals is None or c.decimals == 0:
+                continue
+            for v in sheet.frame[c.name]:
+                if float(v).is_integer():
+                    continue
+                for form in {repr(float(v)), f"{float(v):.{c.decimals}f}"}:
+                    if re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", text):
+                        return True
+    return False
+
+
+def to_workbook_task(draft: WorkbookDraft, task_id: str, file_name: str, file_path: str, kind: str,
+                     template: str, directory: Path) -> Task:
+    """Write the reference workbook under ``directory/references`` and build the task.
+
+    Args:
+        draft: A finished draft (see :func:`finish`).
+        task_id: The task's id; also the reference's file stem.
+        file_name: The input file's name in the working directory.
+        file_path: The input file on the host.
+        kind: ``csv``, ``sqlite`` or ``excel`` (the input's kind).
+        template: The template's name, for metadata.
+        directory: The generated set's folder; the reference goes in its ``references`` folder.
+    """
+    noun = {"csv": "CSV file", "sqlite": "SQLite database", "excel": "Excel workbook"}[kind]
+    (directory / REFERENCES).mkdir(exist_ok=True)
+    ref = directory / REFERENCES / f"{task_id}.xlsx"
+    write_xlsx({s.name: s.frame for s in draft.sheets}, ref)
+    return Task(
+        id=task_id,
+        instruction=instruction(draft, file_name, noun),
+        files={file_name: file_path},
+        answer={"workbook": RESULT, "references": [{"name": ref.stem, "path": str(ref), "check_board": check_board(draft)}]},
+        oracle_answer="done",
+        oracle_steps=[ToolCall(tool="add_and_execute_code_cell", arguments={"code": oracle_code(draft)})],
+        verifier=VerifierSpec(name="workbook_match"),
+        split="train",
+        metadata={"source": "starter", "level": draft.level, "kind": kind, "template": template,
+                  "params": draft.params, "output": "workbook", "sheets": [s.name for s in draft.sheets]},
+    )
+
+
+__all__ = ["Column", "RESULT", "Sheet", "WorkbookDraft", "finish", "instruction", "leaks", "oracle_code",
+           "to_workbook_task"]
