@@ -8,6 +8,10 @@ shared between them (a zygote process, a container pool, an API client).
 Errors follow two channels. Model code that raises, loops or prints too much is
 *data*: it comes back inside ``CellResult``/``ShellResult``. Infrastructure that
 fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
+
+A sandbox whose kernels start with ``kernel_helpers.HELPER_SOURCE`` already run
+(the local backend defines it in the zygote, before forking) says so with a
+``helpers_defined = True`` attribute; for any other the environment runs it at reset.
 """
 
 from __future__ import annotations

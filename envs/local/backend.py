@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 _ACTIVATE_TIMEOUT_S = 60.0
 _WARM_TIMEOUT_S = 60.0
 _FDS_PER_MESSAGE = 250
+_WORKERS = 2
 
 
 @dataclass
@@ -124,8 +125,15 @@ class LocalSandboxBackend:
         self._closed = False
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
         self.image_resolver: Callable[[str], ImageSpec | None] | None = None
-        self._worker = threading.Thread(target=self._maintain, name="local-sandbox-standbys", daemon=True)
-        self._worker.start()
+        self._spawning: collections.Counter[str] = collections.Counter()  # standbys being made, per image
+        # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
+        # grace period, ~12 ms of waiting), the other warms or tears down.
+        self._workers = [
+            threading.Thread(target=self._maintain, name=f"local-sandbox-standbys-{i}", daemon=True)
+            for i in range(_WORKERS)
+        ]
+        for worker in self._workers:
+            worker.start()
 
     # ── public API ──────────────────────────────────────────────────────────
     def protections(self) -> dict[str, bool | str]:
@@ -219,7 +227,8 @@ class LocalSandboxBackend:
             self._lock.notify_all()
         for sandbox in sandboxes:
             sandbox.close()
-        self._worker.join(timeout=30)
+        for worker in self._workers:
+            worker.join(timeout=30)
         with self._lock:
             standbys = [(k, s) for ready in self._ready.values() for k, s, _ in ready]
             self._ready.clear()
@@ -417,7 +426,7 @@ class LocalSandboxBackend:
 
     def _wanted_image(self) -> str | None:
         for image, ready in self._ready.items():
-            if len(ready) < self.standbys and self._live_slots < self._max_slots:
+            if len(ready) + self._spawning[image] < self.standbys and self._live_slots < self._max_slots:
                 return image
         return None
 
@@ -430,6 +439,8 @@ class LocalSandboxBackend:
                 if self._closed:
                     return
                 image = None if self._teardowns else self._wanted_image()
+                if image is not None:
+                    self._spawning[image] += 1
             if image is None:
                 self._run_teardowns()
                 continue
@@ -438,9 +449,11 @@ class LocalSandboxBackend:
             except Exception as exc:
                 log.warning("could not prepare a standby kernel for %r: %s", image, exc)
                 with self._lock:
+                    self._spawning[image] -= 1
                     self._lock.wait(timeout=1.0)  # do not spin on a broken zygote
                 continue
             with self._lock:
+                self._spawning[image] -= 1
                 if self._closed:
                     self._teardowns.append(standby[:2])
                 else:

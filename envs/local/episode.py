@@ -72,6 +72,10 @@ class LocalSandbox:
             before its kernel is replaced.
     """
 
+    helpers_defined = True
+    """Kernels are forked from a zygote that already defined the tools' helpers
+    (``kernel_helpers.HELPER_SOURCE``), and so is every replacement kernel."""
+
     def __init__(
         self,
         kernel: KernelHandle,

@@ -46,6 +46,7 @@ from typing import Any
 import matplotlib
 
 from . import isolation, procctl, seccomp
+from ..kernel_helpers import HELPER_SOURCE
 from .child import run_kernel
 from .images import IMAGES, MPL_BACKEND, ImageSpec
 from .ipyshell import KernelShell, build_shell
@@ -63,6 +64,8 @@ def prepare(image: ImageSpec) -> KernelShell:
     for module in image.preload:
         importlib.import_module(module)
     shell = build_shell()
+    # Kernels inherit the tools' helpers with the heap, so no reset has to define them.
+    shell.run_cell(HELPER_SOURCE, store_history=False, silent=True)
     exec(compile(image.warm_up, f"<warm-up {image.name}>", "exec"), {})
     shell.run_cell("pass", store_history=False, silent=True)
     gc.collect()
