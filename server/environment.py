@@ -115,7 +115,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
             try:
                 episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
-                episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
+                if not getattr(episode.sandbox, "helpers_defined", False):
+                    episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
                 failed = self._run_setup(episode)
                 if failed:
                     status, message = "error", f"Setup command failed: {failed}"
