@@ -28,7 +28,77 @@ def _local(settings: Settings) -> SandboxBackend:
     return LocalSandboxBackend(sizing=sizing, isolation=settings.isolation, standbys=settings.standbys)
 
 
-BACKENDS: dict[str, Callable[[Settings], SandboxBackend]] = {"local": _local}
+def _images_dir(settings: Settings):
+    """Where the sandbox environments record their builds (``<state_dir>/envs/images``)."""
+    from pathlib import Path
+
+    return Path(settings.state_dir) / "envs" / "images"
+
+
+def _docker(settings: Settings) -> SandboxBackend:
+    """Docker engine from ``DOCKER_HOST`` (or the default socket)."""
+    import os
+
+    from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
+    from analyst_env.envs.remote.images import recipe_resolver
+
+    return DockerSandboxBackend(
+        recipe_resolver(_images_dir(settings), "docker"),
+        base_url=os.environ.get("DOCKER_HOST") or None,
+        runtime=settings.docker_runtime,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        pids=settings.pids_limit,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )
+
+
+def _modal(settings: Settings) -> SandboxBackend:
+    """Modal credentials from ``MODAL_TOKEN_ID`` and ``MODAL_TOKEN_SECRET``."""
+    import os
+
+    from analyst_env.envs.remote.images import recipe_resolver
+    from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+
+    return ModalSandboxBackend(
+        recipe_resolver(_images_dir(settings), "modal"),
+        token_id=os.environ.get("MODAL_TOKEN_ID"),
+        token_secret=os.environ.get("MODAL_TOKEN_SECRET"),
+        app_name=settings.modal_app,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )
+
+
+def _e2b(settings: Settings) -> SandboxBackend:
+    """E2B credentials from ``E2B_API_KEY`` (and ``E2B_DOMAIN`` when self-hosted)."""
+    import os
+
+    from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
+    from analyst_env.envs.remote.images import recipe_resolver
+
+    return E2BSandboxBackend(
+        recipe_resolver(_images_dir(settings), "e2b"),
+        api_key=os.environ.get("E2B_API_KEY"),
+        domain=os.environ.get("E2B_DOMAIN") or None,
+        template=settings.e2b_template,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+    )
+
+
+BACKENDS: dict[str, Callable[[Settings], SandboxBackend]] = {
+    "local": _local,
+    "docker": _docker,
+    "modal": _modal,
+    "e2b": _e2b,
+}
 
 
 def make_backend(settings: Settings) -> SandboxBackend:
@@ -36,6 +106,8 @@ def make_backend(settings: Settings) -> SandboxBackend:
 
     Raises:
         ValueError: No backend has that name.
+        SandboxError: The backend cannot be used (``BackendUnavailable``: its SDK
+            or credentials are missing, or its service did not answer in time).
     """
     try:
         factory = BACKENDS[settings.backend]

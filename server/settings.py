@@ -18,7 +18,7 @@ class Settings(BaseModel):
         default="starter",
         description="Dataset(s) to serve: a shipped set name or FORMAT:PATH; comma-separated for several",
     )
-    backend: str = Field(default="local", description="Sandbox backend")
+    backend: str = Field(default="local", description="Sandbox backend: local, docker, modal or e2b")
     max_sessions: int = Field(default=64, ge=1, description="Concurrent episodes (WebSocket sessions)")
     session_idle_timeout_s: float = Field(
         default=900.0, gt=0, description="Idle sessions without a WebSocket are reaped after this"
@@ -39,6 +39,19 @@ class Settings(BaseModel):
         description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
     )
     standbys: int = Field(default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image")
+    remote_warm_slots: int = Field(
+        default=1, ge=0, le=64, description="Docker/Modal: idle sandbox slots (containers, sandboxes) kept ready per image"
+    )
+    docker_runtime: str | None = Field(
+        default=None, description="Docker: container runtime, e.g. 'runsc' for gVisor (default: the engine's runc)"
+    )
+    modal_app: str = Field(default="analyst-env", description="Modal: the app owning the sandboxes and published images")
+    e2b_template: str | None = Field(
+        default=None, description="E2B: run every episode from this template instead of one built per environment"
+    )
+    backend_connect_timeout_s: float = Field(
+        default=10.0, gt=0, description="Docker/Modal/E2B: start-up fails if the service does not answer within this"
+    )
     token: str | None = Field(default=None, description="Bearer token required on every route but /health")
     state_dir: str = Field(
         default_factory=lambda: _default_state_dir(),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from pathlib import Path
 import shlex
 import threading
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
 from analyst_env.envs.local.episode import _timeout_error
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
+from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.sandbox import (
     CellResult,
@@ -311,23 +313,38 @@ class E2BSandboxBackend:
         recipe = self._resolve(image)
         name = self.template_name(recipe)
         with self._lock:
-            if self._templates.get(image) == name:
-                return name
-            exists = call_within(
-                self.connect_timeout_s, "E2B (template lookup)", lambda: self._core.Template.exists(name, **self._opts)
-            )
-            if not exists:
-                disk = recipe.disk_mb or self.disk_mb
-                self._core.Template.build(
-                    template_builder(self._core, recipe),
-                    name,
-                    cpu_count=self._cpus(recipe),
-                    memory_mb=self._memory(recipe),
-                    **({"min_free_disk_mb": disk} if disk else {}),
-                    **self._opts,
-                )
-            self._templates[image] = name
+            if self._templates.get(image) != name:
+                self._ensure_template(recipe)
+                self._templates[image] = name
         return name
+
+    def _ensure_template(self, recipe: Recipe, log: Callable[[str], None] | None = None) -> str:
+        """Find ``recipe``'s template by name, or build it with the Template SDK."""
+        name = self.template_name(recipe)
+        exists = call_within(
+            self.connect_timeout_s, "E2B (template lookup)", lambda: self._core.Template.exists(name, **self._opts)
+        )
+        if not exists:
+            disk = recipe.disk_mb or self.disk_mb
+            self._core.Template.build(
+                template_builder(self._core, recipe),
+                name,
+                cpu_count=self._cpus(recipe),
+                memory_mb=self._memory(recipe),
+                **({"min_free_disk_mb": disk} if disk else {}),
+                **({"on_build_logs": lambda entry: log(str(entry))} if log else {}),
+                **self._opts,
+            )
+        return name
+
+    def bake(self, recipe: Recipe, out_dir: Path, *, log: Callable[[str], None], progress: Callable[[float], None]) -> None:
+        """Build ``recipe``'s template (the sandbox environments' build step) and record it in ``out_dir``."""
+        name = self.template or self._ensure_template(recipe, log)
+        write_manifest(out_dir, recipe, backend=self.name, artifact=name)
+        log(f"e2b: template {name} is ready")
+
+    def is_built(self, out_dir: Path) -> bool:
+        return built_by(out_dir, self.name)
 
     def start(
         self,

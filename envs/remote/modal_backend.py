@@ -122,12 +122,12 @@ class ModalSandboxBackend(RunnerBackend):
         self._images: dict[str, Any] = {}
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
-    def image_name(self, recipe: Recipe) -> str:
+    def artifact_name(self, recipe: Recipe) -> str:
         """The published name of ``recipe``'s image."""
         return f"analyst-env:{images.artifact_tag(recipe)}"
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
-        name = self.image_name(recipe)
+        name = self.artifact_name(recipe)
         found = self.sdk.Image.from_name(name, client=self._client)
         try:
             call_within(self.connect_timeout_s, "Modal (image lookup)", lambda: found.hydrate(client=self._client))

@@ -17,9 +17,12 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote import images
 from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
+from analyst_env.envs.remote.images import IMAGE_PREFIX, built_by, write_manifest
 from analyst_env.envs.sandbox import SandboxError
 
 log = logging.getLogger(__name__)
@@ -88,6 +91,27 @@ class RunnerBackend:
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
         raise NotImplementedError
+
+    def bake(self, recipe: Recipe, out_dir: Path, *, log: Callable[[str], None], progress: Callable[[float], None]) -> None:
+        """Build ``recipe``'s image for this backend (the sandbox environments' build step).
+
+        Finds the artifact by its hash or builds it, then records it in ``out_dir``
+        so episodes bound to ``env-<hash>`` resolve to this recipe.
+        """
+        image = IMAGE_PREFIX + recipe.content_hash()
+        log(f"{self.name}: preparing image for {image}")
+        progress(0.05)
+        with self._image_locks[image]:
+            self._prepare_image(image, recipe)
+            self._recipes[image] = recipe
+        write_manifest(out_dir, recipe, backend=self.name, artifact=self.artifact_name(recipe))
+        log(f"{self.name}: {self.artifact_name(recipe)} is ready")
+
+    def is_built(self, out_dir: Path) -> bool:
+        return built_by(out_dir, self.name)
+
+    def artifact_name(self, recipe: Recipe) -> str:
+        return images.artifact_tag(recipe)
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""
