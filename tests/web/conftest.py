@@ -1,0 +1,41 @@
+"""Fixtures of the /web tests: one real starter server and one real headless Chromium per session."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from webui_support import chromium, starter_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def web_state_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("web-state")
+
+
+@pytest.fixture(scope="session")
+def web_url(web_state_dir):
+    with starter_server(web_state_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context; any uncaught JavaScript error fails the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"

@@ -1,0 +1,117 @@
+"""Screenshots of the /web debugging UI for the README: ``python tests/web/screenshots.py [OUT_DIR]``.
+
+Starts a real server with the starter set, plays an episode in Chromium (a
+table, a plot, SQL, an answer), has a script client run an episode over /ws
+while a second page watches it live, and saves the main pages as PNGs
+(default ``docs/screenshots/``).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from webui_support import (  # noqa: E402
+    PLOT_CELL,
+    PLOT_CODE,
+    SQL_QUERY,
+    chromium,
+    open_web,
+    run_in_editor,
+    starter_server,
+    starter_task,
+    wait_for_cells,
+)
+
+VIEWPORT = {"width": 1280, "height": 820}
+
+
+def take(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    saved: list[Path] = []
+    csv_task = starter_task("csv", "sales_", verifier="dabench")  # a multi-part answer: a reward breakdown
+    sql_task = starter_task("sqlite")
+    with tempfile.TemporaryDirectory() as state, starter_server(state) as url, chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+
+        def shot(name: str, full: bool = False) -> None:
+            path = out / f"{name}.png"
+            page.screenshot(path=str(path), full_page=full)
+            saved.append(path)
+
+        open_web(page, url)
+        page.fill("#task-search", "revenue")
+        page.wait_for_timeout(200)
+        shot("tasks")
+
+        open_web(page, url, f"#/task/{sql_task.id}")
+        page.wait_for_selector("#file-preview table.data")
+        shot("task-preview")
+
+        open_web(page, url, f"#/play/{csv_task.id}")
+        page.wait_for_selector("#episode-status.ok")
+        run_in_editor(page, PLOT_CODE.format(file=sorted(csv_task.files)[0]))
+        wait_for_cells(page, 1)
+        run_in_editor(page, PLOT_CELL)
+        wait_for_cells(page, 2)
+        run_in_editor(page, SQL_QUERY, "sql")
+        wait_for_cells(page, 3)
+        run_in_editor(page, csv_task.oracle_answer or str(csv_task.answer), "answer")
+        wait_for_cells(page, 4)
+        page.wait_for_selector(".reward")
+        shot("episode", full=True)
+
+        # A script client runs an episode over /ws; a page watches it live.
+        from analyst_env.client import AnalystEnv
+
+        ready, finished = threading.Event(), threading.Event()
+
+        def client() -> None:
+            with AnalystEnv(base_url=url).sync() as env:
+                env.reset(task_id=sql_task.id)
+                ready.wait(60)
+                env.execute_shell_command("ls -la")
+                env.run_sql("SELECT name FROM sqlite_master WHERE type = 'table'")
+                env.add_and_execute_code_cell(
+                    "import sqlite3, pandas as pd\n"
+                    f"con = sqlite3.connect('{sorted(sql_task.files)[0]}')\n"
+                    "pd.read_sql('SELECT status, COUNT(*) AS orders FROM orders GROUP BY status', con)"
+                )
+                env.final_answer(sql_task.oracle_answer or str(sql_task.answer))
+                finished.set()
+                time.sleep(5)
+
+        thread = threading.Thread(target=client, daemon=True)
+        thread.start()
+        open_web(page, url, "#/live")
+        page.wait_for_selector("#live-table tr[data-session]")
+        page.click("#live-table tr[data-session]")
+        page.wait_for_selector(".session-head h2")
+        ready.set()
+        finished.wait(120)
+        page.wait_for_selector("#live-notebook .reward")
+        shot("live-session")
+        open_web(page, url, "#/live")
+        page.wait_for_selector("#live-table tr[data-session]")
+        shot("live-list")
+        thread.join(30)
+
+        open_web(page, url, "#/replay")
+        page.wait_for_selector("#replay-table tr[data-name]")
+        page.locator("#replay-table tr[data-name]").last.click()
+        page.wait_for_selector("#replay-notebook .cell")
+        page.click("#replay-prev")
+        page.click("#replay-prev")
+        shot("replay")
+    return saved
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    for p in take(target):
+        print(p, p.stat().st_size)
