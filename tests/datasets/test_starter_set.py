@@ -29,7 +29,7 @@ def test_size_kinds_levels_ids(starter):
     assert set(kinds) == {"csv", "sqlite", "excel"}
     assert all(n >= len(tasks) / 4 for n in kinds.values()), kinds
     assert {t.metadata["level"] for t in tasks} == {"easy", "medium", "hard"}
-    assert {t.verifier.name for t in tasks} == {"numeric", "exact", "set", "list", "dabench"}
+    assert {t.verifier.name for t in tasks} == {"numeric", "exact", "set", "list", "dabench", "workbook_match"}
     assert len({t.id for t in tasks}) == len(tasks)
     first = starter.by_id()["starter-sales-000"]  # the README's example
     assert first.metadata["kind"] == "csv" and list(first.files) == ["sales.csv"]
@@ -37,24 +37,32 @@ def test_size_kinds_levels_ids(starter):
 
 def test_every_template_yields_tasks(starter):
     made = Counter(t.metadata["template"] for t in starter.tasks)
-    for *_, templates, _ in starter_mod.SOURCES:
-        for template in templates:
-            assert made[template.__name__] >= 1, template.__name__
-            assert made[template.__name__] <= getattr(template, "reps", 5), template.__name__
+    questions = [tpl for *_, templates, _ in starter_mod.SOURCES for tpl in templates]
+    books = [tpl for _, templates in starter_mod.WORKBOOK_SOURCES for tpl in templates]
+    for template in questions + books:
+        assert made[template.__name__] >= 1, template.__name__
+        assert made[template.__name__] <= getattr(template, "reps", 5), template.__name__
 
 
 def test_cache_key_names_the_generator_version(tmp_path):
     assert starter_mod.starter_dir(0, tmp_path).name == f"starter-v{starter_mod.GENERATOR_VERSION}-seed0"
-    assert starter_mod.GENERATOR_VERSION >= 2, "the grown set must not reuse v1 caches"
+    assert starter_mod.GENERATOR_VERSION >= 3, "the grown set must not reuse v1 or v2 caches"
 
 
 def test_train_test_split(starter):
+    """Question and result-workbook tasks are split 80/20 each, so adding workbooks moved no question task."""
     assert starter.splits() == ["test", "train"]
-    assert len(starter.split("test")) == round(0.2 * len(starter.tasks))
+    books = [t for t in starter.tasks if t.verifier.name == "workbook_match"]
+    questions = [t for t in starter.tasks if t.verifier.name != "workbook_match"]
+    for family in (books, questions):
+        assert sum(t.split == "test" for t in family) == round(0.2 * len(family))
+    assert starter_mod._split_of([t.id for t in questions], 0) == {t.id: t.split for t in questions}
 
 
 def test_oracle_scores_one_and_empty_zero(starter):
     for t in starter.tasks:
+        if t.verifier.name == "workbook_match":
+            continue  # scored from the episode's files: tests/datasets/test_starter_workbooks.py
         assert score(t.verifier, t.oracle_answer, t.answer) == 1.0, t.id
         assert score(t.verifier, "", t.answer) == 0.0, t.id
 
@@ -78,13 +86,17 @@ def test_generation_is_deterministic(tmp_path):
     ta = starter_mod.generate(a, seed=7)
     elapsed = time.process_time() - started
     tb = starter_mod.generate(b, seed=7)
-    names = sorted(p.name for p in a.iterdir())
-    assert names == sorted(p.name for p in b.iterdir())
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    assert any(n.startswith("references/") for n in names)
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
     def strip(t):
-        return t.model_dump() | {"files": sorted(t.files)}
+        record = t.model_dump() | {"files": sorted(t.files)}
+        for ref in record["answer"]["references"] if t.verifier.name == "workbook_match" else []:
+            ref["path"] = Path(ref["path"]).name
+        return record
 
     assert [strip(t) for t in ta] == [strip(t) for t in tb]
     assert len(ta) >= 300
@@ -110,6 +122,11 @@ def test_manifest_paths_are_relative(starter_cache, starter):
     manifest = json.loads((starter_mod.starter_dir(0, starter_cache) / "manifest.json").read_text())
     assert all(n == p for rec in manifest["tasks"] for n, p in rec["files"].items())
     assert all(Path(p).is_file() for t in starter.tasks for p in t.files.values())
+    refs = [r["path"] for rec in manifest["tasks"] if rec["verifier"]["name"] == "workbook_match"
+            for r in rec["answer"]["references"]]
+    assert refs and all(p.startswith("references/") for p in refs)
+    assert all(Path(r["path"]).is_file() for t in starter.tasks if t.verifier.name == "workbook_match"
+               for r in t.answer["references"])
 
 
 # ---- independent recomputation, straight from the files on disk -----------------------
