@@ -1,4 +1,4 @@
-"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate`` and ``bench``.
+"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench`` and ``envs``.
 
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
@@ -40,10 +40,6 @@ def _settings(args: argparse.Namespace):
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from analyst_env.server.app import build_app
-
     settings = _settings(args)
     if not _is_loopback(args.host) and not settings.token and not args.insecure:
         print(
@@ -52,7 +48,52 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    app = build_app(settings)
+    backend = _start_backend(settings)
+    try:
+        from analyst_env.server.runtime import Runtime
+
+        runtime = Runtime(settings, backend=backend)
+    except BaseException:
+        backend.close()
+        raise
+    try:
+        return _serve(args, settings, runtime)
+    finally:
+        runtime.close()
+
+
+def _start_backend(settings):
+    """Make the sandbox backend and start warming it on a thread, before the server's imports.
+
+    The local zygote imports pandas, numpy and duckdb in its own process (about a
+    second) while this one imports openenv and fastapi (about a second): on two
+    cores the two overlap. Errors are left to the app's startup, which warms the
+    backend again (a no-op once warm) and reports them.
+    """
+    import threading
+
+    from analyst_env.envs.backends import make_backend
+
+    backend = make_backend(settings)
+    warm_up = getattr(backend, "warm_up", None)
+    if warm_up is not None:
+
+        def warm() -> None:
+            try:
+                warm_up()
+            except Exception:  # reported by the app's startup hook
+                pass
+
+        threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
+    return backend
+
+
+def _serve(args: argparse.Namespace, settings, runtime) -> int:
+    import uvicorn
+
+    from analyst_env.server.app import build_app
+
+    app = build_app(settings, runtime=runtime)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     print(f"analyst_env serving {len(app.state.runtime.tasks)} task(s) from {settings.dataset!r}")
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
@@ -283,6 +324,10 @@ def build_parser() -> argparse.ArgumentParser:
     traj.add_argument("--out", default="trajectories-export", help="Output directory (default trajectories-export)")
     traj.add_argument("--state-dir", help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)")
     traj.set_defaults(func=cmd_export)
+
+    from analyst_env.envs.recipes.cli import add_parser as add_envs_parser
+
+    add_envs_parser(sub)  # envs list|show|create|build|delete
     return parser
 
 

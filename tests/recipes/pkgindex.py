@@ -48,7 +48,17 @@ class PackageIndex:
         self.root = root
         (root / "files").mkdir(parents=True, exist_ok=True)
         (root / "simple").mkdir(exist_ok=True)
-        handler = lambda *a, **k: _QuietHandler(*a, directory=str(root), **k)  # noqa: E731
+        #: Cleared, requests wait until it is set again: holds a build in ``building``.
+        self.open = threading.Event()
+        self.open.set()
+        gate = self.open
+
+        class Handler(_QuietHandler):
+            def do_GET(self) -> None:
+                gate.wait(120)
+                super().do_GET()
+
+        handler = lambda *a, **k: Handler(*a, directory=str(root), **k)  # noqa: E731
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
