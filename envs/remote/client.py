@@ -138,6 +138,9 @@ class RemoteSandbox:
             before its kernel is replaced.
     """
 
+    helpers_defined = True
+    """The runner defined the tools' helpers before forking, so every kernel has them."""
+
     def __init__(
         self,
         client: RunnerClient,

@@ -325,6 +325,10 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str]]:
     except ImportError:
         pass  # an image without the default stack warms up less
     shell.run_cell("pass", store_history=False, silent=True)
+    # Kernels inherit the tools' helpers with the heap, as on the local backend.
+    from analyst_env.envs.kernel_helpers import HELPER_SOURCE
+
+    shell.run_cell(HELPER_SOURCE, store_history=False, silent=True)
     gc.collect()
     gc.freeze()
     threads = len(os.listdir("/proc/self/task"))

@@ -1,0 +1,45 @@
+"""Fixtures for the remote backends: the fake Modal SDK and the fake E2B sandbox services.
+
+The fakes stand in only for the cloud services; everything behind them is
+real (the slot runner runs as a local process, E2B cells run in a real
+ipykernel, the SDKs are the installed vendor packages).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import fake_e2b  # noqa: E402
+import fake_modal  # noqa: E402
+
+
+@pytest.fixture
+def modal_sdk():
+    fake_modal.reset()
+    yield fake_modal
+    for sandbox in fake_modal.SANDBOXES:
+        sandbox.terminate()
+    fake_modal.SANDBOXES.clear()
+
+
+@pytest.fixture
+def e2b_debug(monkeypatch):
+    """E2B's SDK in debug mode against the fake sandbox services on localhost."""
+    if not fake_e2b.ports_free():
+        pytest.skip(f"ports {fake_e2b.JUPYTER_PORT}/{fake_e2b.ENVD_PORT} (fixed by E2B's debug mode) are in use")
+    monkeypatch.setenv("E2B_DEBUG", "true")
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    with fake_e2b.FakeE2B() as fake:
+        yield fake
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    path = tmp_path / "sales.csv"
+    path.write_text("region,amount\nwest,10.5\neast,4\nwest,1.5\n")
+    return str(path)
