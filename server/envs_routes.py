@@ -12,6 +12,10 @@ baked image name into the zygote's spec), and adds the routes:
 * ``DELETE /envs/{name}``; ``POST /envs/{name}/build[?force=true]``
 * ``GET /envs/{name}/status``; ``GET /envs/{name}/logs`` -> ``{name, status, log}``
 
+A backend with ``bake(recipe, out_dir, *, log, progress)`` and ``is_built(out_dir)``
+(Docker, Modal, E2B) builds its own artifact in the build step; the local backend gets
+the local baker (``envs.recipes.local_bake``).
+
 Errors: 404 unknown name, 409 name taken, 422 invalid recipe, each with a ``detail``
 saying what to fix. The bearer-token middleware guards these routes like every other.
 """
@@ -58,7 +62,14 @@ def _detail(service: EnvironmentService, name: str) -> dict[str, Any]:
 
 def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     """Add the ``/envs`` routes to ``app`` and bind ``runtime``'s episodes to its environments."""
-    service = EnvironmentService(runtime.settings.state_dir, backend=runtime.backend.name)
+    backend = runtime.backend
+    # Remote backends build their own artifacts (bake/is_built); the local one gets a baked venv dir.
+    service = EnvironmentService(
+        runtime.settings.state_dir,
+        backend=backend.name,
+        bake=getattr(backend, "bake", None),
+        is_built=getattr(backend, "is_built", None),
+    )
     if runtime.backend.name == "local" and _under_tmp(service.images_dir):
         log.warning(
             "sandbox environment images are under /tmp (%s): the local sandbox's private root has its own "
