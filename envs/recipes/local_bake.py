@@ -239,7 +239,7 @@ def install_npm(packages: list[str], registry: str | None, prefix: Path, log: Lo
     prefix.mkdir(parents=True, exist_ok=True)
     registry_args = ["--registry", registry] if registry else []
     log(f"npm: installing {' '.join(packages)}" + (f" from {registry}" if registry else ""))
-    run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
+    run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save", "--update-notifier=false",
          "--loglevel", "warn", *registry_args, *packages], log, deadline)
 
 

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import html
 import http.server
+import json
 import threading
 import zipfile
 from pathlib import Path
@@ -90,3 +91,76 @@ class PackageIndex:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+class NpmRegistry:
+    """A loopback npm registry: ``GET /<name>`` gives the packument, tarballs under ``/-/``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.packuments: dict[str, dict] = {}
+        registry = self
+
+        class Handler(_QuietHandler):
+            def do_GET(self) -> None:
+                from urllib.parse import unquote
+
+                path = unquote(self.path.split("?")[0]).lstrip("/")
+                if path.startswith("-/"):
+                    super().do_GET()
+                    return
+                doc = registry.packuments.get(path)
+                body = json.dumps(doc).encode() if doc else b'{"error":"Not found"}'
+                self.send_response(200 if doc else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), lambda *a, **k: Handler(*a, directory=str(root), **k)
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/"
+
+    def add(self, name: str, version: str, bin_name: str, script: str) -> None:
+        """Publish ``name@version`` with one executable ``bin_name`` running ``script`` (JavaScript)."""
+        import gzip
+        import io
+        import tarfile
+
+        manifest = {"name": name, "version": version, "bin": {bin_name: "cli.js"}}
+        files = {"package/package.json": json.dumps(manifest), "package/cli.js": "#!/usr/bin/env node\n" + script}
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w") as tar:
+            for member, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(member)
+                info.size, info.mode = len(data), 0o755
+                tar.addfile(info, io.BytesIO(data))
+        tgz = gzip.compress(raw.getvalue(), mtime=0)
+        (self.root / "-").mkdir(exist_ok=True)
+        file_name = f"{name.replace('/', '-').lstrip('@')}-{version}.tgz"
+        (self.root / "-" / file_name).write_bytes(tgz)
+        doc = self.packuments.setdefault(name, {"name": name, "dist-tags": {}, "versions": {}})
+        doc["dist-tags"]["latest"] = version
+        doc["versions"][version] = {
+            **manifest,
+            "dist": {
+                "tarball": f"{self.url}-/{file_name}",
+                "shasum": hashlib.sha1(tgz).hexdigest(),
+                "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode(),
+            },
+        }
+
+    def __enter__(self) -> "NpmRegistry":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

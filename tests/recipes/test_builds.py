@@ -163,3 +163,29 @@ def test_crud_rules(state_dir):
         assert service.resolve("never-existed").image == "never-existed"  # the backend decides
     finally:
         service.close()
+
+
+def test_npm_packages_install_into_a_prefix_on_the_kernels_path(state_dir, tmp_path):
+    from recipes.pkgindex import NpmRegistry
+
+    with NpmRegistry(tmp_path / "npm") as registry:
+        registry.add("@acme/tiny-tool", "1.4.0", "tiny-tool", "console.log('tiny-tool says ' + (6 * 7));\n")
+        service = EnvironmentService(state_dir)
+        try:
+            service.create({"name": "node", "npm": "@acme/tiny-tool@1.4.0", "npm_registry": registry.url})
+            summary = service.wait("node", 300)
+            assert summary["status"] == "ready", service.logs("node")
+            service.create({"name": "node-typo", "npm": "@acme/tiny-tol", "npm_registry": registry.url})
+            typo = service.wait("node-typo", 300)
+            assert typo["status"] == "failed" and "npm failed" in typo["error"] and "404" in typo["error"]
+            backend = LocalSandboxBackend(standbys=0)
+            backend.image_resolver = service.local_image
+            try:
+                sandbox = backend.start(service.resolve("node").image, files={})
+                shell = sandbox.run_shell("tiny-tool", timeout_s=30)
+                assert shell.stdout.strip() == "tiny-tool says 42", shell
+                sandbox.close()
+            finally:
+                backend.close()
+        finally:
+            service.close()
