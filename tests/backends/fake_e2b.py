@@ -56,6 +56,7 @@ def ports_free() -> bool:
 
     for port in (JUPYTER_PORT, ENVD_PORT):
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do; TIME_WAIT is fine
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
