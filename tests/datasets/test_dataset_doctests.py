@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["preview", "dabench", "registry", "shipped.draft", "shipped.starter"])
+@pytest.mark.parametrize("module", ["preview", "dabench", "registry", "shipped.draft", "shipped.starter",
+                                    "shipped.workbook_draft"])
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(f"analyst_env.datasets.{module}"))
     assert result.failed == 0
