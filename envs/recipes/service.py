@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.envs.recipes.builds import BakeFn, BuildDB, Builder
-from analyst_env.envs.recipes.recipe import NAME_RE, RESERVED_NAMES, Recipe, RecipeError
+from analyst_env.envs.recipes.recipe import RESERVED_NAMES, Recipe, RecipeError
 
 log = logging.getLogger(__name__)
 
@@ -104,28 +104,40 @@ class EnvironmentService:
         )
         self.templates = load_templates()
         self._lock = threading.RLock()
+        # Resets resolve on every episode: recipes are read from disk once, then kept in
+        # memory (this service is their only writer); baked specs are immutable per hash.
+        self._recipes: dict[str, Recipe] | None = None
+        self._specs: dict[str, Any] = {}
 
     # ── recipes ─────────────────────────────────────────────────────────────
     def _path(self, name: str) -> Path:
         return self.recipes_dir / f"{name}.toml"
 
-    def list(self) -> list[Recipe]:
+    def _all(self) -> dict[str, Recipe]:
         with self._lock:
-            out = []
-            for path in sorted(self.recipes_dir.glob("*.toml")):
-                try:
-                    out.append(Recipe.load(path))
-                except RecipeError as exc:
-                    log.warning("skipping unreadable environment %s: %s", path, exc)
-            return out
+            if self._recipes is None:
+                recipes = {}
+                for path in sorted(self.recipes_dir.glob("*.toml")):
+                    try:
+                        recipe = Recipe.load(path)
+                    except RecipeError as exc:
+                        log.warning("skipping unreadable environment %s: %s", path, exc)
+                        continue
+                    if recipe.name != path.stem:
+                        log.warning("skipping %s: it names itself %r", path, recipe.name)
+                        continue
+                    recipes[recipe.name] = recipe
+                self._recipes = recipes
+            return self._recipes
+
+    def list(self) -> list[Recipe]:
+        return list(self._all().values())
 
     def get(self, name: str) -> Recipe:
-        with self._lock:
-            path = self._path(name)
-            if not _plain_name(name) or not path.is_file():
-                names = [r.name for r in self.list()]
-                raise UnknownEnvironment(f"no sandbox environment named {name!r}; environments: {names}")
-            return Recipe.load(path)
+        recipe = self._all().get(name)
+        if recipe is None:
+            raise UnknownEnvironment(f"no sandbox environment named {name!r}; environments: {sorted(self._all())}")
+        return recipe.model_copy(deep=True)
 
     def template(self, name: str) -> Recipe:
         try:
@@ -152,7 +164,7 @@ class EnvironmentService:
         if recipe.name in RESERVED_NAMES:
             raise EnvironmentExists(f"{recipe.name!r} names the server's built-in image; choose another name")
         with self._lock:
-            if self._path(recipe.name).exists():
+            if recipe.name in self._all() or self._path(recipe.name).exists():
                 raise EnvironmentExists(f"a sandbox environment named {recipe.name!r} exists; update it instead")
             self._save(recipe)
             self.db.undelete(recipe.name)
@@ -187,15 +199,19 @@ class EnvironmentService:
         with self._lock:
             self.get(name)
             self._path(name).unlink()
+            del self._all()[name]
             self.db.mark_deleted(name)
 
     def _save(self, recipe: Recipe) -> None:
+        recipes = self._all()
         if recipe.workspace_default:
-            for other in self.list():
+            for other in list(recipes.values()):
                 if other.workspace_default and other.name != recipe.name:
-                    other.workspace_default = False
+                    other = other.model_copy(update={"workspace_default": False})
                     other.dump(self._path(other.name))
+                    recipes[other.name] = other
         recipe.dump(self._path(recipe.name))
+        recipes[recipe.name] = recipe.model_copy(deep=True)
 
     # ── builds ──────────────────────────────────────────────────────────────
     def build(self, name: str, *, force: bool = False) -> dict[str, Any]:
@@ -255,13 +271,9 @@ class EnvironmentService:
             if default is None:
                 return Resolved(DEFAULT_IMAGE)
             return self._bound(default)
-        if _plain_name(image) and self._path(image).is_file():
-            try:
-                recipe = self.get(image)
-            except (UnknownEnvironment, RecipeError):
-                recipe = None
-            if recipe is not None:
-                return self._bound(recipe)
+        recipe = self._all().get(image)
+        if recipe is not None:
+            return self._bound(recipe)
         if self.db.was_deleted(image):
             return Resolved(
                 DEFAULT_IMAGE,
@@ -284,24 +296,23 @@ class EnvironmentService:
 
         if not image.startswith(IMAGE_PREFIX):
             return None
+        if image in self._specs:
+            return self._specs[image]
         digest = image[len(IMAGE_PREFIX):]
         manifest_path = self.images_dir / digest / "manifest.json"
         if not digest.isalnum() or not manifest_path.is_file():
             return None
         manifest = json.loads(manifest_path.read_text())
-        return ImageSpec(
+        spec = self._specs[image] = ImageSpec(
             name=image,
             preload=tuple(manifest["preload"]),
             warm_up=IMAGES[DEFAULT_IMAGE].warm_up,
             site_dirs=tuple(manifest["site_dirs"]),
             path_dirs=tuple(manifest["path_dirs"]),
         )
+        return spec
 
     def close(self) -> None:
         self.builder.close()
         self.db.close()
 
-
-def _plain_name(name: str) -> bool:
-    """A name safe to use as a file name (the recipe's name rule)."""
-    return bool(NAME_RE.match(name))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 
 import pytest
@@ -165,6 +166,7 @@ def test_crud_rules(state_dir):
         service.close()
 
 
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed (CI installs Debian's npm)")
 def test_npm_packages_install_into_a_prefix_on_the_kernels_path(state_dir, tmp_path):
     from recipes.pkgindex import NpmRegistry
 
