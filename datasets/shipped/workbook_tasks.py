@@ -155,7 +155,8 @@ def wb_retail_city_categories(db, rng):
               f"{LINE_REVENUE}.", cats,
               [Column("category", "the product category"),
                Column("orders", "the number of distinct orders with at least one item of the category"),
-               Column("items", "the total quantity of its items"), Column("revenue", "the total line revenue", CENTS_X_DISCOUNT)],
+               Column("items", "the total quantity of its items"),
+               Column("revenue", "the total line revenue", CENTS_X_DISCOUNT)],
               f"largest revenue first; ties by category {AZ}"),
         Sheet("Status", f"one row per order status, over all of {who}, whatever their status.", status,
               [Column("status", "the status"), Column("orders", "the number of orders")], f"sorted by status {AZ}"),
@@ -167,7 +168,8 @@ def wb_retail_city_categories(db, rng):
 def wb_retail_segment_pivot(db, rng):
     segment, year = pick(rng, db["customers"].segment), int(pick(rng, db["orders"].order_date.str[:4]))
     lines = _lines(db)
-    done = lines[(lines.status == "completed") & (lines.segment == segment) & lines.order_date.str.startswith(str(year))]
+    dated = lines.order_date.str.startswith(str(year))
+    done = lines[(lines.status == "completed") & (lines.segment == segment) & dated]
     categories = sorted(db["products"].category.unique())
     pivot = _pivot(done, "city", "category", "line_revenue", categories)
     top = (done.groupby(["customer_id", "customer_name", "city"])

@@ -243,7 +243,7 @@ def test_sqlite_categories_solved_with_sql(starter, tmp_path):
             "SELECT p.category, COUNT(DISTINCT o.order_id), SUM(i.quantity), "
             "ROUND(SUM(i.quantity * p.unit_price * (1 - i.discount)), 4) AS rev "
             "FROM order_items i JOIN products p ON p.product_id = i.product_id "
-            f"JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
+            "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
             "WHERE substr(o.order_date, 1, 4) = ? AND c.city = ? AND o.status = 'completed' "
             "GROUP BY p.category ORDER BY rev DESC, p.category", (str(p["year"]), p["city"])).fetchall()
         status = con.execute(f"SELECT o.status, COUNT(*) {scope} GROUP BY o.status ORDER BY o.status",
