@@ -131,7 +131,8 @@ class EnvironmentService:
             return self._recipes
 
     def list(self) -> list[Recipe]:
-        return list(self._all().values())
+        with self._lock:
+            return list(self._all().values())
 
     def get(self, name: str) -> Recipe:
         recipe = self._all().get(name)
