@@ -67,7 +67,8 @@ def find_uv() -> str:
 def boot_code(site_dirs: list[str], run: str) -> str:
     """Python source that puts ``site_dirs`` (with their .pth files) first on ``sys.path``, then runs ``run``.
 
-    Used both to start the zygote (``run`` runs its module) and to check a build's imports.
+    It mirrors how the local backend starts a baked image's zygote
+    (``envs.local.zygote_client``), so the build's import check sees what kernels will.
     """
     return (
         "import site, sys\n"
@@ -106,7 +107,7 @@ def bake(
         progress(0.02)
         check_apt(recipe.apt, log)
         if recipe.apt_sources:
-            log(f"apt_sources is used by container backends only; the local backend checks the host's packages")
+            log("apt_sources is used by container backends only; the local backend checks the host's packages")
         progress(0.1)
         groups = [(recipe.pip, recipe.pip_index_url, "pip"), (recipe.uv, recipe.uv_index_url, "uv")]
         groups = [g for g in groups if g[0]]
@@ -262,7 +263,7 @@ def run(argv: list[str], log: Log, deadline: float, *, echo: bool = True, cwd: s
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise BakeError("the build ran out of time")
-    log("$ " + " ".join(argv[:1] and [os.path.basename(argv[0]), *argv[1:]]))
+    log("$ " + " ".join([os.path.basename(argv[0]), *argv[1:]]))
     env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=remaining, env=env, cwd=cwd,
