@@ -228,3 +228,18 @@ def test_envs_routes_honour_the_bearer_token(runtime_and_url):
         listed = subprocess.run([sys.executable, "-m", "analyst_env.cli", "envs", "list", "--url", url,
                                  "--token", "s3cret"], capture_output=True, text=True, timeout=60, cwd="/")
         assert listed.returncode == 0 and "typo-env" in listed.stdout
+
+
+def test_cli_creates_from_a_toml_file(server, index, tmp_path):
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(f'name = "ignored"\ndescription = "from a file"\npip = "tinypkg-recipes"\n'
+                      f'pip_index_url = "{index.url}"\n')
+    made = cli(server, "create", "from-file", "--file", str(recipe), "--description", "flag wins", "--no-wait")
+    assert made.returncode == 0, made.stderr
+    env = httpx.get(f"{server}/envs/from-file").json()
+    assert env["recipe"]["pip"] == ["tinypkg-recipes"] and env["description"] == "flag wins"
+    assert wait_status(server, "from-file")["status"] == "ready"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nnpm_registry = "file:///srv"\n')
+    refused = cli(server, "create", "bad", "--file", str(bad))
+    assert refused.returncode == 1 and "npm_registry: must be an http:// or https:// URL" in refused.stderr
