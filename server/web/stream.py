@@ -85,11 +85,18 @@ def live_router(hub: LiveHub) -> APIRouter:
                 )
             receiver = asyncio.create_task(_drain(websocket))
             try:
-                while not receiver.done():
-                    try:
-                        item = await asyncio.wait_for(sub.queue.get(), HEARTBEAT_S)
-                    except asyncio.TimeoutError:
+                while True:
+                    getter = asyncio.ensure_future(sub.queue.get())
+                    done, _ = await asyncio.wait(
+                        {getter, receiver}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if getter not in done:
+                        getter.cancel()
+                        if receiver in done:  # the viewer left
+                            return
                         item = {"type": "ping"}
+                    else:
+                        item = getter.result()
                     if item is None:
                         await websocket.close(code=1013, reason="viewer fell behind; reconnect")
                         return

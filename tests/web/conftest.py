@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from webui_support import chromium, starter_server  # noqa: E402
+from webui_support import CHROMIUM, chromium, starter_server  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +25,8 @@ def web_url(web_state_dir):
 
 @pytest.fixture(scope="session")
 def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
     with chromium() as b:
         yield b
 

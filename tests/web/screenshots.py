@@ -31,17 +31,32 @@ from webui_support import (  # noqa: E402
 VIEWPORT = {"width": 1280, "height": 820}
 
 
+def shrink(path: Path) -> None:
+    """Re-save as a 256-colour PNG: a UI has few colours, and the file gets ~3x smaller."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
+
+
 def take(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     saved: list[Path] = []
     csv_task = starter_task("csv", "sales_", verifier="dabench")  # a multi-part answer: a reward breakdown
     sql_task = starter_task("sqlite")
-    with tempfile.TemporaryDirectory() as state, starter_server(state) as url, chromium() as browser:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as state, starter_server(state) as url, chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
 
-        def shot(name: str, full: bool = False) -> None:
+        def shot(name: str, height: int | None = None) -> None:
+            """Save the viewport (``height`` px tall when given, from the top of the page)."""
             path = out / f"{name}.png"
-            page.screenshot(path=str(path), full_page=full)
+            if height:
+                page.set_viewport_size({**VIEWPORT, "height": height})
+                page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=str(path))
+            page.set_viewport_size(VIEWPORT)
+            shrink(path)
             saved.append(path)
 
         open_web(page, url)
@@ -64,7 +79,7 @@ def take(out: Path) -> list[Path]:
         run_in_editor(page, csv_task.oracle_answer or str(csv_task.answer), "answer")
         wait_for_cells(page, 4)
         page.wait_for_selector(".reward")
-        shot("episode", full=True)
+        shot("episode", height=int(page.evaluate("document.body.scrollHeight")))
 
         # A script client runs an episode over /ws; a page watches it live.
         from analyst_env.client import AnalystEnv
@@ -96,9 +111,6 @@ def take(out: Path) -> list[Path]:
         finished.wait(120)
         page.wait_for_selector("#live-notebook .reward")
         shot("live-session")
-        open_web(page, url, "#/live")
-        page.wait_for_selector("#live-table tr[data-session]")
-        shot("live-list")
         thread.join(30)
 
         open_web(page, url, "#/replay")
@@ -108,6 +120,15 @@ def take(out: Path) -> list[Path]:
         page.click("#replay-prev")
         page.click("#replay-prev")
         shot("replay")
+
+        import httpx
+
+        if httpx.get(f"{url}/envs").status_code == 200:
+            httpx.post(f"{url}/envs", json={"template": "data-science", "name": "data-science"})
+            httpx.post(f"{url}/envs", json={"name": "minimal", "description": "The server's own packages, nothing added."})
+        open_web(page, url, "#/envs")
+        page.wait_for_timeout(1500)
+        shot("environments")
     return saved
 
 

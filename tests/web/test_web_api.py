@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -186,7 +187,9 @@ def test_hub_keeps_history_drops_slow_viewers_and_trims_finished_sessions(monkey
         hub.unsubscribe(listing)
         hub.unsubscribe(viewer)
 
-    asyncio.run(scenario())
+    # Its own thread: Playwright's sync API keeps an event loop running on the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result(timeout=30)
 
 
 def test_one_hub_per_runtime():

@@ -213,16 +213,26 @@ def test_replay_steps_through_a_recorded_episode(page, web_url):
 
 
 def test_environment_cards_follow_the_envs_route(page, web_url):
-    open_web(page, web_url, "#/envs")
     listing = httpx.get(f"{web_url}/envs")
-    if listing.status_code == 404:
+    if listing.status_code == 404:  # a server without sandbox environments
+        open_web(page, web_url, "#/envs")
         expect(page.locator("#env-cards")).to_contain_text("No sandbox environments on this server")
         return
-    names = [e["name"] for e in listing.json()["environments"]]
-    if not names:
-        expect(page.locator("#env-cards")).to_contain_text("No sandbox environments on this server")
-    for name in names:
-        expect(page.locator(f"#env-cards [data-env='{name}']")).to_be_visible()
+    name = f"web-card-{uuid.uuid4().hex[:6]}"
+    created = httpx.post(f"{web_url}/envs", json={"name": name, "description": "An empty recipe for the card test."})
+    assert created.status_code == 201, created.text
+    open_web(page, web_url, "#/envs")
+    card = page.locator(f"#env-cards [data-env='{name}']")
+    expect(card).to_contain_text("An empty recipe for the card test.")
+    # The page polls while the build runs, so the card reaches the same final status as the API.
+    deadline = time.monotonic() + 120
+    while (status := httpx.get(f"{web_url}/envs/{name}").json()["status"]) in ("pending", "building"):
+        assert time.monotonic() < deadline, "the build did not finish"
+        time.sleep(0.5)
+    expect(card.locator(".badge")).to_have_text(status, timeout=10_000)
+    if status == "failed":
+        expect(card.locator("pre.err")).to_be_visible()
+    httpx.delete(f"{web_url}/envs/{name}")
 
 
 def test_two_tabs_get_their_own_sessions(browser, web_url):
