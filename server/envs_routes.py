@@ -92,7 +92,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     def list_templates() -> dict:
         """The built-in templates an environment can be created from."""
         return {
-            "templates": [{**t.model_dump(), "hash": t.content_hash()} for t in service.templates.values()]
+            "templates": [{**t.model_dump(), "hash": t.image_hash()} for t in service.templates.values()]
         }
 
     @app.post("/envs", tags=tags, status_code=201)

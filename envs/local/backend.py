@@ -18,6 +18,7 @@ picks the strongest mode the process can use (see ``isolation``). Linux only.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
 import logging
 import os
@@ -252,6 +253,12 @@ class LocalSandboxBackend:
             raise SandboxError(f"unknown image {image!r}; the local backend has {sorted(IMAGES)}")
         return spec
 
+    def _sizing(self, image: str) -> Sizing:
+        """The backend's sizing, with the resources an image sets (a recipe's) in place."""
+        spec = self._check_image(image)
+        own = {k: getattr(spec, k) for k in ("memory_mb", "cpus", "disk_mb") if getattr(spec, k) is not None}
+        return dataclasses.replace(self.sizing, **own) if own else self.sizing
+
     def _zygote_locked(self, image: str) -> ZygoteProcess:
         zygote = self._zygotes.get(image)
         if zygote is None or not zygote.alive():
@@ -289,7 +296,7 @@ class LocalSandboxBackend:
             "slot": slot.name,
             "uid": slot.uid,
             "fresh": fresh,
-            "sizing": self.sizing.to_json(),
+            "sizing": self._sizing(slot.image).to_json(),
             "output_limit_bytes": self.output_limit_bytes,
         }
         with self._zygote_lock:
@@ -319,7 +326,7 @@ class LocalSandboxBackend:
         slot = self._new_slot(image)
         try:
             if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
-                s = self.sizing
+                s = self._sizing(image)
                 self._cgroups.prepare(slot.uid, s.memory_mb, s.cpus, s.pids)
             kernel, workdir = self._fork(slot, fresh=True)
         except BaseException:

@@ -47,6 +47,8 @@ class ImageSpec:
             in front of the server's own site-packages (their ``.pth`` files
             processed), so the image's packages win.
         path_dirs: Directories put in front of the kernels' ``PATH`` (npm bins).
+        memory_mb, cpus, disk_mb: The image's own episode resources (a recipe's
+            sizing); unset ones come from the backend's sizing.
     """
 
     name: str
@@ -54,6 +56,9 @@ class ImageSpec:
     warm_up: str
     site_dirs: tuple[str, ...] = ()
     path_dirs: tuple[str, ...] = ()
+    memory_mb: int | None = None
+    cpus: float | None = None
+    disk_mb: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -169,7 +169,7 @@ class Builder:
 
     def start(self, recipe: Recipe, *, force: bool = False) -> dict[str, Any]:
         """Start building ``recipe``'s image unless it is ready (or ``force``) or already building."""
-        digest = recipe.content_hash()
+        digest = recipe.image_hash()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the builder is shut down")

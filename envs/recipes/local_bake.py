@@ -122,7 +122,8 @@ def bake(
             install_npm(recipe.npm, recipe.npm_registry, site_dir / NPM_DIR, log, deadline)
         progress(0.85)
         manifest = {
-            "hash": recipe.content_hash(),
+            "hash": recipe.image_hash(),
+            "sizing": recipe.sizing(),
             "site_dirs": [str(out_dir / "site")],
             "path_dirs": [str(out_dir / "site" / NPM_DIR / "node_modules" / ".bin")] if recipe.npm else [],
             "preload": list(dict.fromkeys([*BASE_PRELOAD, *recipe.preload])),

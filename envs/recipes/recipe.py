@@ -134,8 +134,10 @@ class Recipe(BaseModel):
     """A sandbox environment: what its baked image contains and how big its sandbox is.
 
     Build inputs (hashed): base_image, apt, pip, uv, npm, the registry fields and preload.
-    Sizing (cpus, memory_mb, disk_mb) is applied when a sandbox starts; backends whose
-    artifact embeds sizing (E2B templates) use ``content_hash(include_sizing=True)``.
+    Sizing (cpus, memory_mb, disk_mb) is applied when a sandbox starts. An environment's
+    image is named by ``content_hash(include_sizing=True)``: identical to
+    ``content_hash()`` for a recipe that sets no resources, distinct for each sizing
+    otherwise (E2B templates embed it; the local backend reads it from the image).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -247,7 +249,9 @@ class Recipe(BaseModel):
         """The build inputs in a stable form: lists de-duplicated and sorted.
 
         The name, title, description and workspace flag are left out, so renaming or
-        re-describing an environment reuses its image.
+        re-describing an environment reuses its image. With ``include_sizing`` the
+        resources the recipe sets are added (nothing is added when it sets none, so an
+        unsized recipe has one hash either way).
         """
         out: dict[str, Any] = {
             "v": CANONICAL_VERSION,
@@ -262,9 +266,18 @@ class Recipe(BaseModel):
             "apt_sources": self.apt_sources,
             "preload": sorted(set(self.preload)),
         }
-        if include_sizing:
+        if include_sizing and self.sizing():
             out.update(cpus=self.cpus, memory_mb=self.memory_mb, disk_mb=self.disk_mb)
         return out
+
+    def image_hash(self) -> str:
+        """Names the environment's image (``env-<image_hash>``): the build inputs plus the sizing it sets."""
+        return self.content_hash(include_sizing=True)
+
+    def sizing(self) -> dict[str, Any]:
+        """The resources the recipe sets (``cpus``, ``memory_mb``, ``disk_mb``), without unset ones."""
+        return {k: v for k, v in (("cpus", self.cpus), ("memory_mb", self.memory_mb), ("disk_mb", self.disk_mb))
+                if v is not None}
 
     def content_hash(self, include_sizing: bool = False) -> str:
         """16 hex digits of SHA-256 over ``canonical()``; names the artifact on every backend."""

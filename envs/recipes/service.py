@@ -187,7 +187,7 @@ class EnvironmentService:
                 raise RecipeError("name: an environment cannot be renamed; create a copy instead")
             recipe = Recipe.from_dict({**old.model_dump(), **changes, "name": name})
             self._save(recipe)
-        rebuild = recipe.content_hash() != old.content_hash() or self.state(recipe)["status"] == "pending"
+        rebuild = recipe.image_hash() != old.image_hash() or self.state(recipe)["status"] == "pending"
         if rebuild:
             self.builder.start(recipe)
         return recipe, rebuild
@@ -222,7 +222,7 @@ class EnvironmentService:
         return self.summary(recipe)
 
     def state(self, recipe: Recipe) -> dict[str, Any]:
-        return self.builder.state(recipe.content_hash())
+        return self.builder.state(recipe.image_hash())
 
     def summary(self, recipe: Recipe) -> dict[str, Any]:
         """The ``GET /envs`` entry: name, description, hash, status, progress, elapsed_s, error."""
@@ -231,7 +231,7 @@ class EnvironmentService:
             "name": recipe.name,
             "title": recipe.title,
             "description": recipe.description,
-            "hash": recipe.content_hash(),
+            "hash": recipe.image_hash(),
             "status": state["status"],
             "progress": state["progress"],
             "elapsed_s": state["elapsed_s"],
@@ -251,7 +251,7 @@ class EnvironmentService:
 
     def wait(self, name: str, timeout_s: float | None = None) -> dict[str, Any]:
         recipe = self.get(name)
-        self.builder.wait(recipe.content_hash(), timeout_s)
+        self.builder.wait(recipe.image_hash(), timeout_s)
         return self.summary(recipe)
 
     # ── binding ─────────────────────────────────────────────────────────────
@@ -289,7 +289,7 @@ class EnvironmentService:
         status = self.state(recipe)["status"]
         if status != "ready":
             raise EnvironmentNotReady(status)
-        return Resolved(IMAGE_PREFIX + recipe.content_hash(), environment=recipe.name)
+        return Resolved(IMAGE_PREFIX + recipe.image_hash(), environment=recipe.name)
 
     def local_image(self, image: str):
         """The local backend's ``ImageSpec`` for a baked image name ``env-<hash>``, or None."""
@@ -310,6 +310,7 @@ class EnvironmentService:
             warm_up=IMAGES[DEFAULT_IMAGE].warm_up,
             site_dirs=tuple(manifest["site_dirs"]),
             path_dirs=tuple(manifest["path_dirs"]),
+            **manifest.get("sizing", {}),
         )
         return spec
 

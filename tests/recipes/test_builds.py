@@ -116,7 +116,7 @@ def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
     release.clear()
     service.update("a", {"pip": "x y"})
     assert service.summary(service.get("a"))["status"] == "building"
-    digest = service.get("a").content_hash()
+    digest = service.get("a").image_hash()
     db = BuildDB(state_dir / "envs" / "builds.sqlite")  # a new server on the same state dir
     Builder(db, "local", state_dir / "envs" / "images", state_dir / "envs" / "logs", slow_bake,
             lambda p: (p / "manifest.json").exists())
@@ -191,3 +191,28 @@ def test_npm_packages_install_into_a_prefix_on_the_kernels_path(state_dir, tmp_p
                 backend.close()
         finally:
             service.close()
+
+
+def test_a_recipe_sizing_applies_to_its_episodes_on_the_local_backend(state_dir):
+    service = EnvironmentService(state_dir)
+    try:
+        service.create({"name": "small", "disk_mb": 64})
+        assert service.wait("small", 300)["status"] == "ready", service.logs("small")
+        _, rebuilt = service.update("small", {"disk_mb": 96})
+        assert rebuilt and service.wait("small", 300)["status"] == "ready"
+        backend = LocalSandboxBackend(standbys=0)
+        backend.image_resolver = service.local_image
+        size = "import os\ns = os.statvfs('.')\nprint(s.f_blocks * s.f_frsize // 2**20)"
+        try:
+            if backend.mode != "full":
+                pytest.skip(f"per-episode tmpfs sizes need full isolation (root); mode is {backend.mode}")
+            small = backend.start(service.resolve("small").image, files={})
+            assert small.run_cell(size, timeout_s=30).stdout.strip() == "96"
+            small.close()
+            plain = backend.start("default", files={})
+            assert plain.run_cell(size, timeout_s=30).stdout.strip() == str(backend.sizing.disk_mb)
+            plain.close()
+        finally:
+            backend.close()
+    finally:
+        service.close()

@@ -103,6 +103,11 @@ def test_hash_covers_build_inputs_only():
     sized = base.model_copy(update={"cpus": 2.0})
     assert sized.content_hash(include_sizing=True) != base.content_hash(include_sizing=True)
     assert len(base.content_hash()) == 16 and int(base.content_hash(), 16) >= 0
+    # The image hash adds the sizing a recipe sets, and only that.
+    assert base.image_hash() == base.content_hash() == base.content_hash(include_sizing=True)
+    assert sized.image_hash() != base.image_hash() and sized.content_hash() == base.content_hash()
+    assert sized.model_copy(update={"cpus": 3.0}).image_hash() != sized.image_hash()
+    assert sized.sizing() == {"cpus": 2.0} and base.sizing() == {}
 
 
 def test_hash_is_stable_across_processes():
