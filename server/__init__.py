@@ -1,5 +1,7 @@
-"""The analyst_env server: OpenEnv app, environment, tools."""
+"""The analyst_env server: OpenEnv app, environment, tools.
 
-from analyst_env.openenv_compat import load_openenv
-
-load_openenv()
+Importing the package imports nothing heavy, so ``analyst-env serve`` can read its
+settings and boot the sandbox backend before the server's own imports (openenv,
+fastapi: about a second). The modules that import openenv call
+``openenv_compat.load_openenv`` first.
+"""

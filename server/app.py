@@ -14,8 +14,12 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from fastapi import FastAPI
-from openenv.core.env_server.http_server import create_fastapi_app
+from analyst_env.openenv_compat import load_openenv
+
+load_openenv()  # before the first openenv import: skips its unused Gradio UI
+
+from fastapi import FastAPI  # noqa: E402
+from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.env_server.types import ConcurrencyConfig
 

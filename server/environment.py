@@ -21,7 +21,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from openenv.core.env_server.interfaces import Environment
+from analyst_env.openenv_compat import load_openenv
+
+load_openenv()  # before the first openenv import: skips its unused Gradio UI
+
+from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.mcp_types import (
     CallToolAction,
     ListToolsAction,

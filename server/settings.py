@@ -90,6 +90,6 @@ class Settings(BaseModel):
 
 def _default_state_dir() -> str:
     """``state/`` under the cache root (``$ANALYST_ENV_CACHE`` or ``~/.cache/analyst_env``)."""
-    from analyst_env.datasets.shipped.cache import cache_root
+    from analyst_env.paths import cache_root
 
     return str(cache_root() / "state")

@@ -15,13 +15,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from analyst_env.paths import cache_root
+
+__all__ = ["MANIFEST", "cache_root", "materialize"]
+
 MANIFEST = "manifest.json"
-
-
-def cache_root() -> Path:
-    """The cache root: ``$ANALYST_ENV_CACHE`` or ``~/.cache/analyst_env``."""
-    env = os.environ.get("ANALYST_ENV_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "analyst_env"
 
 
 def materialize(final: Path, build: Callable[[Path], None]) -> Path:

@@ -54,3 +54,23 @@ def test_gym_env_against_a_live_server(app):
             play(env)
         finally:
             env.close()
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ["import analyst_env", "assert 'gymnasium' not in sys.modules", "import gymnasium"],
+        ["import gymnasium", "import analyst_env"],
+        ["import analyst_env.client", "import gymnasium.envs.registration", "import gymnasium"],
+    ],
+    ids=["analyst_env-first", "gymnasium-first", "submodule-first"],
+)
+def test_id_is_registered_whatever_the_import_order(statements):
+    """Importing analyst_env does not import gymnasium, yet the id is there once gymnasium is."""
+    import subprocess
+    import sys
+
+    code = "; ".join(["import sys", *statements, "print(gymnasium.spec('analyst_env/DataAnalyst-v0').entry_point)"])
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "analyst_env.client.gym_env:AnalystGymEnv"
