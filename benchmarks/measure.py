@@ -73,12 +73,30 @@ class Session:
             await self.ws.close()
 
 
+TURN_PAUSE_S = 0.05
+"""Client think time between a turn's reply and the next reset in the paced reset samples.
+
+Shorter than any model's turn (generating a few tokens takes longer), so the
+pace is harder on the server than real training."""
+
+
 async def latencies(ws_url: str, reset_frame: str, n_reset: int, n_step: int, n_describe: int | None) -> dict[str, list[float]]:
-    """Samples (ms) of reset, a trivial cell, and (when ``n_describe``) a ``df.describe()`` cell."""
+    """Samples (ms) of reset, a trivial cell, and (when ``n_describe``) a ``df.describe()`` cell.
+
+    ``reset`` times resets paced as a trainer makes them: each new episode takes
+    one turn (a ``1+1`` cell) and ``TURN_PAUSE_S`` before the next reset.
+    ``reset_burst`` times resets sent back to back with nothing in between, the
+    worst case for a server that prepares kernels ahead (its reserve runs dry).
+    """
     session = await Session(ws_url, reset_frame).open()
     try:
         await session.reset()
-        out = {"reset": [await session.reset() for _ in range(n_reset)]}
+        out: dict[str, list[float]] = {"reset": []}
+        for _ in range(n_reset):
+            out["reset"].append(await session.reset())
+            await session.send(cell("1+1"))
+            await asyncio.sleep(TURN_PAUSE_S)
+        out["reset_burst"] = [await session.reset() for _ in range(n_reset)]
         await session.reset()
         out["step"] = [await session.step(cell("1+1")) for _ in range(n_step)]
         if n_describe:

@@ -67,6 +67,7 @@ def _measure_target(server: ServerProcess, cfg: BenchConfig, target: str) -> dic
         return {
             "reset_p50_ms": statistics.median(samples["reset"]),
             "reset_p99_ms": measure.quantile(samples["reset"], 0.99),
+            "reset_burst_p50_ms": statistics.median(samples["reset_burst"]),
             "step_p50_ms": statistics.median(samples["step"]),
             "step_p99_ms": measure.quantile(samples["step"], 0.99),
             "describe_p50_ms": statistics.median(samples["describe"]) if n_describe else None,

@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.live
 
 FIGURES = {
-    "reset_p50_ms", "reset_p99_ms", "step_p50_ms", "step_p99_ms", "describe_p50_ms", "idle_pss_mib",
+    "reset_p50_ms", "reset_p99_ms", "reset_burst_p50_ms", "step_p50_ms", "step_p99_ms", "describe_p50_ms", "idle_pss_mib",
     "max_concurrent", "grpo_batch_s", "serve_cold_start_s", "client_import_s",
 }
 
