@@ -6,6 +6,10 @@ each browser tab is its own session exactly like a trainer, and it lists tasks
 through OpenEnv's Task API. The JSON routes here add only what those lack:
 a task's file previews, recorded trajectories, and the live feed.
 
+Routes that read files are plain ``def``: FastAPI runs them in its thread
+pool, so a slow preview (a large workbook, a COUNT over a big table) never
+stalls the event loop that carries every episode's ``/ws`` frames.
+
 Nothing here exposes ground truth: tasks are shown through
 ``Task.public_view()``, and trajectories and live events hold only what
 observations and the notebook contain.
@@ -73,14 +77,14 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
         return {"tasks": [_task_row(t) for t in runtime.tasks]}
 
     @router.get("/web/api/tasks/{task_id}")
-    async def web_task(task_id: str) -> dict:
+    def web_task(task_id: str) -> dict:
         """One task as the agent sees it: instruction, limits, and the shape of each file."""
         task = _task(runtime, task_id)
         files = [describe_file(name, path).model_dump() for name, path in sorted(task.files.items())]
         return {**task.public_view(), "dataset": dataset_of(task), "files": files}
 
     @router.get("/web/api/tasks/{task_id}/files/{name:path}")
-    async def web_task_file(task_id: str, name: str, rows: int = Query(10, ge=1, le=50)) -> dict:
+    def web_task_file(task_id: str, name: str, rows: int = Query(10, ge=1, le=50)) -> dict:
         """The first rows of one input file: CSV head, SQLite schema and rows, Excel sheets."""
         task = _task(runtime, task_id)
         path = task.files.get(name)
@@ -89,14 +93,14 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
         return {"name": name, **head_preview(name, path, rows)}
 
     @router.get("/web/api/trajectories")
-    async def web_trajectories(limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0),
+    def web_trajectories(limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0),
                                q: str = "") -> dict:
         """Recorded episodes, newest first, with reward, step count and status."""
         listing = list_trajectories(settings.state_dir, limit=limit, offset=offset, query=q)
         return {**listing, "recording": settings.record_trajectories}
 
     @router.get("/web/api/trajectories/{name}")
-    async def web_trajectory(name: str) -> dict:
+    def web_trajectory(name: str) -> dict:
         """Every record of one recorded episode: reset, steps (with cells and timings), end."""
         try:
             return load_trajectory(settings.state_dir, name)
