@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import signal
 import time
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,79 @@ def _write(path: str, value: str) -> None:
         f.write(value)
 
 
+_OWNER = re.compile(r"^analyst-env-(\d+)-")
+
+
+def sweep_stale(parent: str) -> list[str]:
+    """Remove the cgroups that servers which are no longer running left under ``parent``.
+
+    A server killed without closing its backend (SIGKILL, a crash) leaves its
+    ``analyst-env-<pid>-...`` directories behind, with any process still in them.
+    Each one whose server pid is gone is emptied (``cgroup.kill`` where the tree
+    has it, else SIGKILL to every listed pid) and removed.
+
+    Returns:
+        The directories removed.
+    """
+    removed = []
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _OWNER.match(entry)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        top = os.path.join(parent, entry)
+        slots = [os.path.join(top, d) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))]
+        for path in [*slots, top]:
+            _empty(path)
+            try:
+                os.rmdir(path)
+            except OSError as exc:
+                log.warning("could not remove stale cgroup %s: %s", path, exc)
+                break
+        else:
+            removed.append(top)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _empty(path: str, timeout_s: float = 2.0) -> None:
+    kill = os.path.join(path, "cgroup.kill")
+    procs = os.path.join(path, "cgroup.procs")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(procs) as f:
+                pids = [int(p) for p in f.read().split()]
+        except OSError:
+            return
+        if not pids or time.monotonic() > deadline:
+            return
+        if os.path.exists(kill):
+            try:
+                _write(kill, "1")
+            except OSError:
+                pass
+        else:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.01)
+
+
 class CgroupManager:
     """Creates, fills, kills and removes the per-slot cgroups of one backend.
 
@@ -91,6 +166,7 @@ class CgroupManager:
         v2_base = None
         if v2_mount is not None:
             v2_base = os.path.join(v2_mount + own.get("", "/"), self.name)
+            sweep_stale(os.path.dirname(v2_base))
             os.makedirs(v2_base, exist_ok=True)
             with open(os.path.join(os.path.dirname(v2_base), "cgroup.controllers")) as f:
                 offered = f.read().split()
@@ -109,6 +185,7 @@ class CgroupManager:
             if controller in self.controllers or controller not in v1_mounts:
                 continue
             base = os.path.join(v1_mounts[controller] + own.get(controller, "/"), self.name)
+            sweep_stale(os.path.dirname(base))
             os.makedirs(base, exist_ok=True)
             self.controllers[controller] = "v1"
             self._bases[controller] = base

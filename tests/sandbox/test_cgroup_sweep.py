@@ -1,0 +1,62 @@
+"""Cgroups left by a server that died without closing its backend are swept by the next one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from analyst_env.envs.local import cgroups
+from analyst_env.envs.local.cgroups import CgroupManager
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating cgroups needs root")
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def cgroup_parent() -> str:
+    """Where this process's backend would put its cgroups: the v2 tree, else v1 pids."""
+    v2, v1 = cgroups._mounts()
+    own = cgroups._own_paths()
+    if v2 is not None:
+        return v2 + own.get("", "/")
+    if "pids" in v1:
+        return v1["pids"] + own.get("pids", "/")
+    pytest.skip("no cgroup tree to write to")
+
+
+def test_a_new_manager_removes_a_dead_servers_cgroups_and_kills_what_is_left_in_them():
+    parent = cgroup_parent()
+    stale = os.path.join(parent, f"analyst-env-{dead_pid()}-test")
+    slot = os.path.join(stale, "u42")
+    os.makedirs(slot)
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(os.path.join(slot, "cgroup.procs"), "w") as f:
+            f.write(str(orphan.pid))
+        live = os.path.join(parent, f"analyst-env-{os.getpid()}-live")  # ours: must stay
+        os.makedirs(live, exist_ok=True)
+
+        manager = CgroupManager(f"analyst-env-{os.getpid()}-sweeper")
+        try:
+            assert not os.path.exists(stale)
+            assert os.path.isdir(live)
+            assert orphan.wait(timeout=5) != 0, "the process left in the stale cgroup was killed"
+        finally:
+            manager.close()
+            os.rmdir(live)
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+        orphan.wait()
+        for path in (slot, stale):
+            if os.path.isdir(path):
+                time.sleep(0.1)
+                os.rmdir(path)
