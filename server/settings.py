@@ -60,6 +60,9 @@ class Settings(BaseModel):
     record_trajectories: bool = Field(
         default=True, description="Record every episode (actions, observations, rewards, timings) under state_dir"
     )
+    trajectories_kept: int = Field(
+        default=10_000, ge=0, description="Recorded episodes kept; the oldest files beyond this are deleted (0: all)"
+    )
     process_reward: str | None = Field(
         default=None,
         description="'module:function' scoring every tool step into metadata['process_reward'] (off when unset)",

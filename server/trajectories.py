@@ -153,16 +153,56 @@ class EpisodeRecorder:
                 self._file = None
 
 
-class TrajectoryStore:
-    """Creates one ``EpisodeRecorder`` per episode under ``<state_dir>/trajectories``."""
+_PRUNE_EVERY_S = 30.0
+_last_prune: dict[Path, float] = {}
+_prune_lock = threading.Lock()
 
-    def __init__(self, state_dir: str | Path) -> None:
+
+class TrajectoryStore:
+    """Creates one ``EpisodeRecorder`` per episode under ``<state_dir>/trajectories``.
+
+    Args:
+        state_dir: The server's state directory.
+        keep: Keep at most this many trajectory files, deleting the oldest
+            (checked at most every 30 s per directory, so a busy server pays a
+            directory listing twice a minute, not per episode); 0 keeps all.
+    """
+
+    def __init__(self, state_dir: str | Path, keep: int = 0) -> None:
         self.root = trajectories_dir(state_dir)
+        self.keep = keep
 
     @classmethod
     def for_settings(cls, settings: Any) -> TrajectoryStore | None:
         """The store of a server with ``settings``, or None when recording is off."""
-        return cls(settings.state_dir) if settings.record_trajectories else None
+        if not settings.record_trajectories:
+            return None
+        return cls(settings.state_dir, keep=settings.trajectories_kept)
+
+    def prune(self) -> int:
+        """Delete the oldest files beyond ``keep`` (file names sort by start time); return how many."""
+        if self.keep <= 0:
+            return 0
+        try:
+            files = sorted(p for p in self.root.iterdir() if p.suffix == ".jsonl")
+        except FileNotFoundError:
+            return 0
+        removed = 0
+        for path in files[: max(0, len(files) - self.keep)]:
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        return removed
+
+    def _maybe_prune(self) -> None:
+        now = time.monotonic()
+        with _prune_lock:
+            if now - _last_prune.get(self.root, -_PRUNE_EVERY_S) < _PRUNE_EVERY_S:
+                return
+            _last_prune[self.root] = now
+        self.prune()
 
     def start(self, episode: Episode, observation: Any, started: float) -> EpisodeRecorder:
         """A recorder for ``episode`` in a new file, with its reset already recorded.
@@ -171,6 +211,8 @@ class TrajectoryStore:
         copy after a UTC timestamp that keeps files in start order.
         """
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.keep > 0:
+            self._maybe_prune()
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         safe = _SAFE.sub("_", episode.episode_id)[:80] or "episode"
         recorder = EpisodeRecorder(self.root / f"{stamp}-{safe}.jsonl", episode.episode_id)

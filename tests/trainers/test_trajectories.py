@@ -116,3 +116,17 @@ def test_recording_can_be_turned_off(settings, tiny_dataset, tmp_path):
     finally:
         runtime.close()
     assert not trajectories_dir(tmp_path).exists()
+
+
+def test_the_store_keeps_only_the_newest_files(tmp_path):
+    from analyst_env.server.trajectories import TrajectoryStore
+
+    store = TrajectoryStore(tmp_path, keep=3)
+    store.root.mkdir(parents=True)
+    names = [f"20260101T00000{i}000000Z-ep{i}.jsonl" for i in range(6)]
+    for name in names:
+        (store.root / name).write_text("{}\n")
+    (store.root / "notes.txt").write_text("not a trajectory")
+    assert store.prune() == 3
+    assert sorted(p.name for p in store.root.iterdir()) == sorted(names[3:] + ["notes.txt"])
+    assert TrajectoryStore(tmp_path, keep=0).prune() == 0, "0 keeps everything"
