@@ -152,6 +152,8 @@ class Runner:
 
         self._end_child()
         self._empty_workdir()
+        # The same layout as a local slot: Harbor-style verifiers read logs/verifier/.
+        os.makedirs(os.path.join(self.workdir, "logs", "verifier"))
         for name, data in request.get("files", {}).items():
             if not name or name.startswith("/") or ".." in name.split("/"):
                 raise ValueError(f"task file name {name!r} must be a relative path")
