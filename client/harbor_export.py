@@ -13,6 +13,8 @@ Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
 - ``tests/test.sh`` and ``tests/task.json``: runs :func:`grade`, i.e. the server's
   ``verify_answer`` (the task's scorer through ``verifiers.judge``, or its verify
   hooks) on ``/workdir/answer.txt``, and always rewrites ``/logs/verifier/reward.txt``;
+  reference workbooks of file-scored tasks (``workbook_match``) are copied into
+  ``tests/`` too, since the host paths in the task do not exist in the image;
 - ``solution/solve.sh``: replays the oracle's tool calls and writes the oracle answer.
 
 Every path in the scripts can be overridden by an environment variable
@@ -86,6 +88,8 @@ def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
 
     task = Task.model_validate_json(task_json.read_text())
     task = task.model_copy(update={"files": {name: str(input_dir / name) for name in task.files}})
+    for ref in _references(task.answer):  # bundled next to task.json (absolute paths stay as they are)
+        ref["path"] = str(task_json.parent / ref["path"])
     answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
     episode = Episode(episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits())
     return verify_answer(episode, answer).reward
@@ -183,6 +187,24 @@ def _instruction(task: Task) -> str:
     return text + "\n"
 
 
+def _references(answer: object) -> list[dict]:
+    """The reference-file records of a file-scored answer (``{"references": [{"path": ...}]}``), else none."""
+    refs = answer.get("references") if isinstance(answer, dict) else None
+    return [r for r in refs if isinstance(r, dict) and "path" in r] if isinstance(refs, list) else []
+
+
+def _bundle_references(task: Task, tests: Path) -> Task:
+    """Copy the task's reference files into ``tests`` and point the answer at them, relative to ``task.json``."""
+    if not _references(task.answer):
+        return task
+    answer = json.loads(json.dumps(task.answer))
+    for number, ref in enumerate(_references(answer), start=1):
+        name = f"reference-{number}{Path(ref['path']).suffix}"
+        shutil.copyfile(ref["path"], tests / name)
+        ref["path"] = name
+    return task.model_copy(update={"answer": answer})
+
+
 def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUIREMENT, timeout_s: int = 1800) -> Path:
     """Write one Harbor task directory ``out/<task.id>``; returns it."""
     root = out / task.id
@@ -197,7 +219,7 @@ def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUI
     (root / "instruction.md").write_text(_instruction(task))
     (root / "task.toml").write_text(_task_toml(task, timeout_s))
     (root / "environment" / "Dockerfile").write_text(_dockerfile(task, grader_requirement))
-    (root / "tests" / "task.json").write_text(task.model_dump_json(indent=1))
+    (root / "tests" / "task.json").write_text(_bundle_references(task, root / "tests").model_dump_json(indent=1))
     for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):
         path.write_text(text)
         path.chmod(0o755)

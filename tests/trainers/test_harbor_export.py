@@ -7,6 +7,7 @@ paths at temporary directories and at this virtual environment's Python, so
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -87,10 +88,17 @@ def test_a_sample_of_starter_through_the_cli(tmp_path):
     sample = with_steps + [t for t in by_template.values() if not t.oracle_steps][: 6 - len(with_steps)]
     assert cli_main(["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "all"), "--limit", "3"]) == 0
     assert len(list((tmp_path / "all" / "tasks").iterdir())) == 3
+    assert any(t.verifier.name == "workbook_match" for t in with_steps)  # scored from a written workbook
     for task_dir in export(sample, tmp_path / "sample"):
+        answer = json.loads((task_dir / "tests" / "task.json").read_text())["answer"]
+        for ref in answer.get("references", []) if isinstance(answer, dict) else []:
+            assert ref["path"] == "reference-1.xlsx" and (task_dir / "tests" / ref["path"]).is_file()  # bundled
         assert run_task(task_dir, tmp_path, None) == 1.0, task_dir.name
-        # The empty answer through the same grader function, in-process (a subprocess each is slow).
+        # The empty answer through the same grader function, in-process (a subprocess each is slow),
+        # on untouched input files (the oracle's run may have written a workbook there).
         work = tmp_path / "run"
+        shutil.rmtree(work / "input")
+        shutil.copytree(task_dir / "environment" / "data", work / "input")
         assert grade(task_dir / "tests" / "task.json", work / "input", work / "workdir" / "missing.txt") == 0.0
 
 
