@@ -71,16 +71,31 @@ class LiveSession:
 
 
 class _Subscriber:
+    """One viewer. ``offer`` and ``resolve`` both run on the viewer's event loop.
+
+    A viewer of the session list only needs each session's newest summary, so
+    its updates are coalesced: the queue holds at most one entry per session,
+    however fast the sessions step.
+    """
+
     def __init__(self, loop: asyncio.AbstractEventLoop, session_id: str | None) -> None:
         self.loop = loop
         self.session_id = session_id  # None: the session list only
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUE_SIZE)
         self.dropped = False
+        self._latest: dict[str, dict[str, Any]] = {}
 
     def offer(self, item: dict[str, Any] | None) -> None:
-        """Called on the subscriber's loop: enqueue, or drop a subscriber that fell behind."""
+        """Enqueue ``item``, or drop a subscriber that fell behind (it then reads ``None``)."""
         if self.dropped:
             return
+        if self.session_id is None and item is not None:
+            sid = item["session"]["session_id"]
+            queued = sid in self._latest
+            self._latest[sid] = item
+            if queued:
+                return
+            item = {"type": "pending", "session_id": sid}
         try:
             self.queue.put_nowait(item)
         except asyncio.QueueFull:
@@ -88,6 +103,12 @@ class _Subscriber:
             while not self.queue.empty():
                 self.queue.get_nowait()
             self.queue.put_nowait(None)
+
+    def resolve(self, item: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What to send for a queue entry: for the list, the session's newest summary."""
+        if item is not None and item.get("type") == "pending":
+            return self._latest.pop(item["session_id"])
+        return item
 
 
 class LiveHub:

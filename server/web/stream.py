@@ -96,7 +96,7 @@ def live_router(hub: LiveHub) -> APIRouter:
                             return
                         item = {"type": "ping"}
                     else:
-                        item = getter.result()
+                        item = sub.resolve(getter.result())
                     if item is None:
                         await websocket.close(code=1013, reason="viewer fell behind; reconnect")
                         return

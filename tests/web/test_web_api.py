@@ -144,6 +144,30 @@ def test_live_feed_of_a_session_replays_history_then_streams(web_url):
         assert reply["type"] == "error" and "no live session" in reply["message"]
 
 
+@pytest.mark.live
+def test_sessions_driven_over_mcp_are_live_too(web_url):
+    from openenv.core import MCPToolClient
+
+    task = starter_task("csv")
+    episode_id = f"mcp-{uuid.uuid4().hex[:10]}"
+
+    async def episode():
+        async with MCPToolClient(base_url=web_url) as env:
+            await env.reset(task_id=task.id, episode_id=episode_id)
+            await env.call_tool("add_and_execute_code_cell", code="print('over mcp')")
+            sessions = httpx.get(f"{web_url}/web/api/live").json()["sessions"]
+            (mine,) = [s for s in sessions if s["episode_id"] == episode_id]
+            assert mine["step_count"] == 1 and not mine["closed"]
+            base = web_url.replace("http://", "ws://")
+            with ws_client.connect(f"{base}/web/api/live/ws?session={mine['session_id']}") as feed:
+                step = json.loads(feed.recv(timeout=10))["events"][1]
+            assert step["action"]["via"] == "mcp" and step["cell"]["stdout"] == "over mcp\n"
+
+    # Its own thread: Playwright's sync API keeps an event loop running on the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, episode()).result(timeout=120)
+
+
 class _Episode:
     def __init__(self, episode_id: str) -> None:
         self.episode_id = episode_id
@@ -166,15 +190,19 @@ def test_hub_keeps_history_drops_slow_viewers_and_trims_finished_sessions(monkey
         hub.step(sid, episode, {"tool_name": "x", "arguments": {}}, {"ok": True}, None, 0.0)
         item = await asyncio.wait_for(viewer.queue.get(), 2)
         assert item["event"]["cell"] == "cell-0" and item["event"]["seq"] == 2
-        assert (await asyncio.wait_for(listing.queue.get(), 2))["session"]["step_count"] == 1
+        assert listing.resolve(await asyncio.wait_for(listing.queue.get(), 2))["session"]["step_count"] == 1
 
         # A viewer that never reads is dropped (it gets None), and the episode never waits for it.
         monkeypatch.setattr(live, "QUEUE_SIZE", 2)
         slow, _ = hub.subscribe(sid)
         for i in range(5):
+            episode.step_count = 2 + i
             hub.step(sid, episode, {"tool_name": "x", "arguments": {}}, {}, "cell-0", 0.0)
         await asyncio.sleep(0.05)
         assert slow.dropped and slow.queue.get_nowait() is None
+        # The list viewer, also not reading, was never at risk: its updates were coalesced into one.
+        assert listing.queue.qsize() == 1 and not listing.dropped
+        assert listing.resolve(listing.queue.get_nowait())["session"]["step_count"] == 6
 
         # Only the newest finished sessions are kept.
         monkeypatch.setattr(live, "KEEP_FINISHED", 2)

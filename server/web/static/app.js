@@ -370,16 +370,20 @@ async function viewPlay(main, taskId) {
 
 // ── live sessions ─────────────────────────────────────────────────────────
 function liveSocket(path, onMessage, onClose) {
-  const ws = new WebSocket(wsUrl(path));
-  let closedByUs = false;
-  ws.onmessage = (e) => onMessage(JSON.parse(e.data));
-  ws.onclose = (e) => {
-    if (closedByUs) return;
-    if (e.code === 1008) { askToken(Boolean(token())).then(() => route()); return; }
-    onClose(e);
+  /* A read-only feed socket; a server that dropped us for falling behind (1013) is rejoined. */
+  let ws = null, closedByUs = false;
+  const open = () => {
+    ws = new WebSocket(wsUrl(path));
+    ws.onmessage = (e) => onMessage(JSON.parse(e.data));
+    ws.onclose = (e) => {
+      if (closedByUs) return;
+      if (e.code === 1008) { askToken(Boolean(token())).then(() => route()); return; }
+      if (e.code === 1013) { setTimeout(() => { if (!closedByUs) open(); }, 500); return; }
+      onClose(e);
+    };
   };
+  open();
   onLeave(() => { closedByUs = true; ws.close(); });
-  return ws;
 }
 
 function sessionState(s) {
@@ -417,12 +421,14 @@ async function viewLiveList(main) {
     pill.hidden = !running;
     pill.textContent = String(running);
   };
+  let scheduled = null;  // many sessions stepping at once: redraw at most every 100 ms
+  onLeave(() => clearTimeout(scheduled));
   liveSocket("/web/api/live/ws", (msg) => {
     if (msg.type === "sessions") { sessions.clear(); msg.sessions.forEach((s) => sessions.set(s.session_id, s)); }
     else if (msg.type === "session") sessions.set(msg.session.session_id, msg.session);
     else return;
     note.textContent = "Updates live.";
-    draw();
+    if (!scheduled) scheduled = setTimeout(() => { scheduled = null; draw(); }, msg.type === "sessions" ? 0 : 100);
   }, (e) => { note.replaceChildren(errorBox("Live feed closed", `code ${e.code}; reload to reconnect.`)); });
 }
 
