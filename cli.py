@@ -97,7 +97,8 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     print(f"analyst_env serving {len(app.state.runtime.tasks)} task(s) from {settings.dataset!r}")
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
-    print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs", flush=True)
+    print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
+    print(f"  web UI: http://{shown}:{args.port}/web   (tasks, play, live sessions, replay)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=100 * 2**20)
     return 0
 
