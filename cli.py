@@ -48,7 +48,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    backend = _start_backend(settings)
+    from analyst_env.envs.sandbox import SandboxError
+
+    try:
+        backend = _start_backend(settings)
+    except (ValueError, SandboxError) as exc:  # unknown backend; SDK, credentials or service missing
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         from analyst_env.server.runtime import Runtime
 
