@@ -215,6 +215,8 @@ class LiveHub:
             del self._sessions[sid]
 
     def _notify(self, session: LiveSession, event: dict[str, Any]) -> None:
+        if not self._subscribers:  # nobody watching: the common case while training
+            return
         summary = session.summary()
         listing = {"type": "session", "session": summary}
         with self._lock:
