@@ -20,7 +20,7 @@ from openenv.core import GenericEnvClient
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.envs.backends import BACKENDS, make_backend
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.images import resolve_default
+from analyst_env.envs.remote.images import recipe_resolver, resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
 from analyst_env.server.app import build_app
 from analyst_env.server.runtime import Runtime
@@ -109,5 +109,43 @@ def test_server_survives_a_remote_runner_lost_mid_cell(modal_sdk, tiny_dataset, 
                     {"type": "call_tool", "tool_name": "run_sql", "arguments": {"query": "SELECT SUM(amount) FROM sales"}}
                 )
                 assert "7319.25" in again.observation["result"]["data"]
+    finally:
+        runtime.close()
+
+
+@pytest.mark.live
+def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_dataset, tmp_path):
+    """/envs on the Modal backend: the build publishes the recipe's image, and a bound reset runs in it."""
+    import httpx
+
+    settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path))
+    resolve = recipe_resolver(tmp_path / "envs" / "images", "modal")  # what make_backend passes
+    backend = ModalSandboxBackend(resolve, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
+    runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])
+    try:
+        with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+            created = httpx.post(f"{url}/envs", json={"name": "stats", "pip": "statsmodels", "preload": "json"}, timeout=30)
+            assert created.status_code == 201, created.text
+            digest = created.json()["hash"]
+            deadline = time.monotonic() + 120
+            status = {}
+            while time.monotonic() < deadline:
+                status = httpx.get(f"{url}/envs/stats/status", timeout=30).json()
+                if status["status"] in ("ready", "failed"):
+                    break
+                time.sleep(0.2)
+            assert status["status"] == "ready", status
+            published = f"analyst-env:{digest}-r1"
+            assert published in modal_sdk.PUBLISHED
+            assert ("uv_pip_install", ("statsmodels",), {"index_url": None}) in modal_sdk.PUBLISHED[published]
+            with GenericEnvClient(base_url=url).sync() as env:
+                first = env.reset(task_id="tiny-csv", environment="stats")
+                assert first.observation["metadata"]["environment"] == "stats"
+                step = env.step(
+                    {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": "import sys; 'json' in sys.modules"}}
+                )
+                assert "True" in step.observation["result"]["data"]
+            creates = [c for c in modal_sdk.CALLS if c[0] == "Sandbox.create"]
+            assert creates[-1][2]["image"]._name == published
     finally:
         runtime.close()
