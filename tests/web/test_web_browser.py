@@ -139,6 +139,29 @@ def test_errors_show_as_the_agent_sees_them(page, web_url):
     expect(page.locator("#notebook .cell").nth(2).locator(".cell-out")).to_contain_text("2")
 
 
+def test_html_from_agent_code_cannot_run_script(page, web_url):
+    """Cell HTML is untrusted: tables render, scripts and handlers never run."""
+    task = starter_task("csv")
+    open_web(page, web_url, f"#/play/{task.id}")
+    expect(page.locator("#episode-status")).to_contain_text("ready")
+    run_in_editor(page, (
+        "from IPython.display import HTML, display\n"
+        "display(HTML('<img src=x onerror=\"window.__xss=1\"><script>window.__xss=2</script>'\n"
+        "             '<table><tr><td onclick=\"window.__xss=3\" colspan=\"2\">kept text</td></tr></table>'\n"
+        "             '<a href=\"javascript:window.__xss=4\">link text</a><style>body{display:none}</style>'))"
+    ))
+    wait_for_cells(page, 1)
+    output = page.locator("#notebook .cell .html-output")
+    expect(output.locator("td")).to_have_text("kept text")
+    expect(output).to_contain_text("link text")
+    assert output.locator("td").get_attribute("colspan") == "2"
+    output.locator("td").click()
+    output.get_by_text("link text").click()
+    assert page.evaluate("window.__xss") is None
+    assert output.locator("script, img, a, style, [onclick], [onerror]").count() == 0
+    expect(page.locator("#notebook")).to_be_visible()
+
+
 def test_unknown_task_shows_a_clear_error(page, web_url):
     open_web(page, web_url, "#/play/starter-no-such-task")
     expect(page.locator(".error-box")).to_contain_text("Could not start the episode")
