@@ -125,7 +125,7 @@ def _draws(template: Callable[..., Any], default: int) -> tuple[int, int]:
 
 
 def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
-    """Write the starter files and ``manifest.json`` into ``directory`` and return the tasks.
+    """Write the starter files, reference workbooks and ``manifest.json`` into ``directory``; return the tasks.
 
     Args:
         directory: An existing, empty directory.
