@@ -1,7 +1,7 @@
 """``/envs``: create, edit, build and inspect sandbox environments over REST.
 
 ``mount_envs(app, runtime)`` builds the server's ``EnvironmentService`` (state under
-``settings.state_dir/envs``), attaches it to the runtime (``runtime.environments``, read
+``settings.state_dir/envs``; one per runtime, reused by every app built on it), attaches it to the runtime (``runtime.environments``, read
 at reset to bind episodes) and to the local backend (``image_resolver``, which turns a
 baked image name into the zygote's spec), and adds the routes:
 
@@ -63,13 +63,16 @@ def _detail(service: EnvironmentService, name: str) -> dict[str, Any]:
 def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     """Add the ``/envs`` routes to ``app`` and bind ``runtime``'s episodes to its environments."""
     backend = runtime.backend
-    # Remote backends build their own artifacts (bake/is_built); the local one gets a baked venv dir.
-    service = EnvironmentService(
-        runtime.settings.state_dir,
-        backend=backend.name,
-        bake=getattr(backend, "bake", None),
-        is_built=getattr(backend, "is_built", None),
-    )
+    service = getattr(runtime, "environments", None)
+    if not isinstance(service, EnvironmentService):
+        # One service per runtime: apps sharing a runtime share its builds. Remote backends
+        # build their own artifacts (bake/is_built); the local one gets a baked package dir.
+        service = EnvironmentService(
+            runtime.settings.state_dir,
+            backend=backend.name,
+            bake=getattr(backend, "bake", None),
+            is_built=getattr(backend, "is_built", None),
+        )
     if runtime.backend.name == "local" and _under_tmp(service.images_dir):
         log.warning(
             "sandbox environment images are under /tmp (%s): the local sandbox's private root has its own "
@@ -80,7 +83,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     if hasattr(runtime.backend, "image_resolver"):
         runtime.backend.image_resolver = service.local_image
     app.state.environments = service
-    app.router.on_shutdown.append(service.close)
+    # Shutdown only waits briefly for running builds: another app may share the runtime, and
+    # a build cut short is marked failed at the next start.
+    app.router.on_shutdown.append(service.builder.join)
     tags = ["Sandbox environments"]
 
     @app.get("/envs", tags=tags)

@@ -223,11 +223,16 @@ class Builder:
             write(f"ready in {time.monotonic() - started:.1f}s")
             self.db.put(self.backend, digest, status="ready", progress=1.0, error=None, finished_at=time.time())
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Stop accepting builds; wait briefly for running ones (daemon threads die with the process)."""
+    def join(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` for running builds (daemon threads die with the process)."""
         with self._lock:
-            self._closed = True
             threads = list(self._threads.values())
         deadline = time.monotonic() + timeout_s
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop accepting builds; wait briefly for running ones."""
+        with self._lock:
+            self._closed = True
+        self.join(timeout_s)
