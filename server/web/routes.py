@@ -17,11 +17,12 @@ observations and the notebook contain.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from analyst_env.datasets import describe_file
@@ -71,10 +72,14 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
             "backend": runtime.backend.name,
         }
 
+    task_rows: list[bytes] = []  # the catalogue is fixed once the runtime exists: encode it once
+
     @router.get("/web/api/tasks")
-    async def web_tasks() -> dict:
+    async def web_tasks() -> Response:
         """Every served task in a compact form for searching and filtering (no answers)."""
-        return {"tasks": [_task_row(t) for t in runtime.tasks]}
+        if not task_rows:
+            task_rows.append(json.dumps({"tasks": [_task_row(t) for t in runtime.tasks]}).encode())
+        return Response(task_rows[0], media_type="application/json")
 
     @router.get("/web/api/tasks/{task_id}")
     def web_task(task_id: str) -> dict:

@@ -103,6 +103,7 @@ async function route() {
     } catch (e) {
       main.replaceChildren(errorBox("Could not load this page", e.message || String(e)));
     }
+    if (!document.body.dataset.ready) document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "1";
     return;
   }
@@ -607,14 +608,12 @@ async function start() {
     params.delete("token");
     history.replaceState(null, "", location.pathname + (params.toString() ? `?${params}` : "") + location.hash);
   }
-  try {
-    state.info = await api("/web/api/info");
+  // The header's server line and the first view load side by side.
+  api("/web/api/info").then((info) => {
+    state.info = info;
     document.getElementById("server-info").textContent =
-      `v${state.info.version} · ${state.info.task_count} tasks · ${state.info.backend} sandbox`;
-  } catch (e) {
-    document.getElementById("view").replaceChildren(errorBox("Could not reach the server", e.message));
-    return;
-  }
+      `v${info.version} · ${info.task_count} tasks · ${info.backend} sandbox`;
+  }).catch((e) => { document.getElementById("server-info").textContent = `server unreachable: ${e.message}`; });
   window.addEventListener("hashchange", route);
   await route();
 }
