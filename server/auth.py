@@ -12,7 +12,7 @@ import hmac
 import json
 from urllib.parse import parse_qs
 
-OPEN_PATHS = frozenset({"/health", "/web"})
+OPEN_PATHS = frozenset({"/health", "/web", "/web/"})
 # The /web page shell and its scripts hold no data; the page asks for the token and sends it
 # with every API call and socket, which stay guarded.
 OPEN_PREFIXES = ("/web/static/",)

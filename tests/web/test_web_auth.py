@@ -26,6 +26,7 @@ def token_url(tmp_path_factory):
 
 def test_data_routes_need_the_token_but_the_page_shell_does_not(token_url):
     assert httpx.get(f"{token_url}/web").status_code == 200
+    assert httpx.get(f"{token_url}/web/", follow_redirects=True).status_code == 200
     assert httpx.get(f"{token_url}/web/static/app.js").status_code == 200
     for path in ("/web/api/info", "/web/api/tasks", "/web/api/live", "/web/api/trajectories",
                  f"/web/api/tasks/{starter_task('csv').id}"):
