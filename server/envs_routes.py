@@ -82,6 +82,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     runtime.environments = service
     if hasattr(runtime.backend, "image_resolver"):
         runtime.backend.image_resolver = service.local_image
+    service.forget_image = getattr(runtime.backend, "forget_image", None)
     app.state.environments = service
     # Shutdown only waits briefly for running builds: another app may share the runtime, and
     # a build cut short is marked failed at the next start.

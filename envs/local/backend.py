@@ -127,6 +127,8 @@ class LocalSandboxBackend:
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
         self.image_resolver: Callable[[str], ImageSpec | None] | None = None
         self._spawning: collections.Counter[str] = collections.Counter()  # standbys being made, per image
+        self._live: collections.Counter[str] = collections.Counter()  # episodes running, per image
+        self._forgotten: set[str] = set()  # baked images whose zygote stops once their episodes end
         # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
         # grace period, ~12 ms of waiting), the other warms or tears down.
         self._workers = [
@@ -216,7 +218,47 @@ class LocalSandboxBackend:
         )
         with self._lock:
             self._sandboxes.add(sandbox)
+            self._live[image] += 1
+            self._forgotten.discard(image)
         return sandbox
+
+    def running_images(self) -> list[str]:
+        """Images whose zygote is running."""
+        with self._zygote_lock:
+            return sorted(image for image, zygote in self._zygotes.items() if zygote.alive())
+
+    def forget_image(self, image: str) -> None:
+        """Stop serving a baked image no environment names any more (deleted, or rebuilt as another).
+
+        Its standbys are torn down now and its zygote (tens of MiB) stops once its
+        last running episode ends; a later ``start`` of the same image boots it
+        again. Built-in images are never forgotten.
+        """
+        if image in IMAGES:
+            return
+        with self._lock:
+            standbys = list(self._ready.pop(image, ()))
+            self._forgotten.add(image)
+        for kernel, slot, _ in standbys:
+            self._discard(kernel, slot)
+        self._stop_if_forgotten(image)
+
+    def _stop_if_forgotten(self, image: str) -> None:
+        with self._lock:
+            busy = (
+                self._live[image]
+                or self._spawning[image]
+                or self._ready.get(image)
+                or any(slot.image == image for _, slot in self._teardowns)
+            )
+            if image not in self._forgotten or busy:
+                return
+            self._forgotten.discard(image)
+        with self._zygote_lock:
+            zygote = self._zygotes.pop(image, None)
+        if zygote is not None:
+            zygote.stop()
+            log.info("stopped the zygote of forgotten image %r", image)
 
     def close(self) -> None:
         """Close every live sandbox and standby, stop the zygotes. Idempotent."""
@@ -385,6 +427,7 @@ class LocalSandboxBackend:
     def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: _Slot) -> None:
         with self._lock:
             self._sandboxes.discard(sandbox)
+            self._live[slot.image] -= 1
             self._teardowns.append((kernel, slot))
             self._lock.notify_all()
         if self._closed:
@@ -430,6 +473,8 @@ class LocalSandboxBackend:
                 self._teardown(kernel, slot)
             except Exception:
                 log.exception("tearing down slot %s failed", slot.name)
+            if slot.image in self._forgotten:
+                self._stop_if_forgotten(slot.image)
 
     def _wanted_image(self) -> str | None:
         for image, ready in self._ready.items():
@@ -461,8 +506,9 @@ class LocalSandboxBackend:
                 continue
             with self._lock:
                 self._spawning[image] -= 1
-                if self._closed:
+                if self._closed or image not in self._ready:  # closed, or the image was forgotten
                     self._teardowns.append(standby[:2])
+                    self._lock.notify_all()
                 else:
                     self._ready[image].append(standby)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,7 @@ class EnvironmentService:
             self.db, backend, self.images_dir, root / "logs", bake or _local_bake, is_built or _local_is_built
         )
         self.templates = load_templates()
+        self.forget_image: Callable[[str], None] | None = None  # set by the server: the backend's forget_image
         self._lock = threading.RLock()
         # Resets resolve on every episode: recipes are read from disk once, then kept in
         # memory (this service is their only writer); baked specs are immutable per hash.
@@ -190,6 +192,8 @@ class EnvironmentService:
         rebuild = recipe.image_hash() != old.image_hash() or self.state(recipe)["status"] == "pending"
         if rebuild:
             self.builder.start(recipe)
+        if recipe.image_hash() != old.image_hash():
+            self._release_image(old.image_hash())
         return recipe, rebuild
 
     def delete(self, name: str) -> None:
@@ -198,10 +202,17 @@ class EnvironmentService:
         Its image stays (content-addressed: an environment with the same inputs reuses it).
         """
         with self._lock:
-            self.get(name)
+            digest = self.get(name).image_hash()
             self._path(name).unlink()
             del self._all()[name]
             self.db.mark_deleted(name)
+        self._release_image(digest)
+
+    def _release_image(self, digest: str) -> None:
+        """Tell the backend to stop serving an image once no environment names it (its files stay)."""
+        if self.forget_image is None or any(r.image_hash() == digest for r in self._all().values()):
+            return
+        self.forget_image(IMAGE_PREFIX + digest)
 
     def _save(self, recipe: Recipe) -> None:
         recipes = self._all()

@@ -106,8 +106,8 @@ def wait_status(url: str, name: str, timeout_s: float = 300) -> dict:
         time.sleep(0.3)
 
 
-def test_create_refuse_while_building_build_bind_delete(server, index):
-    url = server
+def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
+    runtime, url = runtime_and_url
     index.open.clear()  # the build now waits on the index
     created = httpx.post(f"{url}/envs", json={
         "name": "bound-env", "description": "tiny package", "pip": "tinypkg-recipes==1.0.0",
@@ -146,6 +146,11 @@ def test_create_refuse_while_building_build_bind_delete(server, index):
     assert fallback["type"] == "observation"
     assert "'bound-env' was deleted" in metadata(fallback)["warning"]
     assert "ModuleNotFoundError" in json.dumps(step["data"]["observation"])
+    # No environment names the image any more: the backend stops its zygote (episodes all ended).
+    deadline = time.monotonic() + 30
+    while any(i.startswith("env-") for i in runtime.backend.running_images()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert runtime.backend.running_images() == ["default"]
 
 
 def test_a_misspelled_package_fails_with_the_installer_error(server, index):
