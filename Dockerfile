@@ -8,6 +8,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     ANALYST_ENV_CACHE=/var/cache/analyst_env
 
+# LibreOffice recalculates the formulas of workbooks the agent writes before they are
+# scored (README, "Formula recalculation"); without it only cached values are compared.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libreoffice-calc-nogui \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app/env
 COPY . /app/env
 RUN pip install --no-cache-dir /app/env \
