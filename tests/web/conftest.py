@@ -6,6 +6,10 @@ import os
 import sys
 
 import pytest
+from playwright.sync_api import expect
+
+# A busy CI machine can take seconds to start a sandbox; a wrong page never turns right by waiting.
+expect.set_options(timeout=30_000)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,6 +40,7 @@ def page(browser):
     """A fresh browser context; any uncaught JavaScript error fails the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
+    pg.set_default_timeout(60_000)
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     yield pg
