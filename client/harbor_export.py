@@ -123,6 +123,10 @@ def _dockerfile(task: Task, grader_requirement: str) -> str:
         f"{shlex.quote(grader_requirement)}",
         "RUN mkdir -p /home/user/input /workdir /logs/verifier",
     ]
+    if task.verifier.name == "workbook_match":
+        # The grader recalculates formulas the agent wrote before comparing cell values.
+        lines.insert(1, "RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-calc-nogui "
+                        "&& rm -rf /var/lib/apt/lists/*")
     if task.files:
         lines.append("COPY data/ /home/user/input/")
     for command in task.setup:

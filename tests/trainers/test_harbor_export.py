@@ -89,10 +89,12 @@ def test_a_sample_of_starter_through_the_cli(tmp_path):
     assert cli_main(["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "all"), "--limit", "3"]) == 0
     assert len(list((tmp_path / "all" / "tasks").iterdir())) == 3
     assert any(t.verifier.name == "workbook_match" for t in with_steps)  # scored from a written workbook
-    for task_dir in export(sample, tmp_path / "sample"):
+    for task, task_dir in zip(sample, export(sample, tmp_path / "sample")):
         answer = json.loads((task_dir / "tests" / "task.json").read_text())["answer"]
         for ref in answer.get("references", []) if isinstance(answer, dict) else []:
             assert ref["path"] == "reference-1.xlsx" and (task_dir / "tests" / ref["path"]).is_file()  # bundled
+        recalculates = "libreoffice-calc-nogui" in (task_dir / "environment" / "Dockerfile").read_text()
+        assert recalculates == (task.verifier.name == "workbook_match"), "only workbook tasks need LibreOffice"
         assert run_task(task_dir, tmp_path, None) == 1.0, task_dir.name
         # The empty answer through the same grader function, in-process (a subprocess each is slow),
         # on untouched input files (the oracle's run may have written a workbook there).
