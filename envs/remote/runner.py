@@ -78,18 +78,24 @@ class Runner:
         output_limit_bytes: stdout/stderr kept per cell or command.
     """
 
-    def __init__(self, in_fd: int, out_fd: int, shell: Any, workdir: str, output_limit_bytes: int) -> None:
+    def __init__(
+        self, in_fd: int, out_fd: int, shell: Any, workdir: str, output_limit_bytes: int, warm_up: str = "pass"
+    ) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.shell = shell
         self.workdir = workdir
         self.output_limit_bytes = output_limit_bytes
+        self.warm_up = warm_up
         self.pid = os.getpid()
         self.child_pid: int | None = None
         self.child_sock: socket.socket | None = None
         self.child_decoder = Decoder()
         self.pending = False
         self.pending_id: Any = None
+        self.standby: tuple[int, socket.socket, Decoder] | None = None
+        self.standby_warming = False
+        self.child_reaped = False
         self.seed: int | None = None
         self.env: dict[str, str] = {}
 
@@ -105,8 +111,13 @@ class Runner:
         decoder = Decoder()
         while True:
             watched = [self.in_fd] + ([self.child_sock] if self.child_sock is not None else [])
+            if self.standby is not None and self.standby_warming:
+                watched.append(self.standby[1])
             readable = select.select(watched, [], [], 1.0)[0]
             self._reap()
+            if self.standby is not None and self.standby[1] in readable:
+                self._call(self.standby[1], self.standby[2], None)  # its warm-up finished (or it died)
+                self.standby_warming = False
             if self.child_sock is not None and self.child_sock in readable:
                 self._pump_child()
             if self.in_fd in readable:
@@ -116,6 +127,10 @@ class Runner:
                 for request in decoder.feed(chunk):
                     self._handle(request)
         self._end_child()
+        if self.standby is not None:
+            from analyst_env.envs.local import procctl
+
+            procctl.kill_tree(self.standby[0])
 
     # ── requests ───────────────────────────────────────────────────────────
     def _handle(self, request: dict[str, Any]) -> None:
@@ -135,6 +150,11 @@ class Runner:
             except Exception as exc:
                 reply = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
             self.send({**reply, "id": rid})
+            # Off the caller's path: tear down the ended episode, fork and warm the next kernel.
+            if op == "end":
+                self._end_child()
+                self._empty_workdir()
+                self._ensure_standby()
             return
         if self.child_sock is None or self.pending:
             why = "a request is already running" if self.pending else "no episode is active in this slot"
@@ -172,12 +192,41 @@ class Runner:
         return {"pid": self.child_pid}
 
     def _end(self, request: dict[str, Any]) -> dict[str, Any]:
-        self._end_child()
-        self._empty_workdir()
-        return {}
+        return {}  # the teardown runs after the reply (see ``_handle``)
 
     # ── the episode kernel ─────────────────────────────────────────────────
+    def _ensure_standby(self) -> None:
+        """Fork the next episode's kernel ahead of time, so a start only activates it."""
+        if self.standby is None:
+            try:
+                self.standby = self._spawn()
+            except OSError as exc:
+                print(f"runner: could not fork a standby kernel: {exc}", file=sys.stderr)
+                return
+            # Pre-touch what a first cell touches (copy-on-write faults), as local standbys do.
+            # The reply is collected by the serve loop, so the runner stays responsive.
+            try:
+                self.standby[1].sendall(encode({"op": "warm", "code": self.warm_up}))
+                self.standby_warming = True
+            except OSError:
+                pass
+
     def _fork_child(self) -> None:
+        """Make the standby (or a fresh fork) the episode's kernel and activate it."""
+        for attempt in range(2):
+            if self.standby is not None and self.standby_warming:
+                self._call(self.standby[1], self.standby[2], None)  # let its warm-up finish
+            self.standby_warming = False
+            spawned, self.standby = self.standby or self._spawn(), None
+            self.child_pid, self.child_sock, self.child_decoder = spawned
+            self.child_reaped = False
+            reply = self._child_call({"op": "activate", "names": [], "seed": self.seed, "env": self.env})
+            if reply is not None and "failure" not in reply:
+                return
+            self._end_child()
+        raise RuntimeError(f"the new kernel did not start: {reply}")
+
+    def _spawn(self) -> tuple[int, socket.socket, Decoder]:
         from analyst_env.envs.local import procctl
 
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -186,6 +235,8 @@ class Runner:
             status = 0
             try:
                 parent_end.close()
+                if self.standby is not None:
+                    self.standby[1].close()
                 os.close(self.in_fd)
                 os.close(self.out_fd)
                 procctl.set_parent_death_signal(signal.SIGKILL)
@@ -207,28 +258,33 @@ class Runner:
             finally:
                 os._exit(status)
         child_end.close()
-        self.child_pid, self.child_sock, self.child_decoder = pid, parent_end, Decoder()
-        reply = self._child_call({"op": "activate", "names": [], "seed": self.seed, "env": self.env})
-        if reply is None or "failure" in reply:
-            self._end_child()
-            raise RuntimeError(f"the new kernel did not start: {reply}")
+        return pid, parent_end, Decoder()
 
     def _child_call(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """Send a request to the kernel and wait for its reply (None: it died or hung)."""
         assert self.child_sock is not None
+        return self._call(self.child_sock, self.child_decoder, message)
+
+    @staticmethod
+    def _call(sock: socket.socket, decoder: Decoder, message: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Send ``message`` (unless None) and wait for the next reply on ``sock``."""
         try:
-            self.child_sock.sendall(encode(message))
+            if message is not None:
+                sock.sendall(encode(message))
         except OSError:
             return None
         deadline = time.monotonic() + _ACTIVATE_TIMEOUT_S
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.child_sock], [], [], remaining)[0]:
+            if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
                 return None
-            chunk = self.child_sock.recv(1 << 20)
+            try:
+                chunk = sock.recv(1 << 20)
+            except OSError:
+                return None
             if not chunk:
                 return None
-            messages = self.child_decoder.feed(chunk)
+            messages = decoder.feed(chunk)
             if messages:
                 return messages[0]
 
@@ -264,15 +320,18 @@ class Runner:
         """Kill the kernel, its descendants and anything orphaned to this runner; reap them."""
         from analyst_env.envs.local import procctl
 
-        if self.child_pid is not None:
+        if self.child_pid is None:
+            return  # nothing ran since the last teardown
+        if not self.child_reaped:  # a reaped pid may already belong to another process
             procctl.kill_tree(self.child_pid)
             try:
                 os.waitpid(self.child_pid, 0)
             except ChildProcessError:
                 pass
-            self.child_pid = None
+        self.child_pid, self.child_reaped = None, False
+        standby = self.standby[0] if self.standby is not None else None
         for pid, ppid in procctl.parent_map().items():
-            if ppid == self.pid:
+            if ppid == self.pid and pid != standby:
                 procctl.kill_tree(pid)
         self._reap()
 
@@ -284,8 +343,8 @@ class Runner:
                 return
             if pid == 0:
                 return
-            if pid == self.child_pid and self.child_sock is None:
-                self.child_pid = None
+            if pid == self.child_pid:
+                self.child_reaped = True
 
     def _empty_workdir(self) -> None:
         os.makedirs(self.workdir, exist_ok=True)
@@ -299,11 +358,12 @@ class Runner:
                     pass
 
 
-def _prepare(preload: list[str]) -> tuple[Any, list[str]]:
+def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     """Import the preload modules, build and warm the shell, freeze the heap for forking.
 
     Returns:
-        The shell and the modules that failed to import.
+        The shell, the modules that failed to import, and the warm-up code
+        (run again in each standby kernel).
 
     Raises:
         RuntimeError: Something left a thread running; forking would be unsafe.
@@ -322,10 +382,11 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str]]:
             print(f"runner: preload of {module!r} failed: {exc}", file=sys.stderr)
             missing.append(module)
     shell = build_shell()
+    warm_up = IMAGES["default"].warm_up
     try:
-        exec(compile(IMAGES["default"].warm_up, "<warm-up>", "exec"), {})
+        exec(compile(warm_up, "<warm-up>", "exec"), {})
     except ImportError:
-        pass  # an image without the default stack warms up less
+        warm_up = "pass"  # an image without the default stack warms up less
     shell.run_cell("pass", store_history=False, silent=True)
     # Kernels inherit the tools' helpers with the heap, as on the local backend.
     from analyst_env.envs.kernel_helpers import HELPER_SOURCE
@@ -336,7 +397,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str]]:
     threads = len(os.listdir("/proc/self/task"))
     if threading.active_count() != 1 or threads != 1:
         raise RuntimeError(f"runner has {threads} threads after preloading; it must be single-threaded to fork")
-    return shell, missing
+    return shell, missing, warm_up
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -362,12 +423,13 @@ def main(argv: list[str] | None = None) -> None:
     tmp = os.environ.get("TMPDIR", "/tmp")
     os.environ.setdefault("MPLCONFIGDIR", tmp)
     try:
-        shell, missing = _prepare(list(preload))
+        shell, missing, warm_up = _prepare(list(preload))
     except Exception as exc:
         os.write(out_fd, encode({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}))
         raise SystemExit(1) from None
     procctl.set_child_subreaper()
-    runner = Runner(in_fd, out_fd, shell, os.path.realpath(args.workdir), args.output_limit_bytes)
+    runner = Runner(in_fd, out_fd, shell, os.path.realpath(args.workdir), args.output_limit_bytes, warm_up)
+    runner._ensure_standby()
     runner.send(
         {
             "op": "ready",

@@ -1,0 +1,78 @@
+"""Reset latency of the sandbox backends on this machine: ``start()`` until a first ``1+1`` result.
+
+Run: ``.venv/bin/python tests/backends/measure_resets.py [n]``. The Modal and E2B
+figures are measured against the local fakes (``fake_modal``, ``fake_e2b``): they
+show this project's share (runner fork, framing, SDK overhead, file staging), not
+Modal's or E2B's own latency, which needs real credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def _measure(backend, files, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        sandbox = backend.start("default", files=files)
+        result = sandbox.run_cell("1+1", timeout_s=60)
+        times.append((time.perf_counter() - started) * 1000)
+        assert result.outputs == [{"text/plain": "2"}], result
+        sandbox.close()
+        time.sleep(0.3)  # let the pool refill, as between real episodes
+    return times
+
+
+def _report(name: str, times: list[float]) -> None:
+    print(f"{name:<34} median {statistics.median(times):8.1f} ms  [{min(times):.1f}-{max(times):.1f}]  n={len(times)}")
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    data = os.path.join(tempfile.mkdtemp(), "sales.csv")
+    with open(data, "w") as f:
+        f.write("region,amount\n" + "west,1\n" * 1000)
+    files = {"sales.csv": data}
+
+    from analyst_env.envs.local import LocalSandboxBackend
+
+    local = LocalSandboxBackend(standbys=2)
+    local.warm_up()
+    time.sleep(3)
+    _report("local (standby kernels)", _measure(local, files, n))
+    local.close()
+
+    import fake_modal
+
+    from analyst_env.envs.remote.images import resolve_default
+    from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+
+    warm = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=1)
+    warm.start("default", files={}).close()
+    time.sleep(10)
+    _report("modal, fake SDK, warm slot", _measure(warm, files, n))
+    warm.close()
+    cold = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=0)
+    _report("modal, fake SDK, new slot each", _measure(cold, files, max(3, n // 3)))
+    cold.close()
+
+    import fake_e2b
+
+    from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
+
+    os.environ["E2B_DEBUG"] = "true"
+    with fake_e2b.FakeE2B():
+        e2b = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
+        _report("e2b, real SDK, fake services", _measure(e2b, files, max(3, n // 3)))
+        e2b.close()
+
+
+if __name__ == "__main__":
+    main()
