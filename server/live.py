@@ -152,6 +152,7 @@ class LiveHub:
             old = self._sessions.pop(session_id, None)
             if old is not None:
                 old.closed = True
+                session.seq = old.seq  # numbers keep rising on one session: viewers drop only repeats
             self._sessions[session_id] = session
             self._append(session, event)
             self._trim()

@@ -224,3 +224,14 @@ def test_one_hub_per_runtime():
     a, b = object.__new__(type("R", (), {})), object.__new__(type("R", (), {}))
     assert LiveHub.for_runtime(a) is LiveHub.for_runtime(a)
     assert LiveHub.for_runtime(a) is not LiveHub.for_runtime(b)
+
+
+def test_hub_numbers_keep_rising_when_a_session_starts_another_episode():
+    hub = LiveHub()
+    sid = hub.new_session_id()
+    hub.reset(sid, _Episode("first"), {})
+    hub.close(sid)
+    hub.reset(sid, _Episode("second"), {})
+    (summary,) = hub.sessions()
+    assert summary["episode_id"] == "second" and not summary["closed"]
+    assert hub._sessions[sid].events[0]["seq"] == 3  # after the first episode's reset (1) and close (2)

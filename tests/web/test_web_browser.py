@@ -202,7 +202,16 @@ def test_browser_watches_a_script_client_live(page, web_url):
         result = env.final_answer(task.oracle_answer)
         assert result.reward == 1.0
         expect(page.locator("#live-notebook .reward")).to_have_attribute("data-reward", "1")
-    expect(page.locator("#live-notebook")).to_contain_text("the client left this session")
+
+        # The same connection starts another episode: the watcher follows it.
+        next_task, next_id = starter_task("csv"), f"trainer-{uuid.uuid4().hex[:12]}"
+        env.reset(task_id=next_task.id, episode_id=next_id)
+        expect(page.locator("#live-notebook")).to_contain_text(f"new episode {next_id}")
+        expect(page.locator(".session-head")).to_contain_text(next_task.id)
+        env.add_and_execute_code_cell("print('second episode')")
+        expect(page.locator("#live-notebook .cell").last).to_contain_text("second episode")
+        expect(page.locator("#live-notebook .cell").last.locator(".prompt")).to_have_text("[1]")
+    expect(page.locator("#live-notebook")).to_contain_text("the client left this episode")
 
 
 def test_replay_steps_through_a_recorded_episode(page, web_url):

@@ -462,7 +462,7 @@ async function viewLiveSession(main, sessionId) {
       cells.append(Render.step(Render.stepOf({action: ev.action, observation: ev.observation, cell: ev.cell,
         duration_s: ev.duration_s, index: stepIndex++, done: ev.done, reward: ev.reward})));
     } else if (ev.type === "closed") {
-      cells.append(h("div", {class: "divider"}, "the client left this session"));
+      cells.append(h("div", {class: "divider"}, "the client left this episode (closed or reset)"));
     }
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
   };
