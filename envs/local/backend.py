@@ -376,7 +376,7 @@ class LocalSandboxBackend:
             raise
         if warm:
             try:
-                _request(kernel, {"op": "warm", "code": self._check_image(image).warm_up}, _WARM_TIMEOUT_S)
+                _request(kernel, {"op": "warm", "code": self._check_image(image).standby_warm_up}, _WARM_TIMEOUT_S)
             except BaseException:
                 self._discard(kernel, slot)
                 raise
