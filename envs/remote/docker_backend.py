@@ -97,6 +97,8 @@ class DockerSandboxBackend(RunnerBackend):
         resolve: Maps an image name to its recipe.
         base_url: The engine (``DOCKER_HOST``); the SDK's default when ``None``.
         runtime: ``None`` (runc) or ``"runsc"`` for gVisor.
+        build_network: Network for image builds (e.g. ``"host"`` on an engine
+            without a bridge); slots themselves never have a network.
         cpus, memory_mb, disk_mb, pids: Limits when a recipe sets none.
         connect_timeout_s: Bound on reaching the engine at start-up.
         boot_timeout_s: How long a new container's runner may take to be ready.
@@ -115,6 +117,7 @@ class DockerSandboxBackend(RunnerBackend):
         *,
         base_url: str | None = None,
         runtime: str | None = None,
+        build_network: str | None = None,
         cpus: float = 1.0,
         memory_mb: int = 4096,
         disk_mb: int = 1024,
@@ -127,6 +130,7 @@ class DockerSandboxBackend(RunnerBackend):
     ) -> None:
         self.sdk = sdk if sdk is not None else import_sdk("docker", "docker")
         self.runtime = runtime
+        self.build_network = build_network
         self.cpus, self.memory_mb, self.disk_mb, self.pids = cpus, memory_mb, disk_mb, pids
         self.boot_timeout_s = boot_timeout_s
         where = base_url or "the default socket (DOCKER_HOST unset)"
@@ -155,7 +159,13 @@ class DockerSandboxBackend(RunnerBackend):
             self.docker.images.get(tag)
         except self.sdk.errors.ImageNotFound:
             try:
-                self.docker.images.build(fileobj=images.build_context(recipe), custom_context=True, tag=tag, rm=True)
+                self.docker.images.build(
+                    fileobj=images.build_context(recipe),
+                    custom_context=True,
+                    tag=tag,
+                    rm=True,
+                    network_mode=self.build_network,
+                )
             except self.sdk.errors.BuildError as exc:
                 log = "".join(str(entry.get("stream", "")) for entry in exc.build_log)[-2000:]
                 raise SandboxError(f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}") from exc

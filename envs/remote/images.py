@@ -19,7 +19,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.sandbox import SandboxError
 
 #: Bumped whenever the runner code baked into images changes incompatibly.
-RUNNER_REVISION = 1
+RUNNER_REVISION = 2
 
 #: What the runner itself imports, with the server's own version floors.
 RUNNER_REQUIREMENTS = (
@@ -29,6 +29,7 @@ RUNNER_REQUIREMENTS = (
     "duckdb>=1.1",
     "openpyxl>=3.1",
     "matplotlib>=3.8",
+    "pydantic>=2.7",  # the sandbox interface's result types
 )
 
 #: Where images keep the package, the sandbox user and the working directory.
@@ -113,8 +114,9 @@ def dockerfile(recipe: Recipe) -> str:
     lines = [
         f"# analyst_env sandbox image for recipe {recipe.name!r} ({artifact_tag(recipe)})",
         f"FROM {recipe.base_image}",
-        "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 "
-        "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MPLCONFIGDIR=/tmp DEBIAN_FRONTEND=noninteractive",
+        "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "
+        "MKL_NUM_THREADS=1 JE_ARROW_MALLOC_CONF=background_thread:false MPLCONFIGDIR=/tmp "
+        "DEBIAN_FRONTEND=noninteractive",
     ]
     if recipe.apt_sources:
         lines.append(f"RUN echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list")

@@ -1,6 +1,7 @@
 """Reset latency of the sandbox backends on this machine: ``start()`` until a first ``1+1`` result.
 
-Run: ``.venv/bin/python tests/backends/measure_resets.py [n]``. The Modal and E2B
+Run: ``.venv/bin/python tests/backends/measure_resets.py [n]`` (with
+``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal and E2B
 figures are measured against the local fakes (``fake_modal``, ``fake_e2b``): they
 show this project's share (runner fork, framing, SDK overhead, file staging), not
 Modal's or E2B's own latency, which needs real credentials.
@@ -26,7 +27,7 @@ def _measure(backend, files, n: int) -> list[float]:
         times.append((time.perf_counter() - started) * 1000)
         assert result.outputs == [{"text/plain": "2"}], result
         sandbox.close()
-        time.sleep(0.3)  # let the pool refill, as between real episodes
+        time.sleep(2.0)  # an episode lasts at least this long; pools and standbys refill meanwhile
     return times
 
 
@@ -62,6 +63,22 @@ def main() -> None:
     cold = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=0)
     _report("modal, fake SDK, new slot each", _measure(cold, files, max(3, n // 3)))
     cold.close()
+
+    if os.environ.get("ANALYST_ENV_TEST_DOCKER") == "1":
+        from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
+
+        docker = DockerSandboxBackend(
+            resolve_default, warm=1, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+        )
+        docker.start("default", files={}).close()
+        time.sleep(10)
+        _report("docker (runc), warm slot", _measure(docker, files, n))
+        docker.close()
+        cold = DockerSandboxBackend(
+            resolve_default, warm=0, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+        )
+        _report("docker (runc), new container each", _measure(cold, files, max(3, n // 3)))
+        cold.close()
 
     import fake_e2b
 

@@ -20,7 +20,7 @@ from openenv.core import GenericEnvClient
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.envs.backends import BACKENDS, make_backend
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.images import recipe_resolver, resolve_default
+from analyst_env.envs.remote.images import RUNNER_REVISION, recipe_resolver, resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
 from analyst_env.server.app import build_app
 from analyst_env.server.runtime import Runtime
@@ -135,7 +135,7 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
                     break
                 time.sleep(0.2)
             assert status["status"] == "ready", status
-            published = f"analyst-env:{digest}-r1"
+            published = f"analyst-env:{digest}-r{RUNNER_REVISION}"
             assert published in modal_sdk.PUBLISHED
             assert ("uv_pip_install", ("statsmodels",), {"index_url": None}) in modal_sdk.PUBLISHED[published]
             with GenericEnvClient(base_url=url).sync() as env:

@@ -2,7 +2,8 @@
 
 No Docker engine runs on the development machine or in CI, so the tests that
 need one are opt-in: set ``ANALYST_ENV_TEST_DOCKER=1`` on a host with an
-engine that can pull (or already has) ``python:3.11-slim-bookworm``.
+engine that can pull (or already has) ``python:3.11-slim-bookworm``
+(``ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK=host`` for an engine without a bridge).
 Everything else runs everywhere.
 """
 
@@ -106,7 +107,9 @@ def test_unreachable_engine_is_a_clear_startup_error(tmp_path):
 
 @live
 def test_live_episode_in_a_container(csv_file):
-    backend = DockerSandboxBackend(resolve_default, warm=0)
+    backend = DockerSandboxBackend(
+        resolve_default, warm=0, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+    )
     try:
         sandbox = backend.start("default", files={"sales.csv": csv_file}, seed=1)
         result = sandbox.run_cell("import pandas as pd\npd.read_csv('sales.csv').amount.sum()", timeout_s=60)
@@ -115,6 +118,14 @@ def test_live_episode_in_a_container(csv_file):
         assert net.error is not None
         ro = sandbox.run_shell("touch /usr/x", timeout_s=10)
         assert ro.exit_code != 0
+        assert sandbox.run_shell("id -u", timeout_s=10).stdout == "1000\n"
+        hung = sandbox.run_cell("import time\nwhile True: time.sleep(0.05)", timeout_s=1)
+        assert hung.timed_out and not hung.kernel_restarted
+        sandbox.run_cell("leftover = 1", timeout_s=10)
         sandbox.close()
+        again = backend.start("default", files={})  # the same container, a fresh kernel
+        assert again.run_cell("'leftover' in dir()", timeout_s=30).outputs == [{"text/plain": "False"}]
+        assert again.run_shell("ls", timeout_s=10).stdout == "logs\n"
+        again.close()
     finally:
         backend.close()

@@ -15,7 +15,7 @@ import pytest
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend, cell_result, strip_ansi, template_builder
-from analyst_env.envs.remote.images import resolve_default
+from analyst_env.envs.remote.images import RUNNER_REVISION, resolve_default
 from analyst_env.envs.sandbox import SandboxClosedError, SandboxError
 
 e2b = pytest.importorskip("e2b", reason="the e2b extra is not installed")
@@ -126,7 +126,7 @@ def test_template_per_recipe_and_sizing():
     big = E2BSandboxBackend.__new__(E2BSandboxBackend)
     big.cpus, big.memory_mb, big.disk_mb = 2.0, 2048, None
     assert small.template_name(recipe) != big.template_name(recipe), "sizing is part of an E2B template"
-    assert small.template_name(recipe).startswith("analyst-env-") and small.template_name(recipe).endswith("-r1")
+    assert small.template_name(recipe).startswith("analyst-env-") and small.template_name(recipe).endswith(f"-r{RUNNER_REVISION}")
     assert small._memory(Recipe(name="odd", memory_mb=1025)) == 1026
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.images import RUNNER_REQUIREMENTS, recipe_resolver, resolve_default
+from analyst_env.envs.remote.images import RUNNER_REQUIREMENTS, RUNNER_REVISION, recipe_resolver, resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend, modal_image
 from analyst_env.envs.sandbox import SandboxError
 
@@ -130,7 +130,7 @@ def test_image_is_published_once_by_hash_and_reused(modal_sdk, csv_file):
     builds = [c for c in modal_sdk.CALLS if c[0] == "Image.build"]
     assert len(builds) == 1
     (name,) = modal_sdk.PUBLISHED
-    assert name == "analyst-env:" + resolve_default("default").content_hash() + "-r1"
+    assert name == "analyst-env:" + resolve_default("default").content_hash() + f"-r{RUNNER_REVISION}"
     second = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0)
     second.start("default", files={}).close()
     second.close()
