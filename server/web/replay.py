@@ -43,6 +43,16 @@ def list_trajectories(state_dir: str | Path, *, limit: int = 100, offset: int = 
         names = []
     query = query.strip().lower()
     out: list[dict[str, Any]] = []
+    if not query:
+        # Without a filter only the requested page is read: a server keeps up to
+        # ``trajectories_kept`` files (10,000 by default) and the list is polled.
+        for name in names[offset:]:
+            summary = _summary(root / name)
+            if summary is not None:
+                out.append(summary)
+            if len(out) == limit:
+                break
+        return {"trajectories": out, "total": len(names), "offset": offset, "limit": limit}
     matched = 0
     for name in names:
         summary = _summary(root / name)

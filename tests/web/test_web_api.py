@@ -110,6 +110,22 @@ def test_trajectory_listing_survives_torn_and_foreign_files(tmp_path):
     assert list_trajectories(tmp_path / "absent")["total"] == 0
 
 
+def test_trajectory_pages_read_only_their_own_files(tmp_path, monkeypatch):
+    from analyst_env.server.web import replay
+
+    root = tmp_path / "trajectories"
+    root.mkdir()
+    for i in range(6):
+        (root / f"2026010{i}T000000000000Z-e{i}.jsonl").write_text(
+            json.dumps({"type": "reset", "t": i, "episode_id": f"e{i}", "task_id": "t"}) + "\n")
+    read = []
+    real = replay._summary
+    monkeypatch.setattr(replay, "_summary", lambda path: read.append(path.name) or real(path))
+    page = list_trajectories(tmp_path, limit=2, offset=1)
+    assert [t["episode_id"] for t in page["trajectories"]] == ["e4", "e3"]  # newest first, one skipped
+    assert page["total"] == 6 and len(read) == 2
+
+
 @pytest.mark.live
 def test_live_feed_of_a_session_replays_history_then_streams(web_url):
     task = starter_task("csv")
