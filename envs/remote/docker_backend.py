@@ -164,6 +164,7 @@ class DockerSandboxBackend(RunnerBackend):
                     custom_context=True,
                     tag=tag,
                     rm=True,
+                    forcerm=True,  # a failed step's container too
                     network_mode=self.build_network,
                 )
             except self.sdk.errors.BuildError as exc:
