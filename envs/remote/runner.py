@@ -382,11 +382,11 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
             print(f"runner: preload of {module!r} failed: {exc}", file=sys.stderr)
             missing.append(module)
     shell = build_shell()
-    warm_up = IMAGES["default"].warm_up
+    standby_warm_up = IMAGES["default"].standby_warm_up  # cheap on purpose, as for local standbys
     try:
-        exec(compile(warm_up, "<warm-up>", "exec"), {})
+        exec(compile(IMAGES["default"].warm_up, "<warm-up>", "exec"), {})
     except ImportError:
-        warm_up = "pass"  # an image without the default stack warms up less
+        standby_warm_up = "pass"  # an image without the default stack warms up less
     shell.run_cell("pass", store_history=False, silent=True)
     # Kernels inherit the tools' helpers with the heap, as on the local backend.
     from analyst_env.envs.kernel_helpers import HELPER_SOURCE
@@ -397,7 +397,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     threads = len(os.listdir("/proc/self/task"))
     if threading.active_count() != 1 or threads != 1:
         raise RuntimeError(f"runner has {threads} threads after preloading; it must be single-threaded to fork")
-    return shell, missing, warm_up
+    return shell, missing, standby_warm_up
 
 
 def main(argv: list[str] | None = None) -> None:
