@@ -176,3 +176,27 @@ def test_runner_that_cannot_start_says_why(tmp_path):
     channel, proc = process_channel([sys.executable, "-c", "import sys; sys.stderr.write('boom: no python here'); sys.exit(3)"])
     with pytest.raises(SandboxError, match="boom: no python here"):
         RunnerClient(channel, "broken").wait_ready(30)
+
+
+def test_a_dead_standby_is_replaced_at_start(runner):
+    from analyst_env.envs.local import procctl
+
+    client, _, ready = runner
+    start(client).close()  # the runner tears the episode down, then forks the next standby
+
+    def children() -> list[int]:
+        return sorted(pid for pid, ppid in procctl.parent_map().items() if ppid == ready["pid"])
+
+    deadline = time.monotonic() + 30
+    seen: list[int] = []
+    while time.monotonic() < deadline:
+        now = children()
+        if len(now) == 1 and now == seen:  # the old kernel is gone; one standby stays
+            break
+        seen = now
+        time.sleep(0.5)
+    assert len(seen) == 1, f"one standby kernel waits per slot, found {seen}"
+    os.kill(seen[0], signal.SIGKILL)
+    sandbox = start(client, {"a.txt": b"x"})
+    assert sandbox.run_cell("open('a.txt').read()", timeout_s=20).outputs == [{"text/plain": "'x'"}]
+    sandbox.close()
