@@ -345,6 +345,9 @@ class Runner:
                 return
             if pid == self.child_pid:
                 self.child_reaped = True
+            elif self.standby is not None and pid == self.standby[0]:
+                self.standby[1].close()  # it died waiting; the next start forks afresh
+                self.standby, self.standby_warming = None, False
 
     def _empty_workdir(self) -> None:
         os.makedirs(self.workdir, exist_ok=True)
