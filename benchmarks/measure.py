@@ -28,6 +28,31 @@ FINAL = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "
 MAKE_DF = cell("import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.rand(1000, 5))")
 
 
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+async def settle(busy_below: float = 0.25, window_s: float = 0.5, max_wait_s: float = 60.0) -> float:
+    """Wait until the machine is quiet: busy under ``busy_below`` of its CPUs over ``window_s``.
+
+    Each measurement starts from a server that has finished the work the previous
+    one left (ending a thousand episodes takes seconds of teardown), so figures do
+    not depend on their order. Returns the seconds waited.
+    """
+    start = time.perf_counter()
+    while time.perf_counter() - start < max_wait_s:
+        busy0, total0 = _cpu_times()
+        await asyncio.sleep(window_s)
+        busy1, total1 = _cpu_times()
+        if total1 > total0 and (busy1 - busy0) / (total1 - total0) < busy_below:
+            break
+    return time.perf_counter() - start
+
+
 def quantile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

@@ -60,10 +60,16 @@ def _measure_target(server: ServerProcess, cfg: BenchConfig, target: str) -> dic
     n_describe = None if target == "protocol_floor" else cfg.n_describe
 
     async def run() -> dict[str, float | None]:
+        # The concurrency probe comes last: it leaves the most work behind (up to a thousand
+        # episodes to tear down); every measurement starts on a quiet machine.
+        await measure.settle()
         samples = await measure.latencies(ws_url, reset, n_reset, cfg.n_step, n_describe)
+        await measure.settle()
         pss = await measure.idle_pss_per_episode(ws_url, reset, idle, server.pss_mib)
-        reached = await measure.max_concurrent(ws_url, reset, probe, batch=min(50, probe))
+        await measure.settle()
         grpo = await measure.grpo_batch_s(ws_url, reset, cfg.grpo_clients, cfg.grpo_cells)
+        await measure.settle()
+        reached = await measure.max_concurrent(ws_url, reset, probe, batch=min(50, probe))
         return {
             "reset_p50_ms": statistics.median(samples["reset"]),
             "reset_p99_ms": measure.quantile(samples["reset"], 0.99),
@@ -102,8 +108,10 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
         if target == "jupyter_kernel" and not cfg.include_jupyter:
             continue
         log(f"measuring {target} ...")
+        asyncio.run(measure.settle())  # the cold start and the import are timed on a quiet machine too
         with servers[target]() as server:
             per_target[target] = _measure_target(server, cfg, target)
+        asyncio.run(measure.settle())
         per_target[target]["client_import_s"] = import_time_s(CLIENT_IMPORTS[target])
     names = list(next(iter(per_target.values())))
     figures = {name: {t: per_target.get(t, {}).get(name) for t in TARGETS} for name in names}

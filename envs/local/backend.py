@@ -132,7 +132,7 @@ class LocalSandboxBackend:
         # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
         # grace period, ~12 ms of waiting), the other warms or tears down.
         self._workers = [
-            threading.Thread(target=self._maintain, name=f"local-sandbox-standbys-{i}", daemon=True)
+            threading.Thread(target=self._maintain, args=(i == 0,), name=f"local-sandbox-standbys-{i}", daemon=True)
             for i in range(_WORKERS)
         ]
         for worker in self._workers:
@@ -468,13 +468,16 @@ class LocalSandboxBackend:
             with self._lock:
                 if not self._teardowns:
                     return
-                kernel, slot = self._teardowns.popleft()
-            try:
-                self._teardown(kernel, slot)
-            except Exception:
-                log.exception("tearing down slot %s failed", slot.name)
-            if slot.image in self._forgotten:
-                self._stop_if_forgotten(slot.image)
+                job = self._teardowns.popleft()
+            self._teardown_logged(*job)
+
+    def _teardown_logged(self, kernel: KernelHandle, slot: _Slot) -> None:
+        try:
+            self._teardown(kernel, slot)
+        except Exception:
+            log.exception("tearing down slot %s failed", slot.name)
+        if slot.image in self._forgotten:
+            self._stop_if_forgotten(slot.image)
 
     def _wanted_image(self) -> str | None:
         for image, ready in self._ready.items():
@@ -482,19 +485,27 @@ class LocalSandboxBackend:
                 return image
         return None
 
-    def _maintain(self) -> None:
-        """Background thread: tear down closed episodes first, then refill standbys."""
+    def _maintain(self, refill_first: bool) -> None:
+        """Background worker: refill standbys and tear down ended episodes, one job at a time.
+
+        One worker prefers refilling, the other tearing down, so a burst of resets
+        gets kernels while a wave of ended episodes (say 1,000 closed at once) is
+        still being cleaned up, and neither queue starves.
+        """
         while True:
             with self._lock:
                 while not self._closed and not self._teardowns and self._wanted_image() is None:
                     self._lock.wait()
                 if self._closed:
                     return
-                image = None if self._teardowns else self._wanted_image()
-                if image is not None:
+                image = self._wanted_image()
+                job = None
+                if image is not None and (refill_first or not self._teardowns):
                     self._spawning[image] += 1
-            if image is None:
-                self._run_teardowns()
+                else:
+                    image, job = None, self._teardowns.popleft()
+            if job is not None:
+                self._teardown_logged(*job)
                 continue
             try:
                 standby = self._spawn(image, warm=True)
