@@ -37,6 +37,7 @@ from .episode import LocalSandbox
 from .framing import ConnectionClosed
 from .images import IMAGES, ImageSpec
 from .isolation import Sizing, protections, resolve_mode
+from .rootview import hidden_interpreter_paths
 from .kernel import KernelHandle
 from .zygote_client import ZygoteDied, ZygoteProcess
 
@@ -79,7 +80,8 @@ class LocalSandboxBackend:
         boot_timeout_s: How long a zygote may take to import and warm its image.
 
     Raises:
-        ValueError: Invalid mode or sizing.
+        ValueError: Invalid mode or sizing, or the server's Python lives where the
+            private root cannot show it (under ``/tmp``).
     """
 
     name = "local"
@@ -101,6 +103,13 @@ class LocalSandboxBackend:
         if standbys < 0 or max_slots < 1:
             raise ValueError("standbys must be >= 0 and max_slots >= 1")
         self.mode = resolve_mode(isolation)
+        hidden = hidden_interpreter_paths() if self.mode != "none" else []
+        if hidden:
+            raise ValueError(
+                f"the server's Python lives under {', '.join(hidden)}, which the sandbox's private root "
+                "replaces with its own (/tmp is per episode): kernels could not import their modules. "
+                "Install analyst_env outside /tmp, or run with isolation 'none'"
+            )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
         self.standbys = standbys
         self._owns_root = root_dir is None

@@ -45,6 +45,19 @@ def _is_reserved(path: str) -> bool:
     return any(path == r or path.startswith(r + os.sep) for r in _RESERVED)
 
 
+def hidden_interpreter_paths() -> list[str]:
+    """The interpreter's prefixes and site-packages that the view cannot show (under ``/tmp``...).
+
+    Kernels import modules lazily long after the zygote started (IPython itself does
+    when a cell runs), so an interpreter under a path the view provides itself would
+    break every cell; the backend refuses to start instead.
+    """
+    import site
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+    return sorted(p for p in (os.path.realpath(p) for p in paths) if _is_reserved(p))
+
+
 def exposed_paths(package_dir: str) -> list[str]:
     """Host paths the view binds read-only, outermost first, without duplicates.
 

@@ -21,3 +21,19 @@ def test_the_package_directory_is_not_exposed():
     package_dir = rootview.os.path.dirname(rootview.os.path.dirname(rootview.os.path.dirname(rootview.__file__)))
     exposed = rootview.exposed_paths(package_dir)
     assert not [p for p in exposed if p == package_dir or (p.startswith(package_dir + "/") and ".venv" not in p)]
+
+
+def test_an_interpreter_under_tmp_is_refused_with_a_clear_error(tmp_path, monkeypatch):
+    """Every cell would fail on the first lazy import, so the backend does not start."""
+    import pytest
+
+    from analyst_env.envs.local import LocalSandboxBackend
+
+    assert rootview.hidden_interpreter_paths() == []  # the test interpreter itself is fine
+    venv = tmp_path / ".venv"
+    venv.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    assert rootview.hidden_interpreter_paths() == [str(venv)]
+    with pytest.raises(ValueError, match="outside /tmp"):
+        LocalSandboxBackend(isolation="userns")
+    LocalSandboxBackend(isolation="none", standbys=0).close()  # no private root: nothing is hidden
