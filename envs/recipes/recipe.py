@@ -44,6 +44,9 @@ _IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
 _VERSION_OPS = "<>=!~"
 
 
+IMAGE_PREFIX = "env-"
+"""Image names of sandbox environments: ``env-<image_hash>`` on every backend."""
+
 class RecipeError(ValueError):
     """A recipe that cannot be read or is invalid; the message says which field and why."""
 

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.envs.recipes.builds import BakeFn, BuildDB, Builder
-from analyst_env.envs.recipes.recipe import RESERVED_NAMES, Recipe, RecipeError
+from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, RESERVED_NAMES, Recipe, RecipeError
 
 log = logging.getLogger(__name__)
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
-IMAGE_PREFIX = "env-"
 DEFAULT_IMAGE = "default"
 
 

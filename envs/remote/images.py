@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 
 from analyst_env.envs.local.images import IMAGES
-from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.sandbox import SandboxError
 
 #: Bumped whenever the runner code baked into images changes incompatibly.
@@ -166,7 +166,6 @@ def build_context(recipe: Recipe) -> io.BytesIO:
 
 # ── baked images of sandbox environments ───────────────────────────────────────────
 MANIFEST = "manifest.json"
-IMAGE_PREFIX = "env-"
 
 
 def write_manifest(out_dir: Path, recipe: Recipe, *, backend: str, artifact: str) -> None:

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import images
 from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
-from analyst_env.envs.remote.images import IMAGE_PREFIX, built_by, write_manifest
+from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.sandbox import SandboxError
 
 log = logging.getLogger(__name__)
