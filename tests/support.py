@@ -99,3 +99,24 @@ def make_tiny_dataset(root: Path) -> Dataset:
         ),
     ]
     return Dataset(name="tiny", tasks=tasks)
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
+    """Wait until ``pid`` is gone or a zombie; False if it still runs after ``timeout_s``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False

@@ -11,6 +11,7 @@ import socket
 import time
 
 import pytest
+from support import wait_dead
 
 from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
 from analyst_env.envs.local.isolation import Sizing
@@ -25,19 +26,6 @@ def value(sandbox: LocalSandbox, code: str) -> str:
     result = sandbox.run_cell(code, timeout_s=20)
     assert result.error is None, result.error
     return result.outputs[-1]["text/plain"]
-
-
-def wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @needs_root

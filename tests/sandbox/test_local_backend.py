@@ -9,29 +9,12 @@ import threading
 import time
 
 import pytest
+from support import alive, wait_dead
 
 from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
 from analyst_env.envs.sandbox import Sandbox, SandboxBackend, SandboxClosedError
 
 ANSI = re.compile(r"\x1b\[")
-
-
-def _alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_implements_the_interface(backend: LocalSandboxBackend, sandbox: LocalSandbox) -> None:
@@ -154,7 +137,7 @@ def test_ignored_interrupt_replaces_the_kernel(sandbox: LocalSandbox) -> None:
     )
     assert result.timed_out and result.kernel_restarted
     assert sandbox.kernel_pid != old_pid
-    assert _wait_dead(old_pid)
+    assert wait_dead(old_pid)
     assert sandbox.run_cell("open('keep.txt').read()", timeout_s=10).outputs == [
         {"text/plain": "'kept'"}
     ]
@@ -169,7 +152,7 @@ def test_kernel_exit_is_reported_and_replaced(sandbox: LocalSandbox) -> None:
     result = sandbox.run_cell("import os\nos._exit(1)", timeout_s=10)
     assert result.kernel_restarted and not result.timed_out
     assert result.error is not None and result.error.name == "KernelDied"
-    assert _wait_dead(orphan)  # the dead kernel's background process is cleaned up
+    assert wait_dead(orphan)  # the dead kernel's background process is cleaned up
     after = sandbox.run_cell("z", timeout_s=10)
     assert after.error is not None and after.error.name == "NameError"
     assert sandbox.run_cell("2 * 3", timeout_s=10).outputs == [{"text/plain": "6"}]
@@ -203,7 +186,7 @@ def test_shell_timeout_kills_the_tree(sandbox: LocalSandbox) -> None:
     assert time.monotonic() - started < 5
     assert result.timed_out and result.exit_code is None
     pid = int(sandbox.get_file("sleep.pid"))
-    assert _wait_dead(pid)
+    assert wait_dead(pid)
     assert not os.path.exists(f"/proc/{pid}")  # reaped, not a zombie
 
 
@@ -218,10 +201,10 @@ def test_close_kills_background_processes(backend: LocalSandboxBackend) -> None:
     )
     pid = int(result.outputs[0]["text/plain"])
     kernel_pid = sandbox.kernel_pid
-    assert _alive(pid)
+    assert alive(pid)
     sandbox.close()
-    assert _wait_dead(pid)
-    assert _wait_dead(kernel_pid)
+    assert wait_dead(pid)
+    assert wait_dead(kernel_pid)
     sandbox.close()  # idempotent
     with pytest.raises(SandboxClosedError):
         sandbox.run_cell("1", timeout_s=1)
@@ -319,7 +302,7 @@ def test_dead_zygote_is_restarted() -> None:
         zygote_pid = int(result.outputs[0]["text/plain"])
         os.kill(zygote_pid, 9)
         # Its kernels die with it; the next call forks from a new zygote.
-        assert _wait_dead(zygote_pid) and _wait_dead(kernel_pid)
+        assert wait_dead(zygote_pid) and wait_dead(kernel_pid)
         result = first.run_cell("1 + 1", timeout_s=10)
         assert result.kernel_restarted
         second = backend.start("default", files={})

@@ -15,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from support import wait_dead
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import BackgroundServer
@@ -86,19 +87,6 @@ def cell(env, code: str) -> str:
     return env.add_and_execute_code_cell(code).observation.text
 
 
-def pid_dead(pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_sandbox_route_reports_protections(server):
     body = httpx.get(server + "/sandbox", timeout=10).json()
     assert body["backend"] == "local"
@@ -113,7 +101,7 @@ def test_fork_bomb_hits_the_pids_limit(server, bystander):
     with AnalystEnv(base_url=server).sync() as episode:
         episode.reset(task_id="tiny-csv")
         kids = _fork_bomb(episode)
-    assert all(pid_dead(pid) for pid in kids)  # the episode's end killed them all
+    assert all(wait_dead(pid) for pid in kids)  # the episode's end killed them all
     assert bystander.check() == "7319.25"
 
 
@@ -133,7 +121,7 @@ def _fork_bomb(episode) -> list[int]:
     assert "stopped: BlockingIOError True" in out
     kids = [int(p) for p in cell(episode, "print(*kids)").split()]
     assert cell(episode, "1 + 1") == "2"
-    assert not pid_dead(kids[0], timeout_s=0.1)
+    assert not wait_dead(kids[0], timeout_s=0.1)
     return kids
 
 
@@ -256,9 +244,9 @@ def test_setsid_double_fork_does_not_survive_the_episode(server, bystander):
             "int(os.read(r, 32))",
         )
         escapee = int(out)
-        assert not pid_dead(escapee, timeout_s=0.2)
+        assert not wait_dead(escapee, timeout_s=0.2)
         assert "over" in env.final_answer("0").observation.text
-    assert pid_dead(escapee)  # closing the session killed the whole episode
+    assert wait_dead(escapee)  # closing the session killed the whole episode
     assert bystander.check() == "7319.25"
 
 
