@@ -200,8 +200,10 @@ class LocalSandboxBackend:
                     self._activate(kernel, files, fds, seed, env or {})
                     break
                 except ConnectionClosed:
-                    # The standby died (e.g. its zygote was killed); tear it down, try another.
+                    # The standby died (e.g. its zygote was killed); tear it down, and every other
+                    # standby of a dead zygote with it, then try again.
                     self._discard(kernel, slot)
+                    self._discard_orphaned_standbys(image)
                     if attempt == 2:
                         raise SandboxError("could not start a kernel: every attempt died") from None
                 except BaseException:
@@ -416,6 +418,18 @@ class LocalSandboxBackend:
                 raise SandboxError("the kernel did not accept the task files in time")
             if "failure" in reply:
                 raise SandboxError(f"could not stage the task files: {reply['failure']['message']}")
+
+    def _discard_orphaned_standbys(self, image: str) -> None:
+        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with it)."""
+        with self._lock:
+            ready = self._ready.get(image)
+            if not ready:
+                return
+            orphaned = [s for s in ready if s[1].zygote is None or not s[1].zygote.alive()]
+            for standby in orphaned:
+                ready.remove(standby)
+        for kernel, slot, _ in orphaned:
+            self._discard(kernel, slot)
 
     def _take_standby(self, image: str) -> tuple[KernelHandle, _Slot, str] | None:
         with self._lock:
