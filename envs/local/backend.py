@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...paths import cache_root
 from ..sandbox import SandboxError
 from . import procctl
 from .capture import DEFAULT_LIMIT_BYTES
@@ -78,6 +79,9 @@ class LocalSandboxBackend:
         interrupt_grace_s: How long an interrupted cell may take to stop before
             its kernel is replaced.
         boot_timeout_s: How long a zygote may take to import and warm its image.
+        hidden_paths: Host directories kernels must never read, also where the
+            private root exposes their parent (the server's package is always
+            hidden; the task cache by default too).
 
     Raises:
         ValueError: Invalid mode or sizing, or the server's Python lives where the
@@ -99,6 +103,7 @@ class LocalSandboxBackend:
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
         interrupt_grace_s: float = 2.0,
         boot_timeout_s: float = 120.0,
+        hidden_paths: tuple[str, ...] | None = None,
     ) -> None:
         if standbys < 0 or max_slots < 1:
             raise ValueError("standbys must be >= 0 and max_slots >= 1")
@@ -121,6 +126,7 @@ class LocalSandboxBackend:
         self.output_limit_bytes = output_limit_bytes
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
+        self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
         self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
         self._free_uids = list(range(uid_base, uid_base + max_slots))
         self._slot_counter = 0
@@ -318,7 +324,12 @@ class LocalSandboxBackend:
             if zygote is not None:
                 zygote.stop()
             zygote = ZygoteProcess(
-                image, spec=self._check_image(image), mode=self.mode, host_root=self.root_dir, boot_timeout_s=self.boot_timeout_s
+                image,
+                spec=self._check_image(image),
+                mode=self.mode,
+                host_root=self.root_dir,
+                hidden=self.hidden_paths,
+                boot_timeout_s=self.boot_timeout_s,
             )
             self._zygotes[image] = zygote
             log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())

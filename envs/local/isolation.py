@@ -27,12 +27,13 @@ import fcntl
 import os
 import resource
 import shutil
+import signal
 import socket
 import struct
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from . import rootview, seccomp
+from . import procctl, rootview, seccomp
 from . import syscalls as sc
 
 Mode = Literal["full", "userns", "none"]
@@ -106,7 +107,7 @@ def resolve_mode(requested: str) -> Mode:
 
 
 # ── zygote side ─────────────────────────────────────────────────────────────
-def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str) -> list[str]:
+def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()) -> list[str]:
     """Confine the (warm, single-threaded) zygote before it forks anything.
 
     Returns:
@@ -126,7 +127,38 @@ def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str) -> list[str]:
             f.write(f"0 {uid} 1")
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"0 {gid} 1")
-    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns")
+    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns", hidden=list(hidden))
+
+
+def enter_pid_namespace(control_fd: int) -> None:
+    """Serve the rest of the zygote's life as PID 1 of a new PID namespace, with its own ``/proc``.
+
+    Kernels are forked into this namespace, so their ``/proc`` lists only the
+    namespace's processes: no host process (the server's ``--token`` command line,
+    other servers, other users) is visible or can be signalled, and ``kill -9 -1``
+    reaches the namespace only. The new ``/proc`` is mounted with
+    ``hidepid=invisible``, so a kernel under a per-slot uid sees only its own
+    processes; and when this PID 1 exits the kernel kills every process left
+    inside, which ends all episodes of a zygote that died.
+
+    ``unshare(CLONE_NEWPID)`` moves only later children, so this forks: the
+    caller (the process the server started) waits for the namespace's first
+    process and exits with its status; it closes its copy of the control socket
+    first, so the server still sees the zygote end when PID 1 does. Only the
+    child returns.
+
+    Raises:
+        OSError: The namespace or its ``/proc`` could not be created.
+    """
+    sc.unshare(sc.CLONE_NEWPID)
+    pid = os.fork()
+    if pid:
+        os.close(control_fd)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    procctl.set_parent_death_signal(signal.SIGKILL)
+    sc.mount("proc", "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "hidepid=invisible")
 
 
 def slots_dir(mode: Mode, host_root: str) -> str:

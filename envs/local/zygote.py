@@ -210,6 +210,7 @@ def main() -> None:
     parser.add_argument("--mode", default="none", choices=["full", "userns", "none"])
     parser.add_argument("--host-root", required=True, help="the backend's root directory")
     parser.add_argument("--package-dir", required=True, help="hidden from kernels")
+    parser.add_argument("--hide", action="append", default=[], help="another directory hidden from kernels")
     args = parser.parse_args()
     control = socket.socket(fileno=args.control_fd)
     if args.image_spec:
@@ -223,7 +224,8 @@ def main() -> None:
     exposed: list[str] = []
     if args.mode != "none":
         os.makedirs(scratch, exist_ok=True)
-        exposed = isolation.enter_zygote(args.mode, scratch, args.package_dir)
+        exposed = isolation.enter_zygote(args.mode, scratch, args.package_dir, args.hide)
+        isolation.enter_pid_namespace(control.fileno())
     Zygote(control, shell, args.mode, args.host_root, exposed).serve()
 
 
