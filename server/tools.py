@@ -317,8 +317,8 @@ def final_answer(
     """Submit your final answer. This ends the episode; no tool works afterwards.
 
     Call it once, when you are confident. Give exactly what the question asks
-    for, in its required format (for example `@mean_fare[34.65]`, a number
-    rounded as instructed, or a comma-separated list).
+    for, in the format the question names (a number rounded as instructed, a
+    comma-separated list, or `@name[value]` pairs when asked for them).
 
     Args:
         answer: The answer text.
