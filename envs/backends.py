@@ -30,6 +30,7 @@ def _local(settings: Settings) -> SandboxBackend:
         sizing=sizing,
         isolation=settings.isolation,
         standbys=settings.standbys,
+        uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
     )
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ...paths import cache_root
 from ..sandbox import SandboxError
-from . import procctl
+from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
 from .episode import LocalSandbox
@@ -72,7 +72,9 @@ class LocalSandboxBackend:
         isolation: ``auto``, ``full``, ``userns`` or ``none`` (see ``isolation``).
         standbys: Kernels kept forked and ready per image (0 disables).
         uid_base: First per-slot uid (``full`` mode); slots use
-            ``uid_base .. uid_base + max_slots - 1``.
+            ``uid_base .. uid_base + max_slots - 1``. ``None`` claims the first
+            range no other server on the host holds (``uid_ranges``); a given
+            base is claimed too, and refused if another server holds it.
         max_slots: Live slots at most (episodes plus standbys plus ones being torn down).
         output_limit_bytes: Bytes of stdout and of stderr kept per cell or
             command; the rest is dropped with a note.
@@ -98,7 +100,7 @@ class LocalSandboxBackend:
         sizing: Sizing | None = None,
         isolation: str = "auto",
         standbys: int = 4,
-        uid_base: int = 1_500_000,
+        uid_base: int | None = None,
         max_slots: int = 1024,
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
         interrupt_grace_s: float = 2.0,
@@ -116,6 +118,8 @@ class LocalSandboxBackend:
                 "Install analyst_env outside /tmp, or run with isolation 'none'"
             )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
+        # Claimed first: a refused range must fail before anything is created.
+        self._uid_range = uid_ranges.claim(max_slots, uid_base) if self.mode == "full" else None
         self.standbys = standbys
         self._owns_root = root_dir is None
         if root_dir is None:
@@ -128,7 +132,7 @@ class LocalSandboxBackend:
         self.boot_timeout_s = boot_timeout_s
         self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
         self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
-        self._free_uids = list(range(uid_base, uid_base + max_slots))
+        self._free_uids = list(self._uid_range.uids) if self._uid_range else []
         self._slot_counter = 0
         self._max_slots = max_slots
         self._live_slots = 0
@@ -166,6 +170,8 @@ class LocalSandboxBackend:
         if not info["cgroup_memory"]:
             info["memory_limit"] = "per process (RLIMIT_AS)"
         info["standbys"] = str(self.standbys)
+        if self._uid_range is not None:
+            info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
         return info
 
     def warm_up(self, image: str = "default") -> None:
@@ -302,6 +308,8 @@ class LocalSandboxBackend:
             self._zygotes.clear()
         if self._cgroups is not None:
             self._cgroups.close()
+        if self._uid_range is not None:
+            self._uid_range.release()
         if self._owns_root:
             shutil.rmtree(self.root_dir, ignore_errors=True)
 
