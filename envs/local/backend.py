@@ -120,6 +120,13 @@ class LocalSandboxBackend:
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
         # Claimed first: a refused range must fail before anything is created.
         self._uid_range = uid_ranges.claim(max_slots, uid_base) if self.mode == "full" else None
+        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
+        if isolation == "full" and self._degraded():
+            self._cgroups.close()
+            self._uid_range.release()
+            raise ValueError(f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded")
+        if self._degraded():
+            log.warning("local sandbox runs degraded: %s", self._degraded())
         self.standbys = standbys
         self._owns_root = root_dir is None
         if root_dir is None:
@@ -131,7 +138,6 @@ class LocalSandboxBackend:
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
         self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
-        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
         self._free_uids = list(self._uid_range.uids) if self._uid_range else []
         self._slot_counter = 0
         self._max_slots = max_slots
@@ -169,10 +175,20 @@ class LocalSandboxBackend:
             info["kill"] = "process-tree scan"
         if not info["cgroup_memory"]:
             info["memory_limit"] = "per process (RLIMIT_AS)"
+        info["degraded"] = self._degraded()
         info["standbys"] = str(self.standbys)
         if self._uid_range is not None:
             info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
         return info
+
+    def _degraded(self) -> str:
+        """What this mode normally gives but this host could not (empty when nothing is missing)."""
+        if self._cgroups is not None and self._cgroups.failure:
+            return (
+                f"{self._cgroups.failure}: memory is limited per process (RLIMIT_AS) and the pids "
+                "limit per uid (RLIMIT_NPROC), not per episode"
+            )
+        return ""
 
     def warm_up(self, image: str = "default") -> None:
         """Start ``image``'s zygote now and begin keeping standbys for it.
