@@ -112,6 +112,7 @@ class _Kernel:
         self.shell = shell
         self.workdir = spec["workdir"]
         self.output_limit = spec["output_limit_bytes"]
+        shell.output_limit = self.output_limit  # rich outputs get the same budget per cell as stdout
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)

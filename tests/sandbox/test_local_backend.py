@@ -318,3 +318,24 @@ def value_of(sandbox: LocalSandbox, code: str) -> str:
     result = sandbox.run_cell(code, timeout_s=20)
     assert result.error is None, result.error
     return result.outputs[0]["text/plain"].strip("'")
+
+
+def test_rich_outputs_are_capped_per_cell(sandbox: LocalSandbox) -> None:
+    """100 MB of HTML, a huge image and 10,000 displays: each cut or dropped with a note."""
+    result = sandbox.run_cell(
+        "from IPython.display import display\n"
+        "display({'text/html': 'y' * 100 * 2**20}, raw=True)\n"
+        "display({'image/png': 'A' * 3 * 2**20}, raw=True)\n"
+        "for i in range(10_000): display(i)",
+        timeout_s=60,
+    )
+    assert result.success
+    total = sum(len(v) for bundle in result.outputs for v in bundle.values())
+    assert total < 2 * 2**20 + 100_000
+    assert result.outputs[0]["text/html"].startswith("y" * 1000)
+    assert "output truncated" in result.outputs[0]["text/html"]
+    assert "image/png" not in result.outputs[1] and "dropped" in result.outputs[1]["text/plain"]
+    assert len(result.outputs) <= 201 and "more displays dropped" in result.outputs[-1]["text/plain"]
+    huge_error = sandbox.run_cell("raise ValueError('z' * 50 * 2**20)", timeout_s=60)
+    assert huge_error.error is not None and len(huge_error.error.value) < 2 * 2**20 + 100
+    assert sandbox.run_cell("1 + 1", timeout_s=10).outputs == [{"text/plain": "2"}]

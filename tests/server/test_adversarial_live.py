@@ -275,3 +275,13 @@ def test_kernel_death_is_reported_and_recovered(episode, crash):
     assert "restarted" in out
     assert "NameError" in cell(episode, "keep")
     assert "7319.25" in cell(episode, "import pandas as pd; float(pd.read_csv('sales.csv').amount.sum())")
+
+
+def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):
+    """100 MB of HTML in one display: the observation (and so the trajectory and live view) stays small."""
+    result = episode.add_and_execute_code_cell(
+        "from IPython.display import display\ndisplay({'text/html': 'y' * 100 * 2**20}, raw=True)"
+    )
+    assert len(result.observation.model_dump_json()) < 100_000
+    state = episode.call_tool("get_notebook_state")
+    assert len(str(state)) < 100_000
