@@ -122,6 +122,26 @@ def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None
     keep = sc.statvfs_mount_flags(source)
     sc.mount(source, target, None, sc.MS_BIND | (sc.MS_REC if recursive else 0))
     sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+    if recursive:
+        # A read-only remount covers one mount only: every submount (e.g. the
+        # cgroup trees under /sys/fs/cgroup) is made read-only on its own.
+        for point in _mounts_below(target):
+            try:
+                keep = sc.statvfs_mount_flags(point)
+                sc.mount(None, point, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+            except OSError:
+                sc.umount(point, sc.MNT_DETACH)  # cannot be made read-only: not shown at all
+
+
+def _mounts_below(target: str) -> list[str]:
+    """Mount points strictly below ``target`` in this mount namespace, outermost first."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(target.rstrip("/") + "/"):
+                points.append(point)
+    return sorted(set(points), key=len)
 
 
 def _bind_device(name: str, new_root: str) -> None:

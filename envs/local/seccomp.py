@@ -6,7 +6,9 @@ calls would fail anyway; the filter is the second wall. It denies, with
 mounts or namespaces (``mount``, ``umount2``, ``pivot_root``, ``chroot``,
 ``unshare``, ``setns``, the new mount API, and ``clone`` with any
 ``CLONE_NEW*`` flag), kernel keyrings, ``bpf``, ``perf_event_open``,
-``userfaultfd``, module loading, ``kexec``, ``reboot`` and swap control.
+``userfaultfd``, ``io_uring`` (its operations run in kernel workers, beyond
+this filter), ``pidfd_getfd``, ``process_madvise``, ``kcmp``, module
+loading, ``kexec``, ``reboot`` and swap control.
 ``clone3`` gets ``ENOSYS`` (its flags are in memory, out of BPF's reach), which
 makes glibc fall back to ``clone``. On x86_64, x32-ABI calls are denied too.
 
@@ -58,6 +60,14 @@ _DENIED: dict[str, tuple[int, int]] = {
     "swapon": (167, 224),
     "swapoff": (168, 225),
     "open_by_handle_at": (304, 265),
+    # io_uring performs its operations in kernel workers, outside this filter's view.
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    # Reaching into other processes: their file descriptors, memory advice, kernel objects.
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+    "kcmp": (312, 272),
 }
 _CLONE = (56, 220)
 _CLONE3 = (435, 435)

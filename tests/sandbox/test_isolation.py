@@ -234,3 +234,27 @@ def test_invalid_configuration_is_rejected() -> None:
         Sizing(memory_mb=1)
     with pytest.raises(ValueError, match="standbys"):
         LocalSandboxBackend(standbys=-1)
+
+
+def test_system_trees_and_their_submounts_are_read_only(sandbox: LocalSandbox) -> None:
+    out = value(
+        sandbox,
+        "import os\nwritable = []\n"
+        "for line in open('/proc/self/mountinfo'):\n"
+        "    fields = line.split()\n"
+        "    point, options = fields[4], fields[5].split(',')\n"
+        "    if point.startswith(('/sys', '/usr', '/etc')) and 'rw' in options:\n"
+        "        writable.append(point)\n"
+        "writable",
+    )
+    assert out == "[]"
+
+
+def test_io_uring_is_denied(sandbox: LocalSandbox) -> None:
+    out = value(
+        sandbox,
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "(libc.syscall(425, 4, params), ctypes.get_errno())",
+    )
+    assert out == "(-1, 1)"
