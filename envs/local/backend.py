@@ -37,7 +37,7 @@ from .cgroups import CgroupManager
 from .episode import LocalSandbox
 from .framing import ConnectionClosed
 from .images import IMAGES, ImageSpec
-from .isolation import Sizing, protections, resolve_mode
+from .isolation import Sizing, choose_mode, protections, uses_slot_uids
 from .rootview import hidden_interpreter_paths
 from .kernel import KernelHandle
 from .zygote_client import ZygoteDied, ZygoteProcess
@@ -109,8 +109,16 @@ class LocalSandboxBackend:
     ) -> None:
         if standbys < 0 or max_slots < 1:
             raise ValueError("standbys must be >= 0 and max_slots >= 1")
-        self.mode = resolve_mode(isolation)
+        self.mode, self.isolation_report = choose_mode(isolation)
+        log.info(
+            "local sandbox isolation: %s%s",
+            self.mode,
+            "".join(f"; {m} unavailable ({why})" for m, why in self.isolation_report["tried"].items()),
+        )
         hidden = hidden_interpreter_paths() if self.mode != "none" else []
+        if self.mode in ("landlock", "none"):
+            # Episodes share this process's uid: they must not read its memory or environment.
+            procctl.set_dumpable(False)
         if hidden:
             raise ValueError(
                 f"the server's Python lives under {', '.join(hidden)}, which the sandbox's private root "
@@ -119,8 +127,9 @@ class LocalSandboxBackend:
             )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
         # Claimed first: a refused range must fail before anything is created.
-        self._uid_range = uid_ranges.claim(max_slots, uid_base) if self.mode == "full" else None
-        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
+        slot_uids = uses_slot_uids(self.mode)
+        self._uid_range = uid_ranges.claim(max_slots, uid_base) if slot_uids else None
+        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
         if isolation == "full" and self._degraded():
             self._cgroups.close()
             self._uid_range.release()
@@ -176,6 +185,15 @@ class LocalSandboxBackend:
         if not info["cgroup_memory"]:
             info["memory_limit"] = "per process (RLIMIT_AS)"
         info["degraded"] = self._degraded()
+        info["stronger_modes_unavailable"] = "; ".join(
+            f"{m}: {why}" for m, why in self.isolation_report["tried"].items()
+        )
+        facts = self.isolation_report["facts"]
+        if facts:  # what a kernel confined this way saw of itself when the mode was tried
+            info["verified"] = ", ".join(
+                [f"uid {facts['uid']}"]
+                + [name for name in ("seccomp", "no_new_privs") if facts.get(name)]
+            )
         info["standbys"] = str(self.standbys)
         if self._uid_range is not None:
             info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
@@ -365,7 +383,7 @@ class LocalSandboxBackend:
                 raise SandboxError(f"all {self._max_slots} sandbox slots are in use")
             self._live_slots += 1
             self._slot_counter += 1
-            if self.mode == "full":
+            if self._uid_range is not None:
                 uid = heapq.heappop(self._free_uids)
                 return _Slot(name=f"u{uid}", uid=uid, image=image)
             return _Slot(name=f"e{self._slot_counter}", uid=None, image=image)

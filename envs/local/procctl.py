@@ -34,6 +34,14 @@ def set_parent_death_signal(sig: int) -> None:
     _prctl(_PR_SET_PDEATHSIG, sig)
 
 
+_PR_SET_DUMPABLE = 4
+
+
+def set_dumpable(dumpable: bool) -> None:
+    """Set whether same-uid processes may read this process's memory, environment and fds in ``/proc``."""
+    _prctl(_PR_SET_DUMPABLE, int(dumpable))
+
+
 def set_child_subreaper() -> None:
     """Make orphaned descendants of this process reparent to it instead of to init."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)

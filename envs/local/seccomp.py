@@ -166,3 +166,36 @@ def install(program: bytes) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"PR_SET_SECCOMP: {os.strerror(err)}")
 
+
+
+_SOCKET = (41, 198)
+_AF_UNIX = 1
+
+
+def build_socket_filter() -> bytes:
+    """A second program, for kernels without a network namespace: ``socket()`` only for ``AF_UNIX``.
+
+    Without their own network namespace (``landlock`` isolation) kernels share
+    the host's network; TCP is also refused by Landlock, but UDP, raw and
+    netlink sockets are not, so every family but local sockets is refused here
+    (``EAFNOSUPPORT``, what a kernel without that family answers).
+
+    Raises:
+        OSError: The architecture is not supported.
+    """
+    machine = platform.machine()
+    if machine not in _AUDIT_ARCH:
+        raise OSError(errno.ENOSYS, f"no seccomp filter for architecture {machine}")
+    column = 0 if machine == "x86_64" else 1
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # arch
+        (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
+        (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
+        (_BPF_LD_W_ABS, 0, 0, 0),  # syscall number
+        (_BPF_JEQ_K, 0, 2, _SOCKET[column]),  # not socket() -> allow
+        (_BPF_LD_W_ABS, 0, 0, 16),  # args[0]: the address family
+        (_BPF_JEQ_K, 0, 1, _AF_UNIX),  # AF_UNIX -> allow, else refuse
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+        (_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EAFNOSUPPORT),
+    ]
+    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
