@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import os
 import resource
 import shutil
 import signal
 import socket
+import stat
 import struct
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -51,8 +54,29 @@ NAMESPACE_MODES = ("full", "userns")
 
 
 def uses_slot_uids(mode: str) -> bool:
-    """Whether kernels switch to per-slot uids: ``full``, and ``landlock`` when the server is root."""
-    return mode == "full" or (mode == "landlock" and os.geteuid() == 0)
+    """Whether kernels switch to per-slot uids: ``full``, and ``landlock`` when the server is root.
+
+    Without a private root, a slot uid reads the interpreter through the host's
+    own directories, so ``landlock`` uses slot uids only where every directory
+    above the interpreter lets any user through (not a pyenv under ``/root``);
+    otherwise its kernels keep the server's uid with every capability dropped.
+    """
+    if mode == "full":
+        return True
+    return mode == "landlock" and os.geteuid() == 0 and _interpreter_world_reachable()
+
+
+@functools.cache
+def _interpreter_world_reachable() -> bool:
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        path = os.path.realpath(prefix)
+        while True:
+            if not os.stat(path).st_mode & stat.S_IXOTH:
+                return False
+            if path == "/":
+                break
+            path = os.path.dirname(path)
+    return True
 STRENGTH: tuple[Mode, ...] = ("full", "userns", "landlock", "none")
 """Modes from strongest to weakest: ``auto`` takes the first that works here."""
 NOFILE_LIMIT = 4096
@@ -332,7 +356,7 @@ def confine_child(
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # drops every capability
         _set_limit(resource.RLIMIT_NPROC, sizing.pids)
-    elif mode == "userns":
+    elif mode == "userns" or (mode == "landlock" and os.geteuid() == 0):
         _drop_capabilities()
     # The address space already mapped (interpreter, numpy, duckdb...) is mostly
     # shared and untouched, so the backstop allows ``memory_mb`` beyond it.
