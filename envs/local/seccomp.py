@@ -103,8 +103,8 @@ def supported() -> bool:
     return platform.machine() in _AUDIT_ARCH
 
 
-def build_filter() -> bytes:
-    """The BPF program for this architecture, as packed ``sock_filter`` structs.
+def _architecture() -> tuple[str, int]:
+    """This machine's name and its column in the syscall tables.
 
     Raises:
         OSError: The architecture is not supported.
@@ -112,7 +112,16 @@ def build_filter() -> bytes:
     machine = platform.machine()
     if machine not in _AUDIT_ARCH:
         raise OSError(errno.ENOSYS, f"no seccomp filter for architecture {machine}")
-    column = 0 if machine == "x86_64" else 1
+    return machine, 0 if machine == "x86_64" else 1
+
+
+def build_filter() -> bytes:
+    """The BPF program for this architecture, as packed ``sock_filter`` structs.
+
+    Raises:
+        OSError: The architecture is not supported.
+    """
+    machine, column = _architecture()
     denied = sorted({numbers[column] for numbers in _DENIED.values()})
     program: list[tuple[int, int, int, int]] = []
 
@@ -183,10 +192,7 @@ def build_socket_filter() -> bytes:
     Raises:
         OSError: The architecture is not supported.
     """
-    machine = platform.machine()
-    if machine not in _AUDIT_ARCH:
-        raise OSError(errno.ENOSYS, f"no seccomp filter for architecture {machine}")
-    column = 0 if machine == "x86_64" else 1
+    machine, column = _architecture()
     program = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # arch
         (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
