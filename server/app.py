@@ -3,7 +3,9 @@
 ``build_app`` wires settings, the shared runtime and OpenEnv's
 ``create_fastapi_app`` (``/ws``, ``/mcp``, ``/reset``, ``/step``, ``/state``,
 ``/schema``, ``/metadata``, ``/health`` and the Task API) plus ``/sandbox`` (which
-protections the sandbox backend gives episodes), adds the optional
+protections the sandbox backend gives episodes), replaces the ``/ws`` and ``/mcp``
+WebSocket endpoints with ``ws_endpoint``'s (same protocol, no frame ends a session)
+and ``/reset`` with ``http_reset``'s (4xx for the reset's own errors), adds the optional
 bearer token, and warms the sandbox backend at startup so the first reset is
 fast. ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first
 access from ``ANALYST_ENV_*`` variables.
@@ -27,9 +29,11 @@ from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToo
 from analyst_env.server.auth import BearerTokenMiddleware
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.envs_routes import mount_envs
+from analyst_env.server.http_reset import install_http_reset
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.server.web import mount_web
+from analyst_env.server.ws_endpoint import install_ws_endpoints
 
 ENV_NAME = "analyst_env"
 
@@ -56,6 +60,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
+    sockets = install_ws_endpoints(app)  # /ws and /mcp that answer every bad frame and never reap an open socket
+    install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
 
