@@ -21,12 +21,13 @@ from analyst_env.openenv_compat import load_openenv
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
 from fastapi import FastAPI  # noqa: E402
+from fastapi.responses import JSONResponse  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.env_server.types import ConcurrencyConfig
 
 from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation
-from analyst_env.server.auth import BearerTokenMiddleware
+from analyst_env.server.auth import BearerTokenMiddleware, redact_tokens_in_logs
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.envs_routes import mount_envs
 from analyst_env.server.http_reset import install_http_reset
@@ -76,10 +77,29 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         if warm_up is not None:
             await asyncio.get_running_loop().run_in_executor(None, warm_up)
 
+    @app.get("/ready", tags=["Health"])
+    async def readiness() -> JSONResponse:
+        """Readiness: 200 ``{"status": "ready"}``, or 503 ``{"status": "draining"}`` once shutdown began."""
+        if sockets.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories
+        sockets.draining = True
+        server = app.state.env_server
+        for session_id in list(server._sessions):
+            await server._destroy_session(session_id)
+
     async def close_runtime() -> None:
         runtime.close()
 
+    async def redact_logs() -> None:  # after uvicorn configured its loggers
+        redact_tokens_in_logs()
+
+    redact_tokens_in_logs()
+    app.router.on_startup.append(redact_logs)
     app.router.on_startup.append(warm_backend)
+    app.router.on_shutdown.append(close_sessions)
     if owns_runtime:
         app.router.on_shutdown.append(close_runtime)
 
