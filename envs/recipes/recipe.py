@@ -191,6 +191,13 @@ class Recipe(BaseModel):
     disk_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)
     workspace_default: bool = False
     preload: list[str] = Field(default_factory=list, description="Modules the kernel preloads")
+    sdists: bool = Field(
+        default=False,
+        description="Allow source distributions: their build backends then run on the host (trusted packages only)",
+    )
+    npm_scripts: bool = Field(
+        default=False, description="Run npm lifecycle scripts (postinstall...): they then run on the host"
+    )
 
     @field_validator("name")
     @classmethod
@@ -319,6 +326,9 @@ class Recipe(BaseModel):
             "apt_sources": self.apt_sources,
             "preload": sorted(set(self.preload)),
         }
+        for opt_in in ("sdists", "npm_scripts"):  # only when set: the hashes of other recipes stay as they were
+            if getattr(self, opt_in):
+                out[opt_in] = True
         if include_sizing and self.sizing():
             out.update(cpus=self.cpus, memory_mb=self.memory_mb, disk_mb=self.disk_mb)
         return out
