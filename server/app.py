@@ -61,7 +61,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
-    sockets = install_ws_endpoints(app)  # /ws and /mcp that answer every bad frame and never reap an open socket
+    sockets = install_ws_endpoints(app, settings.resume_grace_s)  # /ws and /mcp that answer every bad frame and never reap an open socket
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
@@ -86,6 +86,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories
         sockets.draining = True
+        sockets.parking.clear()
         server = app.state.env_server
         for session_id in list(server._sessions):
             await server._destroy_session(session_id)
@@ -96,7 +97,11 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     async def redact_logs() -> None:  # after uvicorn configured its loggers
         redact_tokens_in_logs()
 
+    async def accept_sessions() -> None:  # an app served again after a shutdown (tests, eval) accepts sessions again
+        sockets.draining = False
+
     redact_tokens_in_logs()
+    app.router.on_startup.append(accept_sessions)
     app.router.on_startup.append(redact_logs)
     app.router.on_startup.append(warm_backend)
     app.router.on_shutdown.append(close_sessions)

@@ -57,6 +57,10 @@ class Settings(BaseModel):
         default=False,
         description="Allow creating, changing and building sandbox environments (/envs) on a server without a token",
     )
+    resume_grace_s: float = Field(
+        default=120.0, ge=0,
+        description="How long the episode of a dropped ?resume=1 socket waits to be resumed (0: never parked)",
+    )
     drain_timeout_s: float = Field(
         default=30.0, ge=0, description="On SIGTERM/SIGINT, how long running steps may take to finish before exit"
     )

@@ -18,6 +18,8 @@ two ways besides framing:
   reset ran on a closed environment outside ``--max-sessions``.
 * While the server drains (``drain.py``) new sockets are refused with close code
   1001 and a reason, and steps in flight are counted so the drain can wait.
+* A socket opened with ``?resume=1`` whose connection drops parks its episode for a
+  grace period instead of closing it (``resume.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ from openenv.core.env_server.types import (
 from openenv.core.env_server._utils import overrides_method
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
+
+from analyst_env.server.resume import Parked, Parking, ResumeError, ResumeState
 
 log = logging.getLogger(__name__)
 
@@ -150,12 +154,13 @@ async def _close(websocket: WebSocket, code: int = 1000, reason: str = "") -> No
 class SessionSockets:
     """The WebSocket side of OpenEnv's session registry, plus what a drain needs to know."""
 
-    def __init__(self, server: HTTPEnvServer, mcp_handler) -> None:
+    def __init__(self, server: HTTPEnvServer, mcp_handler, resume_grace_s: float = 120.0) -> None:
         self.server = server
         self.mcp_handler = mcp_handler
         self.draining = False
         self.in_flight = 0  # frames being handled now
         self.sockets: set[WebSocket] = set()
+        self.parking = Parking(resume_grace_s, lambda sid: self.release_session(sid, owned=True))
 
     # ── session ownership ───────────────────────────────────────────────────
     async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
@@ -200,10 +205,21 @@ class SessionSockets:
             await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id, owned = None, False
+        query = websocket.query_params
+        resume = ResumeState() if query.get("resume") == "1" and self.parking.grace_s > 0 else None
+        pending, closed_cleanly = None, False
         self.sockets.add(websocket)
         try:
             try:
-                session_id, env, owned = await self.open_session(websocket)
+                if "resume_secret" in query:
+                    parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
+                    session_id, env, owned, resume, pending = (parked.session_id, parked.env, True, parked.state,
+                                                               parked.pending_reply)
+                else:
+                    session_id, env, owned = await self.open_session(websocket)
+            except ResumeError as exc:
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                return
             except SessionCapacityError as exc:
                 await _send(websocket, _error_frame(str(exc), WSErrorCode.CAPACITY_REACHED,
                                                     active_sessions=exc.active_sessions, max_sessions=exc.max_sessions))
@@ -218,28 +234,38 @@ class SessionSockets:
                 mcp_session = getattr(env, "mcp_session", None)
                 if owned and callable(mcp_session):
                     await stack.enter_async_context(mcp_session())
-                while True:
+                if pending is not None:  # the reply to a step that finished while the client was away
+                    if await _send(websocket, pending):
+                        pending = None
+                while pending is None:
                     message = await websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
                     self.in_flight += 1
                     try:
-                        reply = await self._ws_frame(message, env, session_id)
+                        reply = await self._ws_frame(message, env, session_id, resume)
                     finally:
                         self.in_flight -= 1
                     if reply is None:  # a close frame
+                        closed_cleanly = True
                         break
                     if not await _send(websocket, reply):
+                        pending = reply
                         break
         except WebSocketDisconnect:
             pass
         finally:
             self.sockets.discard(websocket)
             if session_id is not None:
-                await self.release_session(session_id, owned)
+                if (owned and resume is not None and resume.episode_id is not None and not closed_cleanly
+                        and not self.draining):
+                    self.parking.park(Parked(session_id, env, resume, pending))  # stays attached: never reaped
+                else:
+                    await self.release_session(session_id, owned)
             await _close(websocket)
 
-    async def _ws_frame(self, message: dict, env: Environment, session_id: str) -> str | None:
+    async def _ws_frame(self, message: dict, env: Environment, session_id: str,
+                        resume: ResumeState | None = None) -> str | None:
         """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
         try:
             frame = parse_frame(message)
@@ -263,7 +289,14 @@ class SessionSockets:
                     kwargs = server._get_valid_kwargs(inspect.signature(env.reset), msg.data)
                     observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
                 server._update_session_activity(session_id)
-                return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
+                data = serialize_observation(observation)
+                episode_id = getattr(observation, "episode_id", None)
+                if resume is not None and episode_id:
+                    secret = resume.issue(episode_id)
+                    data["metadata"] = {**(data.get("metadata") or {}), "resume_secret": secret}
+                    data["observation"]["metadata"] = {**(data["observation"].get("metadata") or {}),
+                                                       "resume_secret": secret}
+                return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)
                 action = deserialize_action(msg.data, server.action_cls)
@@ -402,11 +435,11 @@ def _closure_var(fn, name: str) -> Any:
     return fn.__closure__[index].cell_contents
 
 
-def install_ws_endpoints(app: FastAPI) -> SessionSockets:
+def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
     """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same sessions."""
     ws_route = next(r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws")
     server = _closure_var(ws_route.endpoint, "self")
-    sockets = SessionSockets(server, _closure_var(ws_route.endpoint, "mcp_handler"))
+    sockets = SessionSockets(server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s)
     app.router.routes[:] = [
         r for r in app.router.routes if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
     ]
