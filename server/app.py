@@ -30,6 +30,7 @@ from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToo
 from analyst_env.server.auth import BearerTokenMiddleware, redact_tokens_in_logs
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.envs_routes import mount_envs
+from analyst_env.server.http_mcp import install_http_mcp
 from analyst_env.server.http_reset import install_http_reset
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
@@ -63,6 +64,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     app.state.runtime = runtime
     sockets = install_ws_endpoints(app, settings.resume_grace_s)  # /ws and /mcp that answer every bad frame and never reap an open socket
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
+    install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
 

@@ -54,6 +54,11 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                 await asyncio.sleep(0.5)
                 ready = httpx.get(f"{server.url}/ready")
                 assert ready.status_code == 503 and ready.json() == {"status": "draining"}
+                created = httpx.post(f"{server.url}/mcp", json={**rpc, "method": "openenv/session/create"}).json()
+                assert created["error"]["code"] == -32000 and "shutting down" in created["error"]["message"]
+                listed = httpx.post(f"{server.url}/mcp", json={**rpc, "method": "tools/list",
+                                                               "params": {"session_id": sid}}).json()
+                assert listed["result"]["tools"], "an existing session must still answer while the server drains"
                 async with websockets.connect(f"{ws_base}/ws") as late:
                     refused = json.loads(await asyncio.wait_for(late.recv(), timeout=10))
                     assert refused["type"] == "error" and "shutting down" in refused["data"]["message"]
