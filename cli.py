@@ -56,6 +56,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ValueError, SandboxError) as exc:  # unknown backend; SDK, credentials or service missing
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    protections = getattr(backend, "protections", None)
+    if protections is not None:  # the mode in force, named before anything is served
+        info = protections()
+        line = f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
+        for key in ("degraded", "stronger_modes_unavailable"):
+            if info.get(key):
+                line += f"; {key.replace('_', ' ')}: {info[key]}"
+        print(line, file=sys.stderr, flush=True)
     try:
         from analyst_env.server.runtime import Runtime
 

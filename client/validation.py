@@ -25,9 +25,14 @@ i.e. ``str(x)``, its integer form if it is integral, and every number written in
 ``oracle_answer`` that equals it. A value is dropped as not distinctive when it
 is shorter than 3 characters, is a common word (``yes``, ``true``, ``none``...),
 is a number equal to 0, 1 or -1, or already occurs in what the task shows by
-design: its id, instruction, ``max_steps``, the reset's file descriptions
-(names, sizes, previews, computed locally from the task's files) and the tool
-catalogue (identical for every task, so it cannot carry one task's gold).
+design: its id, instruction, ``max_steps`` and the reset's file descriptions
+(names, sizes, previews, computed locally from the task's files).
+
+Text shared by every task is **not** counted as shown by design, because one
+task's gold written into it is a gift to every episode: the tool catalogue
+(it is in the reset frame, so the null run scans it) and the trainer prompts
+(``client.prompts``: the system prompt and the tool-calling template), which
+are scanned as a frame of their own.
 
 **Matching** is case-insensitive on whole tokens: a value that starts or ends
 with a letter or digit must not continue into one (and a number must not
@@ -151,17 +156,23 @@ def _trivial(value: str) -> bool:
     return number is not None and number in (0.0, 1.0, -1.0)
 
 
-def public_text(task: Task, tool_catalogue: Any = None) -> str:
-    """What the task shows by design: id, instruction, step limit, file descriptions, tool catalogue."""
+def public_text(task: Task) -> str:
+    """What the task shows by design: id, instruction, step limit, file descriptions."""
     parts = [task.id, task.instruction, f"max_steps {task.max_steps}"]
     parts += [describe_file(name, path).model_dump_json() for name, path in sorted(task.files.items())]
-    parts += [text for _, text in _walk(tool_catalogue or [])]
     return "\n".join(parts)
 
 
-def leak_patterns(task: Task, tool_catalogue: Any = None) -> dict[str, re.Pattern[str]]:
+def prompt_frame(tool_catalogue: Any) -> dict[str, str]:
+    """The trainer-facing texts every task shares: the system prompt and the tool-calling prompt."""
+    from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt
+
+    return {"system_prompt": SYSTEM_PROMPT, "tools_prompt": hermes_tools_prompt(tool_catalogue or [])}
+
+
+def leak_patterns(task: Task) -> dict[str, re.Pattern[str]]:
     """The distinctive gold values of ``task`` and their patterns."""
-    shown = public_text(task, tool_catalogue)
+    shown = public_text(task)
     patterns = {}
     for value in sorted(gold_values(task)):
         if _trivial(value):
@@ -231,8 +242,9 @@ def _leak(task: Task, frames: dict[str, Frames]) -> tuple[str | None, int]:
         (data.get("observation", {}).get("available_tools") for label, data in frames["null"] if label == "reset"),
         None,
     )
-    patterns = leak_patterns(task, catalogue)
+    patterns = leak_patterns(task)
     scanned = [("null", label, data) for label, data in frames["null"]]
+    scanned.append(("shared", "prompts", prompt_frame(catalogue)))
     for run in ("oracle", "repeat"):
         scanned += [(run, label, data) for label, data in frames[run] if label in ORACLE_FRAMES_SCANNED]
     for run, label, data in scanned:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 def _local(settings: Settings) -> SandboxBackend:
     from analyst_env.envs.local import LocalSandboxBackend
     from analyst_env.envs.local.isolation import Sizing
+    from analyst_env.paths import cache_root
 
     sizing = Sizing(
         memory_mb=settings.memory_limit_mb,
@@ -25,7 +26,13 @@ def _local(settings: Settings) -> SandboxBackend:
         pids=settings.pids_limit,
         disk_mb=settings.disk_limit_mb,
     )
-    return LocalSandboxBackend(sizing=sizing, isolation=settings.isolation, standbys=settings.standbys)
+    return LocalSandboxBackend(
+        sizing=sizing,
+        isolation=settings.isolation,
+        standbys=settings.standbys,
+        uid_base=settings.uid_base,
+        hidden_paths=(str(cache_root()), str(settings.state_dir)),
+    )
 
 
 def _images_dir(settings: Settings):

@@ -24,6 +24,8 @@ class Limits:
     shell_timeout_s: float = 60.0
     output_limit_chars: int = 20_000
     sql_max_rows: int = 50
+    episode_output_limit_bytes: int = 16 * 1024 * 1024
+    """Rich outputs (images, HTML) one episode may keep; later ones are replaced by a note."""
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Episode:
     submitted_answer: str | None = None
     end_reason: str | None = None
     reward_breakdown: dict[str, Any] | None = None
+    output_bytes: int = 0
 
     def add_cell(self, cell: NotebookCell) -> NotebookCell:
         """Append ``cell`` with the next id."""

@@ -39,6 +39,11 @@ class Settings(BaseModel):
         description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
     )
     standbys: int = Field(default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image")
+    uid_base: int | None = Field(
+        default=None,
+        ge=65_536,
+        description="Local 'full' isolation: first per-slot uid (default: the first range no other server holds)",
+    )
     remote_warm_slots: int = Field(
         default=1, ge=0, le=64, description="Docker/Modal: idle sandbox slots (containers, sandboxes) kept ready per image"
     )

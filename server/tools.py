@@ -125,8 +125,36 @@ def tool(fn: Callable[..., ToolOutput]) -> Callable[..., ToolOutput]:
 Code = Annotated[str, Field(description="Python source to run in the notebook kernel")]
 
 
+def _shown_outputs(episode: Episode, outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rich outputs as the agent is shown them, within the episode's output budget.
+
+    Text values are cut to the tool-output limit (the model reads no more, so no
+    more is kept in the notebook, the trajectory or the live view); once the
+    episode's budget is spent, every further output becomes a note.
+    """
+    limit = episode.limits.output_limit_chars
+    shown = []
+    for bundle in outputs:
+        kept: dict[str, Any] = {}
+        for mime, value in bundle.items():
+            if isinstance(value, str) and not mime.startswith("image/"):
+                value = clip(value, limit)
+            size = len(value) if isinstance(value, str) else len(json.dumps(value))
+            if episode.output_bytes + size > episode.limits.episode_output_limit_bytes:
+                kept = {
+                    "text/plain": "[output dropped: this episode has used its "
+                    f"{episode.limits.episode_output_limit_bytes // 2**20} MiB of rich outputs]"
+                }
+                break
+            episode.output_bytes += size
+            kept[mime] = value
+        shown.append(kept)
+    return shown
+
+
 def _run_code_cell(episode: Episode, code: str) -> ToolOutput:
     result = episode.sandbox.run_cell(code, timeout_s=episode.limits.cell_timeout_s)
+    result = result.model_copy(update={"outputs": _shown_outputs(episode, result.outputs)})
     cell = episode.add_cell(
         NotebookCell(
             cell_id=0,
@@ -158,7 +186,9 @@ def add_and_execute_code_cell(episode: Episode, code: Code) -> ToolOutput:
     exploring data, computing results, plotting with matplotlib. Variables,
     imports and files persist between cells. pandas, numpy, duckdb, matplotlib,
     openpyxl and sqlite3 are installed; the task's files are in the current
-    working directory. The cell is interrupted after the time limit.
+    working directory. The cell is interrupted after the time limit. Long
+    outputs are cut with a note (print summaries, not whole tables), and an
+    episode keeps at most 16 MiB of plots and HTML in all.
 
     Args:
         code: Python source to run. IPython syntax works (e.g. `!ls`, `%time`).
@@ -317,8 +347,8 @@ def final_answer(
     """Submit your final answer. This ends the episode; no tool works afterwards.
 
     Call it once, when you are confident. Give exactly what the question asks
-    for, in its required format (for example `@mean_fare[34.65]`, a number
-    rounded as instructed, or a comma-separated list).
+    for, in the format the question names (a number rounded as instructed, a
+    comma-separated list, or `@name[value]` pairs when asked for them).
 
     Args:
         answer: The answer text.

@@ -120,3 +120,34 @@ def wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+PID_NAMESPACE_OF_CELL = "__import__('os').readlink('/proc/self/ns/pid')"
+"""A cell expression giving the kernel's PID namespace (``pid:[inode]``), for ``host_pid``."""
+
+
+def host_pid(namespace: str, pid: int) -> int:
+    """The host pid of the process numbered ``pid`` in PID namespace ``namespace``.
+
+    Kernels live in their zygote's own PID namespace, so a pid a cell prints is
+    not the number the host (the test) sees; this finds the host's number by
+    matching each host process's namespace and the innermost ``NSpid`` entry.
+
+    Raises:
+        LookupError: No live process matches.
+    """
+    import os
+
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != namespace:
+                continue
+            with open(f"/proc/{entry}/status") as f:
+                nspid = next(line for line in f if line.startswith("NSpid:")).split()[1:]
+        except (OSError, StopIteration):
+            continue
+        if int(nspid[-1]) == pid:
+            return int(entry)
+    raise LookupError(f"no process {pid} in {namespace}")

@@ -29,14 +29,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...paths import cache_root
 from ..sandbox import SandboxError
-from . import procctl
+from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
 from .episode import LocalSandbox
 from .framing import ConnectionClosed
 from .images import IMAGES, ImageSpec
-from .isolation import Sizing, protections, resolve_mode
+from .isolation import Sizing, choose_mode, protections, uses_slot_uids
 from .rootview import hidden_interpreter_paths
 from .kernel import KernelHandle
 from .zygote_client import ZygoteDied, ZygoteProcess
@@ -71,13 +72,18 @@ class LocalSandboxBackend:
         isolation: ``auto``, ``full``, ``userns`` or ``none`` (see ``isolation``).
         standbys: Kernels kept forked and ready per image (0 disables).
         uid_base: First per-slot uid (``full`` mode); slots use
-            ``uid_base .. uid_base + max_slots - 1``.
+            ``uid_base .. uid_base + max_slots - 1``. ``None`` claims the first
+            range no other server on the host holds (``uid_ranges``); a given
+            base is claimed too, and refused if another server holds it.
         max_slots: Live slots at most (episodes plus standbys plus ones being torn down).
         output_limit_bytes: Bytes of stdout and of stderr kept per cell or
             command; the rest is dropped with a note.
         interrupt_grace_s: How long an interrupted cell may take to stop before
             its kernel is replaced.
         boot_timeout_s: How long a zygote may take to import and warm its image.
+        hidden_paths: Host directories kernels must never read, also where the
+            private root exposes their parent (the server's package is always
+            hidden; the task cache by default too).
 
     Raises:
         ValueError: Invalid mode or sizing, or the server's Python lives where the
@@ -94,16 +100,25 @@ class LocalSandboxBackend:
         sizing: Sizing | None = None,
         isolation: str = "auto",
         standbys: int = 4,
-        uid_base: int = 1_500_000,
+        uid_base: int | None = None,
         max_slots: int = 1024,
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
         interrupt_grace_s: float = 2.0,
         boot_timeout_s: float = 120.0,
+        hidden_paths: tuple[str, ...] | None = None,
     ) -> None:
         if standbys < 0 or max_slots < 1:
             raise ValueError("standbys must be >= 0 and max_slots >= 1")
-        self.mode = resolve_mode(isolation)
+        self.mode, self.isolation_report = choose_mode(isolation)
+        log.info(
+            "local sandbox isolation: %s%s",
+            self.mode,
+            "".join(f"; {m} unavailable ({why})" for m, why in self.isolation_report["tried"].items()),
+        )
         hidden = hidden_interpreter_paths() if self.mode != "none" else []
+        if self.mode in ("landlock", "none"):
+            # Episodes share this process's uid: they must not read its memory or environment.
+            procctl.set_dumpable(False)
         if hidden:
             raise ValueError(
                 f"the server's Python lives under {', '.join(hidden)}, which the sandbox's private root "
@@ -111,6 +126,16 @@ class LocalSandboxBackend:
                 "Install analyst_env outside /tmp, or run with isolation 'none'"
             )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
+        # Claimed first: a refused range must fail before anything is created.
+        slot_uids = uses_slot_uids(self.mode)
+        self._uid_range = uid_ranges.claim(max_slots, uid_base) if slot_uids else None
+        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
+        if isolation == "full" and self._degraded():
+            self._cgroups.close()
+            self._uid_range.release()
+            raise ValueError(f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded")
+        if self._degraded():
+            log.warning("local sandbox runs degraded: %s", self._degraded())
         self.standbys = standbys
         self._owns_root = root_dir is None
         if root_dir is None:
@@ -121,8 +146,8 @@ class LocalSandboxBackend:
         self.output_limit_bytes = output_limit_bytes
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
-        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if self.mode == "full" else None
-        self._free_uids = list(range(uid_base, uid_base + max_slots))
+        self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
+        self._free_uids = list(self._uid_range.uids) if self._uid_range else []
         self._slot_counter = 0
         self._max_slots = max_slots
         self._live_slots = 0
@@ -159,8 +184,29 @@ class LocalSandboxBackend:
             info["kill"] = "process-tree scan"
         if not info["cgroup_memory"]:
             info["memory_limit"] = "per process (RLIMIT_AS)"
+        info["degraded"] = self._degraded()
+        info["stronger_modes_unavailable"] = "; ".join(
+            f"{m}: {why}" for m, why in self.isolation_report["tried"].items()
+        )
+        facts = self.isolation_report["facts"]
+        if facts:  # what a kernel confined this way saw of itself when the mode was tried
+            info["verified"] = ", ".join(
+                [f"uid {facts['uid']}"]
+                + [name for name in ("seccomp", "no_new_privs") if facts.get(name)]
+            )
         info["standbys"] = str(self.standbys)
+        if self._uid_range is not None:
+            info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
         return info
+
+    def _degraded(self) -> str:
+        """What this mode normally gives but this host could not (empty when nothing is missing)."""
+        if self._cgroups is not None and self._cgroups.failure:
+            return (
+                f"{self._cgroups.failure}: memory is limited per process (RLIMIT_AS) and the pids "
+                "limit per uid (RLIMIT_NPROC), not per episode"
+            )
+        return ""
 
     def warm_up(self, image: str = "default") -> None:
         """Start ``image``'s zygote now and begin keeping standbys for it.
@@ -296,6 +342,8 @@ class LocalSandboxBackend:
             self._zygotes.clear()
         if self._cgroups is not None:
             self._cgroups.close()
+        if self._uid_range is not None:
+            self._uid_range.release()
         if self._owns_root:
             shutil.rmtree(self.root_dir, ignore_errors=True)
 
@@ -318,7 +366,12 @@ class LocalSandboxBackend:
             if zygote is not None:
                 zygote.stop()
             zygote = ZygoteProcess(
-                image, spec=self._check_image(image), mode=self.mode, host_root=self.root_dir, boot_timeout_s=self.boot_timeout_s
+                image,
+                spec=self._check_image(image),
+                mode=self.mode,
+                host_root=self.root_dir,
+                hidden=self.hidden_paths,
+                boot_timeout_s=self.boot_timeout_s,
             )
             self._zygotes[image] = zygote
             log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())
@@ -330,7 +383,7 @@ class LocalSandboxBackend:
                 raise SandboxError(f"all {self._max_slots} sandbox slots are in use")
             self._live_slots += 1
             self._slot_counter += 1
-            if self.mode == "full":
+            if self._uid_range is not None:
                 uid = heapq.heappop(self._free_uids)
                 return _Slot(name=f"u{uid}", uid=uid, image=image)
             return _Slot(name=f"e{self._slot_counter}", uid=None, image=image)

@@ -90,11 +90,19 @@ def sweep_stale(parent: str) -> list[str]:
         if match is None or _alive(int(match.group(1))):
             continue
         top = os.path.join(parent, entry)
-        slots = [os.path.join(top, d) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))]
+        try:
+            slots = [os.path.join(top, d) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))]
+        except FileNotFoundError:
+            continue  # another server starting at the same time swept it first
+        except OSError as exc:
+            log.warning("could not list stale cgroup %s: %s", top, exc)
+            continue
         for path in [*slots, top]:
             _empty(path)
             try:
                 os.rmdir(path)
+            except FileNotFoundError:
+                pass  # removed by a concurrent sweep
             except OSError as exc:
                 log.warning("could not remove stale cgroup %s: %s", path, exc)
                 break
@@ -151,12 +159,16 @@ class CgroupManager:
         self.controllers: dict[str, str] = {}  # controller -> "v1" | "v2"
         self._bases: dict[str, str] = {}  # controller or "kill" -> base dir
         self._made: dict[int, list[str]] = {}
+        self.failure: str | None = None  # why cgroups could not be set up, if they could not
         try:
             self._detect()
         except OSError as exc:
-            log.warning("cgroups unavailable: %s", exc)
+            self.failure = f"cgroups unavailable: {exc}"
+            log.warning("%s", self.failure)
             self.controllers.clear()
             self._bases.clear()
+        if os.geteuid() == 0 and self.failure is None and "memory" not in self.controllers:
+            self.failure = "no writable cgroup memory controller"
 
     def _detect(self) -> None:
         if os.geteuid() != 0:
@@ -274,13 +286,14 @@ class CgroupManager:
         return True
 
     def close(self) -> None:
-        """Remove every cgroup this manager made (their processes must be gone)."""
+        """Remove every cgroup this manager made, killing what is still inside."""
         for dirs in self._made.values():
             for path in dirs:
+                _empty(path)
                 try:
                     os.rmdir(path)
-                except OSError:
-                    pass
+                except OSError as exc:
+                    log.warning("could not remove cgroup %s: %s", path, exc)
         self._made.clear()
         for base in set(self._bases.values()):
             try:

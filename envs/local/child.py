@@ -112,6 +112,7 @@ class _Kernel:
         self.shell = shell
         self.workdir = spec["workdir"]
         self.output_limit = spec["output_limit_bytes"]
+        shell.output_limit = self.output_limit  # rich outputs get the same budget per cell as stdout
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -257,6 +258,7 @@ def run_kernel(
     zygote_pid: int,
     mode: isolation.Mode,
     seccomp_filter: bytes | None,
+    readable: list[str] = (),
 ) -> NoReturn:
     """Set up this freshly forked process as an episode kernel and serve it.
 
@@ -268,6 +270,7 @@ def run_kernel(
             parent-death signal was armed.
         mode: The isolation mode.
         seccomp_filter: The prebuilt seccomp program, if any.
+        readable: Mode ``landlock``: the paths the kernel may read.
     """
     status = 0
     try:
@@ -277,12 +280,12 @@ def run_kernel(
         os.setsid()
         procctl.set_child_subreaper()
         sizing = isolation.Sizing(**spec["sizing"])
-        isolation.confine_child(mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter)
+        isolation.confine_child(mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter, readable)
         procctl.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
         if os.getppid() != zygote_pid:
             os._exit(1)
         os.chdir(spec["workdir"])
-        tmp = "/tmp" if mode != "none" else os.path.join(spec["slot_dir"], "tmp")
+        tmp = "/tmp" if mode in isolation.NAMESPACE_MODES else os.path.join(spec["slot_dir"], "tmp")
         path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", os.defpath)
         os.environ.update(HOME=spec["workdir"], TMPDIR=tmp, MPLCONFIGDIR=tmp, PATH=path)
         _Kernel(FrameConnection(sock, accept_fds=True), shell, spec).serve()

@@ -30,12 +30,59 @@ from traitlets.config import Config
 from . import mpl_backend
 
 
+RICH_OUTPUT_LIMIT_BYTES = 2 * 1024 * 1024
+MAX_DISPLAYS_PER_CELL = 200
+
+
 @dataclass
 class CellRecord:
-    """What one cell produced besides its stdout/stderr."""
+    """What one cell produced besides its stdout/stderr, within a byte budget.
+
+    Rich outputs (the cell's value and ``display()`` calls) share one budget per
+    cell, as stdout and stderr each have theirs: a cell that displays 100 MB of
+    HTML sends the first part and a note, not 100 MB to the server, its
+    trajectory file and every /web viewer. A text value that does not fit is
+    cut; an image or other binary value that does not fit is replaced by a note.
+    """
 
     outputs: list[dict[str, Any]] = field(default_factory=list)
     error: dict[str, str] | None = None
+    limit: int = RICH_OUTPUT_LIMIT_BYTES
+    used: int = 0
+    dropped: int = 0
+
+    def add(self, bundle: dict[str, Any]) -> None:
+        """Keep ``bundle`` (a JSON-safe mime bundle), cut to what is left of the budget."""
+        if len(self.outputs) >= MAX_DISPLAYS_PER_CELL:
+            self.dropped += 1
+            if len(self.outputs) == MAX_DISPLAYS_PER_CELL:
+                self.outputs.append({"text/plain": f"[more displays dropped: a cell keeps {MAX_DISPLAYS_PER_CELL}]"})
+            return
+        kept: dict[str, Any] = {}
+        for mime, value in bundle.items():
+            size = len(value) if isinstance(value, str) else len(json.dumps(value))
+            room = self.limit - self.used
+            if size <= room:
+                kept[mime] = value
+                self.used += size
+            elif isinstance(value, str) and mime.startswith("text/") and room > 0:
+                kept[mime] = value[:room] + f"\n[output truncated: {size - room} more characters of {mime}]"
+                self.used = self.limit
+            else:
+                kept.setdefault(
+                    "text/plain",
+                    f"[{mime} output of {size} bytes dropped: the cell's rich outputs are limited to {self.limit} bytes]",
+                )
+        self.outputs.append(kept)
+
+    def cap_error(self) -> None:
+        """Cut the error's value and traceback to the budget (an exception message can be huge)."""
+        if self.error is None:
+            return
+        for key in ("value", "traceback"):
+            text = self.error.get(key) or ""
+            if len(text) > self.limit:
+                self.error[key] = text[: self.limit] + f"\n[truncated: {len(text) - self.limit} more characters]"
 
 
 def _jsonable_bundle(data: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +107,7 @@ class _RecordingDisplayHook(DisplayHook):
         pass
 
     def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
-        self.shell.record.outputs.append(_jsonable_bundle(format_dict))
+        self.shell.record.add(_jsonable_bundle(format_dict))
 
     def finish_displayhook(self) -> None:
         self._is_active = False
@@ -70,10 +117,10 @@ class _RecordingDisplayPublisher(DisplayPublisher):
     """Records ``display()`` calls as mime bundles instead of printing them."""
 
     def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-        self.shell.record.outputs.append(_jsonable_bundle(data))
+        self.shell.record.add(_jsonable_bundle(data))
 
     def clear_output(self, wait: bool = False) -> None:
-        self.shell.record.outputs.clear()
+        self.shell.record.outputs.clear()  # the budget is not given back: clearing is no way around it
 
 
 class KernelShell(InteractiveShell):
@@ -84,6 +131,7 @@ class KernelShell(InteractiveShell):
 
     def __init__(self, **kwargs: Any) -> None:
         self.record = CellRecord()
+        self.output_limit = RICH_OUTPUT_LIMIT_BYTES
         super().__init__(**kwargs)
 
     def ask_exit(self) -> None:
@@ -106,7 +154,7 @@ class KernelShell(InteractiveShell):
         Returns:
             The cell's record and its execution count (``None`` when silent).
         """
-        self.record = CellRecord()
+        self.record = CellRecord(limit=self.output_limit)
         count = None if silent else self.execution_count
         result = self.run_cell(code, store_history=not silent, silent=silent)
         if "matplotlib.pyplot" in sys.modules:
@@ -122,6 +170,7 @@ class KernelShell(InteractiveShell):
                 "value": str(exc),
                 "traceback": "".join(traceback.format_exception(exc)),
             }
+        self.record.cap_error()
         return self.record, count
 
 

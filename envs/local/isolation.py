@@ -14,6 +14,15 @@ Three modes, chosen once per backend (``auto`` picks the strongest available):
   the server's uid (mapped to root inside, with all capabilities dropped), so
   episodes are hidden from the server's files but not from each other's
   signals; no cgroups, so the memory limit is per process (``RLIMIT_AS``).
+* ``landlock`` (no namespaces allowed, e.g. a container under Docker's default
+  seccomp profile as uid 1000): each kernel restricts itself with Landlock
+  (``landlock``: read-only system and interpreter trees without the server's
+  package and state, read-write only its own slot, no TCP, no signals or
+  abstract sockets beyond itself), a seccomp filter that allows only
+  ``AF_UNIX`` sockets, rlimits, and is not dumpable (so same-uid processes
+  cannot read its memory or environment); the server and zygote are not
+  dumpable either. Episodes share the host's PID namespace: they can list
+  processes and read world-readable ``/proc`` files such as command lines.
 * ``none``: no namespaces; rlimits, ``no_new_privs`` and seccomp only.
 
 The child's setup order follows the measured recipe: namespaces and mounts
@@ -24,19 +33,52 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import os
 import resource
 import shutil
+import signal
 import socket
+import stat
 import struct
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from . import rootview, seccomp
+from . import landlock, procctl, rootview, seccomp
 from . import syscalls as sc
 
-Mode = Literal["full", "userns", "none"]
-MODES: tuple[str, ...] = ("auto", "full", "userns", "none")
+Mode = Literal["full", "userns", "landlock", "none"]
+MODES: tuple[str, ...] = ("auto", "full", "userns", "landlock", "none")
+NAMESPACE_MODES = ("full", "userns")
+
+
+def uses_slot_uids(mode: str) -> bool:
+    """Whether kernels switch to per-slot uids: ``full``, and ``landlock`` when the server is root.
+
+    Without a private root, a slot uid reads the interpreter through the host's
+    own directories, so ``landlock`` uses slot uids only where every directory
+    above the interpreter lets any user through (not a pyenv under ``/root``);
+    otherwise its kernels keep the server's uid with every capability dropped.
+    """
+    if mode == "full":
+        return True
+    return mode == "landlock" and os.geteuid() == 0 and _interpreter_world_reachable()
+
+
+@functools.cache
+def _interpreter_world_reachable() -> bool:
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        path = os.path.realpath(prefix)
+        while True:
+            if not os.stat(path).st_mode & stat.S_IXOTH:
+                return False
+            if path == "/":
+                break
+            path = os.path.dirname(path)
+    return True
+STRENGTH: tuple[Mode, ...] = ("full", "userns", "landlock", "none")
+"""Modes from strongest to weakest: ``auto`` takes the first that works here."""
 NOFILE_LIMIT = 4096
 CPU_TIME_LIMIT_S = 3600
 _SIOCGIFFLAGS = 0x8913
@@ -99,24 +141,63 @@ def resolve_mode(requested: str) -> Mode:
     if requested == "auto":
         if os.geteuid() == 0:
             return "full"
-        return "userns" if user_namespaces_available() else "none"
+        if user_namespaces_available():
+            return "userns"
+        return "landlock" if landlock.abi() >= 1 else "none"
     if requested == "full" and os.geteuid() != 0:
         raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
+    if requested == "landlock" and landlock.abi() < 1:
+        raise ValueError("isolation 'landlock' needs a kernel with Landlock enabled (Linux >= 5.13, lsm=landlock)")
     return requested  # type: ignore[return-value]
 
 
+def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
+    """The mode to run, tried for real (``probe``): ``requested``, or for ``auto`` the strongest that works.
+
+    Returns:
+        The mode and a report: ``tried`` (each stronger mode that failed, with
+        why) and ``facts`` (what the probe's confined kernel saw of itself).
+
+    Raises:
+        ValueError: Unknown mode, or an explicit mode that cannot be honoured
+            here (the message names what failed).
+    """
+    from . import probe
+
+    first = resolve_mode(requested)  # static checks and auto's first guess
+    if requested == "auto":
+        candidates = [m for m in STRENGTH if m != "full" or os.geteuid() == 0]
+    else:
+        candidates = [first]
+    tried: dict[str, str] = {}
+    for mode in candidates:
+        if mode == "none":
+            return "none", {"tried": tried, "facts": {}}
+        verdict = probe.try_mode(mode)
+        if verdict.get("ok"):
+            return mode, {"tried": tried, "facts": verdict.get("facts", {})}
+        tried[mode] = str(verdict.get("error", "failed"))
+        if requested != "auto":
+            raise ValueError(f"isolation {mode!r} cannot be used here: {tried[mode]}")
+    raise AssertionError("unreachable: 'none' ends the list")
+
+
 # ── zygote side ─────────────────────────────────────────────────────────────
-def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str) -> list[str]:
+def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()) -> list[str]:
     """Confine the (warm, single-threaded) zygote before it forks anything.
 
     Returns:
-        The host paths the private root exposes (none in mode ``none``).
+        The host paths kernels can read: what the private root exposes, or in
+        mode ``landlock`` the read-only rule paths (none in mode ``none``).
 
     Raises:
         OSError: A namespace could not be created (the mode is not available).
     """
     if mode == "none":
         return []
+    if mode == "landlock":
+        procctl.set_dumpable(False)
+        return landlock.plan(rootview.exposed_paths(package_dir), [package_dir, *hidden])
     if mode == "userns":
         uid, gid = os.getuid(), os.getgid()
         sc.unshare(sc.CLONE_NEWUSER)
@@ -126,12 +207,43 @@ def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str) -> list[str]:
             f.write(f"0 {uid} 1")
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"0 {gid} 1")
-    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns")
+    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns", hidden=list(hidden))
+
+
+def enter_pid_namespace(control_fd: int) -> None:
+    """Serve the rest of the zygote's life as PID 1 of a new PID namespace, with its own ``/proc``.
+
+    Kernels are forked into this namespace, so their ``/proc`` lists only the
+    namespace's processes: no host process (the server's ``--token`` command line,
+    other servers, other users) is visible or can be signalled, and ``kill -9 -1``
+    reaches the namespace only. The new ``/proc`` is mounted with
+    ``hidepid=invisible``, so a kernel under a per-slot uid sees only its own
+    processes; and when this PID 1 exits the kernel kills every process left
+    inside, which ends all episodes of a zygote that died.
+
+    ``unshare(CLONE_NEWPID)`` moves only later children, so this forks: the
+    caller (the process the server started) waits for the namespace's first
+    process and exits with its status; it closes its copy of the control socket
+    first, so the server still sees the zygote end when PID 1 does. Only the
+    child returns.
+
+    Raises:
+        OSError: The namespace or its ``/proc`` could not be created.
+    """
+    sc.unshare(sc.CLONE_NEWPID)
+    pid = os.fork()
+    if pid:
+        os.close(control_fd)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    procctl.set_parent_death_signal(signal.SIGKILL)
+    sc.mount("proc", "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "hidepid=invisible")
 
 
 def slots_dir(mode: Mode, host_root: str) -> str:
     """Where slot directories live, as the zygote and its kernels see it."""
-    return os.path.join(host_root, "slots") if mode == "none" else rootview.SLOTS_DIR
+    return rootview.SLOTS_DIR if mode in NAMESPACE_MODES else os.path.join(host_root, "slots")
 
 
 def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: int) -> str:
@@ -141,22 +253,29 @@ def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: i
     mode 0700; otherwise a plain host directory.
     """
     path = os.path.join(slots_dir(mode, host_root), name)
+    if mode not in NAMESPACE_MODES and uid is not None:
+        # Host directories: a slot uid must be able to pass through to its own slot.
+        os.makedirs(os.path.dirname(path), mode=0o711, exist_ok=True)
+        for parent in (host_root, os.path.dirname(path)):
+            os.chmod(parent, 0o711)
     os.makedirs(path, mode=0o700)
-    if mode != "none":
+    if mode in NAMESPACE_MODES:
         owner = f",uid={uid},gid={uid}" if uid is not None else ""
         sc.mount("tmpfs", path, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={disk_mb}m,mode=0700{owner}")
     for sub in ("work/logs/verifier", "tmp"):
         os.makedirs(os.path.join(path, sub), mode=0o700)
-    if uid is not None and mode == "full":
+    if uid is not None and uses_slot_uids(mode):
         for sub in ("work", "work/logs", "work/logs/verifier", "tmp"):
             os.chown(os.path.join(path, sub), uid, uid)
+        if mode not in NAMESPACE_MODES:
+            os.chown(path, uid, uid)
     return path
 
 
 def remove_slot(mode: Mode, host_root: str, name: str) -> None:
     """Unmount (lazily) and remove a slot; its processes must be dead. Idempotent."""
     path = os.path.join(slots_dir(mode, host_root), name)
-    if mode != "none":
+    if mode in NAMESPACE_MODES:
         try:
             sc.umount(path, sc.MNT_DETACH)
         except OSError:
@@ -201,7 +320,14 @@ def _set_limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
-def confine_child(mode: Mode, slot: str, uid: int | None, sizing: Sizing, seccomp_filter: bytes | None) -> None:
+def confine_child(
+    mode: Mode,
+    slot: str,
+    uid: int | None,
+    sizing: Sizing,
+    seccomp_filter: bytes | None,
+    readable: list[str] = (),
+) -> None:
     """Isolate this freshly forked kernel; called before it starts any thread.
 
     Args:
@@ -211,11 +337,12 @@ def confine_child(mode: Mode, slot: str, uid: int | None, sizing: Sizing, seccom
         sizing: The episode's resources.
         seccomp_filter: The program from ``seccomp.build_filter`` (prebuilt in
             the zygote), or ``None`` where the architecture has none.
+        readable: Mode ``landlock``: the read-only rule paths (``enter_zygote``).
 
     Raises:
         OSError: A step failed; the kernel must not run unconfined.
     """
-    if mode != "none":
+    if mode in NAMESPACE_MODES:
         sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWNS | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
         sc.mount(None, "/", None, sc.MS_REC | sc.MS_SLAVE)
         tmp = os.path.join(slot, "tmp")
@@ -224,12 +351,12 @@ def confine_child(mode: Mode, slot: str, uid: int | None, sizing: Sizing, seccom
             sc.mount(tmp, "/dev/shm", None, sc.MS_BIND)
         socket.sethostname("sandbox")
         _loopback_up()
-    if mode == "full" and uid is not None:
+    if uid is not None and uses_slot_uids(mode):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # drops every capability
         _set_limit(resource.RLIMIT_NPROC, sizing.pids)
-    elif mode == "userns":
+    elif mode == "userns" or (mode == "landlock" and os.geteuid() == 0):
         _drop_capabilities()
     # The address space already mapped (interpreter, numpy, duckdb...) is mostly
     # shared and untouched, so the backstop allows ``memory_mb`` beyond it.
@@ -239,21 +366,29 @@ def confine_child(mode: Mode, slot: str, uid: int | None, sizing: Sizing, seccom
     _set_limit(resource.RLIMIT_CPU, CPU_TIME_LIMIT_S)
     os.umask(0o077)
     seccomp.set_no_new_privs()
+    if mode == "landlock":
+        procctl.set_dumpable(False)  # fork keeps the zygote's flag; said again so it never depends on that
+        landlock.restrict(list(readable), [slot])
     if seccomp_filter is not None:
         seccomp.install(seccomp_filter)
+        if mode not in NAMESPACE_MODES and seccomp.supported():
+            seccomp.install(seccomp.build_socket_filter())
 
 
 def protections(mode: Mode) -> dict[str, bool | str]:
     """What ``confine_child`` and the zygote's view provide in ``mode`` (cgroups not included)."""
-    ns = mode != "none"
+    ns = mode in NAMESPACE_MODES
     return {
         "isolation": mode,
         "network_namespace": ns,
         "mount_namespace": ns,
+        "pid_namespace": ns,
         "private_root": ns,
         "tmpfs_workdir": ns,
-        "per_slot_uid": mode == "full",
+        "per_slot_uid": uses_slot_uids(mode),
+        "landlock": f"ABI {landlock.abi()}" if mode == "landlock" else False,
+        "network": "loopback only (own namespace)" if ns else ("AF_UNIX only" if mode == "landlock" else "host"),
         "no_new_privs": True,
         "seccomp": seccomp.supported(),
-        "rlimits": "AS,FSIZE,NOFILE,CPU" + (",NPROC" if mode == "full" else ""),
+        "rlimits": "AS,FSIZE,NOFILE,CPU" + (",NPROC" if uses_slot_uids(mode) else ""),
     }

@@ -34,9 +34,36 @@ def set_parent_death_signal(sig: int) -> None:
     _prctl(_PR_SET_PDEATHSIG, sig)
 
 
+_PR_SET_DUMPABLE = 4
+
+
+def set_dumpable(dumpable: bool) -> None:
+    """Set whether same-uid processes may read this process's memory, environment and fds in ``/proc``."""
+    _prctl(_PR_SET_DUMPABLE, int(dumpable))
+
+
 def set_child_subreaper() -> None:
     """Make orphaned descendants of this process reparent to it instead of to init."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def pidfd_pid(pidfd: int) -> int:
+    """The pid, in this process's PID namespace, of the process ``pidfd`` refers to.
+
+    A zygote in its own PID namespace reports its kernels' pids as numbered
+    there; the server reads the number it must use from the pidfd itself.
+
+    Raises:
+        ProcessLookupError: The process has exited (the kernel reports ``-1``).
+    """
+    with open(f"/proc/self/fdinfo/{pidfd}") as f:
+        for line in f:
+            if line.startswith("Pid:"):
+                pid = int(line.split()[1])
+                if pid <= 0:
+                    raise ProcessLookupError(f"the process of pidfd {pidfd} has exited")
+                return pid
+    raise OSError(f"fd {pidfd} is not a pidfd")
 
 
 def parent_map() -> dict[int, int]:

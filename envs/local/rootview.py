@@ -15,6 +15,14 @@ tmpfs that holds read-only bind mounts of exactly:
 * ``/tmp`` (tmpfs; each kernel gets its slot's own ``tmp`` there) and
   ``/slots``, where the zygote mounts one size-limited tmpfs per episode slot.
 
+The server's own package, its task cache and its state may still lie *inside* an
+exposed directory: a ``pip install`` puts ``analyst_env`` in the very
+site-packages kernels import pandas from. Each such hidden path is covered by an
+empty read-only tmpfs, so ``import analyst_env.datasets`` (which could rebuild
+every shipped task with its answer) fails inside the sandbox in every layout.
+Kernels keep the modules the zygote imported before it entered the view; they
+can import nothing more of the server's.
+
 Everything else on the host (``/work``, ``/root``, ``/home``, the dataset and
 cache directories) does not exist inside. The intermediate directories of a
 bind target (e.g. ``/root`` above a pyenv prefix) are the view's own, mode 0755,
@@ -88,6 +96,23 @@ def exposed_paths(package_dir: str) -> list[str]:
     return chosen
 
 
+def covered_paths(hidden: list[str], exposed: list[str]) -> list[str]:
+    """The ``hidden`` paths that lie inside an ``exposed`` one (and so need covering)."""
+    covered = []
+    for path in sorted({os.path.realpath(p) for p in hidden if p}):
+        if not os.path.isdir(path):
+            continue
+        if any(path == e or path.startswith(e.rstrip("/") + os.sep) for e in exposed):
+            covered.append(path)
+    return covered
+
+
+def _cover(target: str) -> None:
+    """Mount an empty, read-only tmpfs over ``target`` (an existing directory of the view)."""
+    sc.mount("tmpfs", target, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0555,size=4k")
+    sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+
+
 def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None:
     if os.path.isdir(source):
         os.makedirs(target, mode=0o755, exist_ok=True)
@@ -97,6 +122,26 @@ def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None
     keep = sc.statvfs_mount_flags(source)
     sc.mount(source, target, None, sc.MS_BIND | (sc.MS_REC if recursive else 0))
     sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+    if recursive:
+        # A read-only remount covers one mount only: every submount (e.g. the
+        # cgroup trees under /sys/fs/cgroup) is made read-only on its own.
+        for point in _mounts_below(target):
+            try:
+                keep = sc.statvfs_mount_flags(point)
+                sc.mount(None, point, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+            except OSError:
+                sc.umount(point, sc.MNT_DETACH)  # cannot be made read-only: not shown at all
+
+
+def _mounts_below(target: str) -> list[str]:
+    """Mount points strictly below ``target`` in this mount namespace, outermost first."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(target.rstrip("/") + "/"):
+                points.append(point)
+    return sorted(set(points), key=len)
 
 
 def _bind_device(name: str, new_root: str) -> None:
@@ -107,12 +152,16 @@ def _bind_device(name: str, new_root: str) -> None:
     sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_NOSUID | keep)
 
 
-def enter(scratch_dir: str, package_dir: str, *, in_user_namespace: bool) -> list[str]:
+def enter(
+    scratch_dir: str, package_dir: str, *, in_user_namespace: bool, hidden: list[str] = ()
+) -> list[str]:
     """Move this process into a new mount namespace whose root is the view.
 
     Args:
         scratch_dir: An existing, empty host directory to build the view on.
         package_dir: The server's package directory (hidden).
+        hidden: More host directories kernels must not read (the task cache,
+            the server's state); covered where an exposed directory holds them.
         in_user_namespace: The process is root only inside a user namespace;
             then devices cannot be bind-mounted with ``nodev`` cleared and
             ``/dev`` is a read-only bind of the host's.
@@ -135,6 +184,8 @@ def enter(scratch_dir: str, package_dir: str, *, in_user_namespace: bool) -> lis
             os.symlink(os.readlink(path), target)
         else:
             _bind_readonly(path, target, recursive=True)
+    for path in covered_paths([package_dir, *hidden], paths):
+        _cover(new_root + path)
     _bind_readonly("/sys", new_root + "/sys", recursive=True)
     os.makedirs(new_root + "/proc")
     sc.mount("/proc", new_root + "/proc", None, sc.MS_BIND | sc.MS_REC)

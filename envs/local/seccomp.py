@@ -6,7 +6,9 @@ calls would fail anyway; the filter is the second wall. It denies, with
 mounts or namespaces (``mount``, ``umount2``, ``pivot_root``, ``chroot``,
 ``unshare``, ``setns``, the new mount API, and ``clone`` with any
 ``CLONE_NEW*`` flag), kernel keyrings, ``bpf``, ``perf_event_open``,
-``userfaultfd``, module loading, ``kexec``, ``reboot`` and swap control.
+``userfaultfd``, ``io_uring`` (its operations run in kernel workers, beyond
+this filter), ``pidfd_getfd``, ``process_madvise``, ``kcmp``, module
+loading, ``kexec``, ``reboot`` and swap control.
 ``clone3`` gets ``ENOSYS`` (its flags are in memory, out of BPF's reach), which
 makes glibc fall back to ``clone``. On x86_64, x32-ABI calls are denied too.
 
@@ -58,6 +60,14 @@ _DENIED: dict[str, tuple[int, int]] = {
     "swapon": (167, 224),
     "swapoff": (168, 225),
     "open_by_handle_at": (304, 265),
+    # io_uring performs its operations in kernel workers, outside this filter's view.
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    # Reaching into other processes: their file descriptors, memory advice, kernel objects.
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+    "kcmp": (312, 272),
 }
 _CLONE = (56, 220)
 _CLONE3 = (435, 435)
@@ -156,3 +166,36 @@ def install(program: bytes) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"PR_SET_SECCOMP: {os.strerror(err)}")
 
+
+
+_SOCKET = (41, 198)
+_AF_UNIX = 1
+
+
+def build_socket_filter() -> bytes:
+    """A second program, for kernels without a network namespace: ``socket()`` only for ``AF_UNIX``.
+
+    Without their own network namespace (``landlock`` isolation) kernels share
+    the host's network; TCP is also refused by Landlock, but UDP, raw and
+    netlink sockets are not, so every family but local sockets is refused here
+    (``EAFNOSUPPORT``, what a kernel without that family answers).
+
+    Raises:
+        OSError: The architecture is not supported.
+    """
+    machine = platform.machine()
+    if machine not in _AUDIT_ARCH:
+        raise OSError(errno.ENOSYS, f"no seccomp filter for architecture {machine}")
+    column = 0 if machine == "x86_64" else 1
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # arch
+        (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
+        (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
+        (_BPF_LD_W_ABS, 0, 0, 0),  # syscall number
+        (_BPF_JEQ_K, 0, 2, _SOCKET[column]),  # not socket() -> allow
+        (_BPF_LD_W_ABS, 0, 0, 16),  # args[0]: the address family
+        (_BPF_JEQ_K, 0, 1, _AF_UNIX),  # AF_UNIX -> allow, else refuse
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+        (_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EAFNOSUPPORT),
+    ]
+    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)

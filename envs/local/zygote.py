@@ -116,7 +116,7 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         signal.set_wakeup_fd(self._wake_write)
         procctl.set_child_subreaper()
-        ready = {"op": "ready", "pid": self.pid, "exposed": self.exposed}
+        ready = {"op": "ready", "pid": self.pid, "exposed": self.exposed[:200]}
         self.control.send(json.dumps(ready).encode())
         while True:
             readable = select.select([self.control, self._wake_read], [], [])[0]
@@ -164,7 +164,7 @@ class Zygote:
             os.close(self._wake_write)
             self.control.close()
             parent_end.close()
-            run_kernel(child_end, spec, self.shell, self.pid, self.mode, self.seccomp_filter)
+            run_kernel(child_end, spec, self.shell, self.pid, self.mode, self.seccomp_filter, self.exposed)
         child_end.close()
         self.kernels.add(pid)
         pidfd = os.pidfd_open(pid)
@@ -207,9 +207,10 @@ def main() -> None:
     parser.add_argument("--image", required=True, help=f"one of {sorted(IMAGES)}, or a baked image's name")
     parser.add_argument("--image-spec", help="the ImageSpec (JSON) of a baked image")
     parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--mode", default="none", choices=["full", "userns", "none"])
+    parser.add_argument("--mode", default="none", choices=list(isolation.STRENGTH))
     parser.add_argument("--host-root", required=True, help="the backend's root directory")
     parser.add_argument("--package-dir", required=True, help="hidden from kernels")
+    parser.add_argument("--hide", action="append", default=[], help="another directory hidden from kernels")
     args = parser.parse_args()
     control = socket.socket(fileno=args.control_fd)
     if args.image_spec:
@@ -222,8 +223,11 @@ def main() -> None:
     scratch = os.path.join(args.host_root, f"view-{os.getpid()}")
     exposed: list[str] = []
     if args.mode != "none":
-        os.makedirs(scratch, exist_ok=True)
-        exposed = isolation.enter_zygote(args.mode, scratch, args.package_dir)
+        if args.mode in isolation.NAMESPACE_MODES:
+            os.makedirs(scratch, exist_ok=True)
+        exposed = isolation.enter_zygote(args.mode, scratch, args.package_dir, args.hide)
+        if args.mode in isolation.NAMESPACE_MODES:
+            isolation.enter_pid_namespace(control.fileno())
     Zygote(control, shell, args.mode, args.host_root, exposed).serve()
 
 

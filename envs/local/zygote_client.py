@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ..sandbox import SandboxError
+from . import procctl
 from .framing import FrameConnection
 from .images import IMAGES, ImageSpec
 from .kernel import KernelHandle
@@ -29,6 +30,23 @@ _SINGLE_THREADED_BLAS = {
     **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
     "JE_ARROW_MALLOC_CONF": "background_thread:false",
 }
+
+
+# The only variables of the server's environment a zygote (and so every kernel) inherits:
+# locale, time zone, how to find programs and modules, and CPU quirks numerical
+# libraries need. Tokens, API keys and cloud credentials the server was started with
+# never reach an episode.
+KERNEL_ENV_ALLOWED = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+KERNEL_ENV_ALLOWED_PREFIXES = ("LC_",)
+
+
+def kernel_environment(server_env: dict[str, str]) -> dict[str, str]:
+    """The allow-listed part of ``server_env`` that a zygote starts with (see ``KERNEL_ENV_ALLOWED``)."""
+    return {
+        name: value
+        for name, value in server_env.items()
+        if name in KERNEL_ENV_ALLOWED or name.startswith(KERNEL_ENV_ALLOWED_PREFIXES)
+    }
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,6 +92,8 @@ class ZygoteProcess:
             its package directories go first on the zygote's path.
         mode: Isolation mode (see ``isolation``).
         host_root: The backend's root directory.
+        hidden: Host directories kernels must not read even where the view
+            exposes their parent (the task cache, the server's state).
         boot_timeout_s: How long to wait for the zygote to become ready.
         request_timeout_s: How long to wait for the reply to a fork request.
 
@@ -88,6 +108,7 @@ class ZygoteProcess:
         spec: ImageSpec | None = None,
         mode: str = "none",
         host_root: str = "/tmp",
+        hidden: tuple[str, ...] = (),
         boot_timeout_s: float = 120.0,
         request_timeout_s: float = 30.0,
     ) -> None:
@@ -113,9 +134,10 @@ class ZygoteProcess:
                     host_root,
                     "--package-dir",
                     _PACKAGE_DIR,
+                    *(arg for path in hidden for arg in ("--hide", path)),
                 ],
                 pass_fds=[theirs.fileno()],
-                env={**os.environ, **_SINGLE_THREADED_BLAS, **env},
+                env={**kernel_environment(dict(os.environ)), **_SINGLE_THREADED_BLAS, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
@@ -160,7 +182,13 @@ class ZygoteProcess:
         os.set_inheritable(pidfd, False)
         sock = socket.socket(fileno=sock_fd)
         sock.set_inheritable(False)
-        return KernelHandle(FrameConnection(sock), reply["pid"], pidfd), reply["workdir"]
+        try:
+            pid = procctl.pidfd_pid(pidfd)  # the zygote numbers kernels in its own PID namespace
+        except OSError as exc:
+            sock.close()
+            os.close(pidfd)
+            raise SandboxError(f"the new kernel exited at once: {exc}") from exc
+        return KernelHandle(FrameConnection(sock), pid, pidfd), reply["workdir"]
 
     def release(self, slot: str) -> None:
         """Remove a slot whose processes are all dead (unmounts its tmpfs).

@@ -213,3 +213,37 @@ def test_values_match_whole_tokens_only():
     assert not p.search("1190") and not p.search("0.119") and not p.search("119.5") and not p.search("a119")
     s = value_pattern("Office Supplies")
     assert s.search("top: office supplies.") and not s.search("Office Suppliesx")
+
+
+# ── text every task shares: tool catalogue and trainer prompts ─────────────────
+def _catalogue() -> list[dict]:
+    from analyst_env.server.tools import TOOLS, _spec_of
+
+    return [_spec_of(tool).model_dump() for tool in TOOLS.values()]
+
+
+def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
+    """The catalogue and prompts reach every episode: one task's answer there scores for free."""
+    from analyst_env.client.validation import prompt_frame
+    from analyst_env.datasets.shipped import load_starter
+
+    catalogue = _catalogue()
+    shared = {"catalogue": catalogue, **prompt_frame(catalogue)}
+    tasks = list(load_starter().tasks)
+    dabench = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "dabench"
+    if dabench.exists():
+        tasks += list(registry.load_dataset(f"dabench:{dabench}").tasks)
+    found = {task.id: where for task in tasks if (where := find_leak(leak_patterns(task), shared))}
+    assert found == {}
+
+
+def test_a_gold_written_into_shared_text_is_a_leak():
+    from analyst_env.client.validation import _leak
+
+    task = Task(id="t-fare", instruction="What is the mean fare?", answer=[["mean_fare", "34.65"]],
+                oracle_answer="@mean_fare[34.65]", verifier=VerifierSpec(name="dabench"))
+    catalogue = _catalogue()
+    catalogue[0]["description"] += " (for example `@mean_fare[34.65]`)"
+    frames = {"null": [("reset", {"observation": {"available_tools": catalogue}})], "oracle": [], "repeat": []}
+    where, checked = _leak(task, frames)
+    assert checked >= 1 and where is not None and "34.65" in where

@@ -60,3 +60,50 @@ def test_a_new_manager_removes_a_dead_servers_cgroups_and_kills_what_is_left_in_
             if os.path.isdir(path):
                 time.sleep(0.1)
                 os.rmdir(path)
+
+
+def test_servers_starting_together_all_get_their_cgroups():
+    """Concurrent sweeps of the same stale directories must not cost any of them its limits."""
+    import threading
+
+    parent = cgroup_parent()
+    for i in range(20):
+        os.makedirs(os.path.join(parent, f"analyst-env-{dead_pid()}-race{i}", "u1"))
+    managers: list[CgroupManager] = []
+    barrier = threading.Barrier(6)
+
+    def start(i: int) -> None:
+        barrier.wait()
+        managers.append(CgroupManager(f"analyst-env-{os.getpid()}-race-{i}"))
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(managers) == 6
+        assert [m.failure for m in managers] == [None] * 6
+        assert all(m.available() and m.describe()["cgroup_memory"] for m in managers)
+        assert not [e for e in os.listdir(parent) if "-race" in e and not e.startswith(f"analyst-env-{os.getpid()}-")]
+    finally:
+        for m in managers:
+            m.close()
+
+
+def test_a_backend_that_cannot_apply_its_limits_says_so(monkeypatch):
+    from analyst_env.envs.local import LocalSandboxBackend
+
+    def refuse(self) -> None:
+        raise PermissionError(13, "Permission denied", "/sys/fs/cgroup/memory")
+
+    monkeypatch.setattr(CgroupManager, "_detect", refuse)
+    with pytest.raises(ValueError, match="isolation 'full' cannot be honoured: cgroups unavailable"):
+        LocalSandboxBackend(isolation="full", standbys=0)
+    backend = LocalSandboxBackend(isolation="auto", standbys=0)
+    try:
+        protections = backend.protections()
+        assert protections["cgroup_memory"] is False
+        assert "cgroups unavailable" in protections["degraded"]
+    finally:
+        backend.close()

@@ -11,7 +11,7 @@ import socket
 import time
 
 import pytest
-from support import wait_dead
+from support import PID_NAMESPACE_OF_CELL, host_pid, wait_dead
 
 from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
 from analyst_env.envs.local.isolation import Sizing
@@ -104,14 +104,33 @@ def test_episodes_cannot_signal_or_read_each_other_or_the_server(backend: LocalS
         uid_2 = int(value(second, "import os; os.getuid()"))
         assert uid_1 != uid_2 and 0 not in (uid_1, uid_2)
         first.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)
-        for target in (first.kernel_pid, os.getpid()):
+        first_pid_inside = int(value(first, "os.getpid()"))  # as numbered in the sandbox's PID namespace
+        for target in (first_pid_inside, first.kernel_pid, 1, os.getpid()):
             out = value(second, f"try:\n    os.kill({target}, 9); r = 'killed'\nexcept OSError as e:\n    r = type(e).__name__\nr")
-            assert out == "'PermissionError'"
+            assert out in {"'PermissionError'", "'ProcessLookupError'"}, (target, out)
         environ = second.run_cell(f"open('/proc/{os.getpid()}/environ').read()", timeout_s=10)
-        assert environ.error is not None and environ.error.name == "PermissionError"
+        assert environ.error is not None and environ.error.name in {"PermissionError", "FileNotFoundError"}
         peek = second.run_cell(f"open('/proc/{first.kernel_pid}/root{first.workdir}/secret.txt').read()", timeout_s=10)
         assert peek.error is not None and peek.error.name in {"PermissionError", "FileNotFoundError"}
+        second.run_shell("kill -9 -1", timeout_s=5)  # every process it may signal: only its own
         assert value(first, "1 + 1") == "2"  # still alive
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_kernel_sees_no_process_but_its_own(backend: LocalSandboxBackend) -> None:
+    """Its own PID namespace and ``hidepid``: no host command line (``serve --token X``) is readable."""
+    first = backend.start("default", files={})
+    second = backend.start("default", files={})
+    try:
+        first.run_shell("sleep 30 &", timeout_s=5)
+        listed = value(second, "import os\nsorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+        own = value(second, "[os.getpid()]")
+        assert listed == own  # not the server, not the zygote, not the other episode's sleep
+        assert value(second, "os.path.exists(f'/proc/{%d}')" % os.getpid()) == "False"
+        cmdlines = second.run_shell("cat /proc/[0-9]*/cmdline | tr '\\0' ' '", timeout_s=5).stdout
+        assert "sleep 30" not in cmdlines and "pytest" not in cmdlines
     finally:
         first.close()
         second.close()
@@ -166,7 +185,7 @@ def test_setsid_double_fork_dies_with_the_episode(backend: LocalSandboxBackend) 
         "    os._exit(0)\n"
         "int(os.read(r, 32))"
     )
-    escapee = int(value(sandbox, code))
+    escapee = host_pid(value(sandbox, PID_NAMESPACE_OF_CELL).strip("'"), int(value(sandbox, code)))
     assert not wait_dead(escapee, timeout_s=0.2)
     sandbox.close()
     assert wait_dead(escapee)
@@ -215,3 +234,27 @@ def test_invalid_configuration_is_rejected() -> None:
         Sizing(memory_mb=1)
     with pytest.raises(ValueError, match="standbys"):
         LocalSandboxBackend(standbys=-1)
+
+
+def test_system_trees_and_their_submounts_are_read_only(sandbox: LocalSandbox) -> None:
+    out = value(
+        sandbox,
+        "import os\nwritable = []\n"
+        "for line in open('/proc/self/mountinfo'):\n"
+        "    fields = line.split()\n"
+        "    point, options = fields[4], fields[5].split(',')\n"
+        "    if point.startswith(('/sys', '/usr', '/etc')) and 'rw' in options:\n"
+        "        writable.append(point)\n"
+        "writable",
+    )
+    assert out == "[]"
+
+
+def test_io_uring_is_denied(sandbox: LocalSandbox) -> None:
+    out = value(
+        sandbox,
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "(libc.syscall(425, 4, params), ctypes.get_errno())",
+    )
+    assert out == "(-1, 1)"

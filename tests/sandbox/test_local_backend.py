@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from support import alive, wait_dead
+from support import PID_NAMESPACE_OF_CELL, alive, host_pid, wait_dead
 
 from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
 from analyst_env.envs.sandbox import Sandbox, SandboxBackend, SandboxClosedError
@@ -148,7 +148,7 @@ def test_kernel_exit_is_reported_and_replaced(sandbox: LocalSandbox) -> None:
         "import subprocess\nz = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nz.pid",
         timeout_s=10,
     )
-    orphan = int(started.outputs[0]["text/plain"])
+    orphan = host_pid(value_of(sandbox, PID_NAMESPACE_OF_CELL), int(started.outputs[0]["text/plain"]))
     result = sandbox.run_cell("import os\nos._exit(1)", timeout_s=10)
     assert result.kernel_restarted and not result.timed_out
     assert result.error is not None and result.error.name == "KernelDied"
@@ -186,8 +186,8 @@ def test_shell_timeout_kills_the_tree(sandbox: LocalSandbox) -> None:
     assert time.monotonic() - started < 5
     assert result.timed_out and result.exit_code is None
     pid = int(sandbox.get_file("sleep.pid"))
-    assert wait_dead(pid)
-    assert not os.path.exists(f"/proc/{pid}")  # reaped, not a zombie
+    # Looked up in the sandbox's own PID namespace: gone, and reaped rather than a zombie.
+    assert value_of(sandbox, f"__import__('os').path.exists('/proc/{pid}')") == "False"
 
 
 def test_close_kills_background_processes(backend: LocalSandboxBackend) -> None:
@@ -199,7 +199,7 @@ def test_close_kills_background_processes(backend: LocalSandboxBackend) -> None:
         "p.pid",
         timeout_s=10,
     )
-    pid = int(result.outputs[0]["text/plain"])
+    pid = host_pid(value_of(sandbox, PID_NAMESPACE_OF_CELL), int(result.outputs[0]["text/plain"]))
     kernel_pid = sandbox.kernel_pid
     assert alive(pid)
     sandbox.close()
@@ -298,8 +298,7 @@ def test_dead_zygote_is_restarted() -> None:
     try:
         first = backend.start("default", files={})
         kernel_pid = first.kernel_pid
-        result = first.run_cell("import os; os.getppid()", timeout_s=10)
-        zygote_pid = int(result.outputs[0]["text/plain"])
+        zygote_pid = backend._zygotes["default"]._proc.pid
         os.kill(zygote_pid, 9)
         # Its kernels die with it; the next call forks from a new zygote.
         assert wait_dead(zygote_pid) and wait_dead(kernel_pid)
@@ -312,3 +311,31 @@ def test_dead_zygote_is_restarted() -> None:
         first.close()
     finally:
         backend.close()
+
+
+def value_of(sandbox: LocalSandbox, code: str) -> str:
+    """The ``text/plain`` value of a cell (its repr, quotes stripped from a string)."""
+    result = sandbox.run_cell(code, timeout_s=20)
+    assert result.error is None, result.error
+    return result.outputs[0]["text/plain"].strip("'")
+
+
+def test_rich_outputs_are_capped_per_cell(sandbox: LocalSandbox) -> None:
+    """100 MB of HTML, a huge image and 10,000 displays: each cut or dropped with a note."""
+    result = sandbox.run_cell(
+        "from IPython.display import display\n"
+        "display({'text/html': 'y' * 100 * 2**20}, raw=True)\n"
+        "display({'image/png': 'A' * 3 * 2**20}, raw=True)\n"
+        "for i in range(10_000): display(i)",
+        timeout_s=60,
+    )
+    assert result.success
+    total = sum(len(v) for bundle in result.outputs for v in bundle.values())
+    assert total < 2 * 2**20 + 100_000
+    assert result.outputs[0]["text/html"].startswith("y" * 1000)
+    assert "output truncated" in result.outputs[0]["text/html"]
+    assert "image/png" not in result.outputs[1] and "dropped" in result.outputs[1]["text/plain"]
+    assert len(result.outputs) <= 201 and "more displays dropped" in result.outputs[-1]["text/plain"]
+    huge_error = sandbox.run_cell("raise ValueError('z' * 50 * 2**20)", timeout_s=60)
+    assert huge_error.error is not None and len(huge_error.error.value) < 2 * 2**20 + 100
+    assert sandbox.run_cell("1 + 1", timeout_s=10).outputs == [{"text/plain": "2"}]

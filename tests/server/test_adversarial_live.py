@@ -15,7 +15,7 @@ import time
 
 import httpx
 import pytest
-from support import wait_dead
+from support import PID_NAMESPACE_OF_CELL, host_pid, wait_dead
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import BackgroundServer
@@ -119,7 +119,8 @@ def _fork_bomb(episode) -> list[int]:
         "    print('stopped:', type(e).__name__, len(kids) < 64)",
     )
     assert "stopped: BlockingIOError True" in out
-    kids = [int(p) for p in cell(episode, "print(*kids)").split()]
+    namespace = cell(episode, f"print({PID_NAMESPACE_OF_CELL})").strip()
+    kids = [host_pid(namespace, int(p)) for p in cell(episode, "print(*kids[:8])").split()]
     assert cell(episode, "1 + 1") == "2"
     assert not wait_dead(kids[0], timeout_s=0.1)
     return kids
@@ -225,7 +226,9 @@ def test_another_episode_cannot_be_read_signalled_or_traced(server, episode):
             "seen",
         )
         assert "READ" not in out and "KILLED" not in out
-        assert out.count("PermissionError") >= 3 and out.endswith("-1]")
+        # Refused, or not even visible (the episode's own PID namespace and hidepid).
+        assert out.count("PermissionError") + out.count("FileNotFoundError") + out.count("ProcessLookupError") == 5
+        assert out.endswith("-1]")
         assert cell(victim, "open('secret.txt').read()") == "'s3cret'"
 
 
@@ -243,7 +246,7 @@ def test_setsid_double_fork_does_not_survive_the_episode(server, bystander):
             "    os._exit(0)\n"
             "int(os.read(r, 32))",
         )
-        escapee = int(out)
+        escapee = host_pid(cell(env, f"print({PID_NAMESPACE_OF_CELL})").strip(), int(out))
         assert not wait_dead(escapee, timeout_s=0.2)
         assert "over" in env.final_answer("0").observation.text
     assert wait_dead(escapee)  # closing the session killed the whole episode
@@ -272,3 +275,13 @@ def test_kernel_death_is_reported_and_recovered(episode, crash):
     assert "restarted" in out
     assert "NameError" in cell(episode, "keep")
     assert "7319.25" in cell(episode, "import pandas as pd; float(pd.read_csv('sales.csv').amount.sum())")
+
+
+def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):
+    """100 MB of HTML in one display: the observation (and so the trajectory and live view) stays small."""
+    result = episode.add_and_execute_code_cell(
+        "from IPython.display import display\ndisplay({'text/html': 'y' * 100 * 2**20}, raw=True)"
+    )
+    assert len(result.observation.model_dump_json()) < 100_000
+    state = episode.call_tool("get_notebook_state")
+    assert len(str(state)) < 100_000

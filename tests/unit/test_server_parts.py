@@ -70,3 +70,20 @@ def test_bearer_token_accepts_a_header_and_leaves_health_open():
     assert client.get("/secret", headers={"Authorization": "bearer abc"}).status_code == 200
     assert client.get("/secret?token=abc").status_code == 401  # a query token opens WebSocket upgrades only
     assert client.get("/secret?token=abd").status_code == 401
+
+
+def test_rich_outputs_are_kept_as_shown_and_within_the_episode_budget():
+    from analyst_env.datasets.task import Task, VerifierSpec
+    from analyst_env.server.episode import Episode, Limits
+    from analyst_env.server.tools import _shown_outputs
+
+    task = Task(id="t", instruction="q", answer="a", oracle_answer="a", verifier=VerifierSpec(name="exact"))
+    episode = Episode("e", task, None, Limits(output_limit_chars=100, episode_output_limit_bytes=1_000))
+    first = _shown_outputs(episode, [{"text/html": "h" * 5_000, "text/plain": "p"}])
+    assert len(first[0]["text/html"]) < 300 and first[0]["text/plain"] == "p"  # what the model reads, not 5,000
+    image = {"image/png": "A" * 600}
+    assert _shown_outputs(episode, [image]) == [image]
+    later = _shown_outputs(episode, [image, {"text/plain": "small"}])
+    assert "image/png" not in later[0] and "used its" in later[0]["text/plain"]
+    assert later[1] == {"text/plain": "small"}
+    assert episode.output_bytes <= 1_000

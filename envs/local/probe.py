@@ -1,0 +1,124 @@
+"""Try an isolation mode for real before serving with it: ``isolation=auto`` takes the strongest that works.
+
+Reading sysctls says what a kernel allows in general, not what this process
+may do here: a container's seccomp profile refuses ``unshare``, a missing
+``CAP_NET_ADMIN`` refuses bringing up loopback, a read-only ``/proc`` refuses
+the PID namespace's own ``/proc``. So each mode is tried the way a zygote and
+its kernel use it, with the same code (``isolation.enter_zygote``,
+``enter_pid_namespace``, ``make_slot``, ``confine_child``), in a throwaway
+process: ``python -m analyst_env.envs.local.probe --mode M --host-root DIR``.
+It prints one JSON line, ``{"ok": true, "facts": {...}}`` with what the
+confined child observed of itself (uid, seccomp, no_new_privs, namespaces),
+or ``{"ok": false, "error": "..."}``; ``try_mode`` runs it and caches the
+answer per process (a host does not change its mind between two backends).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PROBE_UID = 65534  # nobody: the probe's kernel switches to it where slots get their own uids
+_cache: dict[tuple[str, int], dict] = {}
+
+
+def _facts() -> dict:
+    """What a confined kernel can see of its own confinement."""
+    status = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    facts = {
+        "uid": os.getuid(),
+        "seccomp": status.get("Seccomp") == "2",
+        "no_new_privs": status.get("NoNewPrivs") == "1",
+    }
+    for ns in ("net", "pid", "mnt"):
+        try:
+            facts[f"{ns}_namespace"] = os.readlink(f"/proc/self/ns/{ns}")
+        except OSError:
+            facts[f"{ns}_namespace"] = None
+    return facts
+
+
+def _run(mode: str, host_root: str) -> dict:
+    from . import isolation, procctl, seccomp
+
+    hidden = [_PACKAGE_DIR]
+    exposed: list[str] = []
+    if mode != "none":
+        scratch = os.path.join(host_root, "view")
+        if mode in isolation.NAMESPACE_MODES:
+            os.makedirs(scratch, exist_ok=True)
+        exposed = isolation.enter_zygote(mode, scratch, _PACKAGE_DIR, hidden)  # type: ignore[arg-type]
+        if mode in isolation.NAMESPACE_MODES:
+            isolation.enter_pid_namespace(os.open(os.devnull, os.O_RDONLY))
+    uid = _PROBE_UID if isolation.uses_slot_uids(mode) else None
+    slot = isolation.make_slot(mode, host_root, "probe", uid, 16)  # type: ignore[arg-type]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            program = seccomp.build_filter() if seccomp.supported() else None
+            isolation.confine_child(mode, slot, uid, isolation.Sizing(), program, exposed)  # type: ignore[arg-type]
+            os.write(write_end, json.dumps({"ok": True, "facts": _facts()}).encode())
+            os._exit(0)
+        except BaseException as exc:
+            os.write(write_end, json.dumps({"ok": False, "error": f"kernel: {type(exc).__name__}: {exc}"}).encode())
+            os._exit(1)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        reply = f.read()
+    os.waitpid(pid, 0)
+    isolation.remove_slot(mode, host_root, "probe")  # type: ignore[arg-type]
+    procctl.set_dumpable(True)
+    return json.loads(reply or b'{"ok": false, "error": "the kernel exited without a word"}')
+
+
+def main() -> None:
+    """Entry point: probe one mode, print the JSON verdict."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", required=True)
+    parser.add_argument("--host-root", required=True)
+    args = parser.parse_args()
+    try:
+        verdict = _run(args.mode, args.host_root)
+    except BaseException as exc:
+        verdict = {"ok": False, "error": f"zygote: {type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+    print(json.dumps(verdict), flush=True)
+
+
+def try_mode(mode: str, timeout_s: float = 60.0) -> dict:
+    """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per process)."""
+    key = (mode, os.geteuid())
+    if key not in _cache:
+        root = tempfile.mkdtemp(prefix="analyst-env-probe-")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-P", "-m", "analyst_env.envs.local.probe", "--mode", mode, "--host-root", root],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                cwd="/",
+            )
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            verdict = json.loads(lines[-1]) if lines else {"ok": False, "error": (done.stderr or "no output")[-500:]}
+        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            verdict = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        _cache[key] = verdict
+    return _cache[key]
+
+
+if __name__ == "__main__":
+    main()

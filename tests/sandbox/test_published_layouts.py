@@ -1,0 +1,108 @@
+"""The leak probes against ``analyst-env serve`` in both layouts users run: editable and installed.
+
+The installed layout is what the Dockerfile, a wheel and a hub Space ship: the
+package sits in the very site-packages directory kernels import pandas from.
+The suite builds a wheel of this checkout, installs it into a venv of its own
+(outside /tmp, which the sandbox replaces; dependencies come from the test
+venv as a plain path entry, so the checkout's editable finder is not active
+there), starts the server from it with ``--token`` on its command line, and
+runs the probes of ``leak_probes`` in an episode: no server code importable,
+no package source, cache or state readable, no token in any environment or
+command line a kernel can see.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from leak_probes import leaks, parse, probe_code
+
+from analyst_env.client import AnalystEnv
+from analyst_env.client.local_server import free_port
+
+pytestmark = pytest.mark.live
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "build" / "published-layouts"
+TOKEN = "probe-token-7f3a9c"
+
+
+def _installed_python() -> Path:
+    """A venv with this checkout installed from a wheel (rebuilt every run)."""
+    wheels = BUILD / "wheel"
+    shutil.rmtree(wheels, ignore_errors=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        check=True,
+        cwd=BUILD,
+    )
+    venv = BUILD / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    (site / "test-venv-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    wheel = next(wheels.glob("analyst_env-*.whl"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+        check=True,
+        cwd=BUILD,
+    )
+    located = subprocess.check_output([python, "-c", "import analyst_env; print(analyst_env.__file__)"], text=True, cwd=BUILD)
+    assert located.startswith(str(site)), located  # really the installed copy, not the checkout
+    return python
+
+
+@pytest.fixture(scope="module", params=["editable", "installed"])
+def layout(request):
+    BUILD.mkdir(parents=True, exist_ok=True)
+    python = Path(sys.executable) if request.param == "editable" else _installed_python()
+    cache, state = BUILD / f"cache-{request.param}", BUILD / f"state-{request.param}"
+    port = free_port()
+    env = {**os.environ, "ANALYST_ENV_CACHE": str(cache), "ANALYST_ENV_STATE_DIR": str(state), "SECRET_API_KEY": TOKEN}
+    proc = subprocess.Popen(
+        [python, "-m", "analyst_env.cli", "serve", "--port", str(port), "--token", TOKEN, "--log-level", "warning"],
+        cwd=BUILD,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the {request.param} server did not start: {proc.stderr.read().decode()[-3000:]}")
+        time.sleep(0.2)
+    try:
+        yield request.param, url, [str(cache), str(state)]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_an_episode_reaches_no_gold_no_secret_and_no_server_code(layout):
+    name, url, hidden = layout
+    with AnalystEnv(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}).sync() as env:
+        env.reset(task_id="starter-sales-000")
+        out = env.add_and_execute_code_cell(probe_code(TOKEN, hidden)).observation.text
+        results = parse(out)
+        assert leaks(results) == {}, (name, results)
+        # Real work still runs: the task's file, pandas, the episode's own files.
+        out = env.add_and_execute_code_cell("import pandas as pd\nlen(pd.read_csv('sales.csv'))").observation.text
+        assert out.strip().isdigit()
