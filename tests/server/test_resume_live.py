@@ -1,7 +1,8 @@
 """Live: an episode survives a dropped connection and resumes with its secret (issue 14, item 4).
 
-The TCP connection of a ``?resume=1`` socket is cut (the client's socket shut down and
-closed with no WebSocket close frame) while a step runs. Reconnecting with the episode
+The TCP connection of a ``?resume=1`` socket is cut while a step runs: at the client's
+socket (shut down and closed, no WebSocket close frame), or by a local TCP proxy that
+drops both of its connections. Reconnecting with the episode
 id and the resume secret from the reset's metadata continues the same episode: the
 first frame is the observation of the step that finished meanwhile, variables and the
 step count are intact. A wrong secret, or a resume after the grace period, gets a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -28,6 +30,49 @@ GRACE_S = 3.0
 def code(source: str) -> str:
     return json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
                                                 "arguments": {"code": source}}})
+
+
+class DroppingProxy:
+    """A TCP proxy on a loopback port in front of the server; ``drop()`` cuts every connection through it."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.links: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            self.links += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def drop(self) -> None:
+        for link in self.links:
+            try:
+                link.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            link.close()
+        self.links.clear()
+
+    def close(self) -> None:
+        self.drop()
+        self.listener.close()
 
 
 def cut(sock) -> None:
@@ -104,3 +149,26 @@ def test_a_socket_without_resume_closes_its_episode_when_it_drops(server):
     while app.state.env_server._sessions and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not app.state.env_server._sessions
+
+
+def test_a_proxy_dropping_the_connection_mid_step_loses_nothing(server):
+    app, ws = server
+    port = int(ws.rsplit(":", 1)[1].split("/")[0])
+    proxy = DroppingProxy(port)
+    try:
+        sock = connect(f"ws://127.0.0.1:{proxy.port}/ws?resume=1")
+        sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-sqlite"}}))
+        first = json.loads(sock.recv(timeout=30))["data"]
+        episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
+        sock.send(code("import time\nnote = 'before the drop'\ntime.sleep(1.5)\nprint('done mid-drop')"))
+        time.sleep(0.4)
+        proxy.drop()  # mid-step: both TCP connections through the proxy are cut
+        time.sleep(1.8)
+        with connect(f"ws://127.0.0.1:{proxy.port}/ws?episode_id={episode_id}&resume_secret={secret}") as back:
+            assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "done mid-drop"
+            back.send(code("print(note)"))
+            assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "before the drop"
+            back.send(json.dumps({"type": "state"}))
+            assert json.loads(back.recv(timeout=30))["data"]["step_count"] == 2
+    finally:
+        proxy.close()
