@@ -36,6 +36,7 @@ def _settings(args: argparse.Namespace):
         output_limit_chars=getattr(args, "output_limit", None),
         backend=getattr(args, "backend", None),
         token=getattr(args, "token", None),
+        allow_builds=getattr(args, "allow_builds", None) or None,
     )
 
 
@@ -113,7 +114,10 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
     print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
     print(f"  web UI: http://{shown}:{args.port}/web   (tasks, play, live sessions, replay)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=100 * 2**20)
+    from analyst_env.server.drain import DrainingServer
+
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=100 * 2**20)
+    DrainingServer(config, app.state.sockets, settings.drain_timeout_s).run()  # SIGTERM drains, then returns
     return 0
 
 
@@ -285,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--backend", help="Sandbox backend (default local)")
     serve.add_argument("--token", help="Require 'Authorization: Bearer TOKEN' on every route but /health")
     serve.add_argument("--insecure", action="store_true", help="Allow a non-loopback bind without a token")
+    serve.add_argument("--allow-builds", action="store_true",
+                       help="Allow /envs to create and build sandbox environments without a token")
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(func=cmd_serve)
 

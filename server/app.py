@@ -3,7 +3,9 @@
 ``build_app`` wires settings, the shared runtime and OpenEnv's
 ``create_fastapi_app`` (``/ws``, ``/mcp``, ``/reset``, ``/step``, ``/state``,
 ``/schema``, ``/metadata``, ``/health`` and the Task API) plus ``/sandbox`` (which
-protections the sandbox backend gives episodes), adds the optional
+protections the sandbox backend gives episodes), replaces the ``/ws`` and ``/mcp``
+WebSocket endpoints with ``ws_endpoint``'s (same protocol, no frame ends a session)
+and ``/reset`` with ``http_reset``'s (4xx for the reset's own errors), adds the optional
 bearer token, and warms the sandbox backend at startup so the first reset is
 fast. ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first
 access from ``ANALYST_ENV_*`` variables.
@@ -19,17 +21,21 @@ from analyst_env.openenv_compat import load_openenv
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
 from fastapi import FastAPI  # noqa: E402
+from fastapi.responses import JSONResponse  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.env_server.types import ConcurrencyConfig
 
 from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation
-from analyst_env.server.auth import BearerTokenMiddleware
+from analyst_env.server.auth import BearerTokenMiddleware, redact_tokens_in_logs
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.envs_routes import mount_envs
+from analyst_env.server.http_mcp import install_http_mcp
+from analyst_env.server.http_reset import install_http_reset
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.server.web import mount_web
+from analyst_env.server.ws_endpoint import install_ws_endpoints
 
 ENV_NAME = "analyst_env"
 
@@ -56,6 +62,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
+    sockets = install_ws_endpoints(app, settings.resume_grace_s)  # /ws and /mcp that answer every bad frame and never reap an open socket
+    install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
+    install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
 
@@ -70,10 +79,34 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         if warm_up is not None:
             await asyncio.get_running_loop().run_in_executor(None, warm_up)
 
+    @app.get("/ready", tags=["Health"])
+    async def readiness() -> JSONResponse:
+        """Readiness: 200 ``{"status": "ready"}``, or 503 ``{"status": "draining"}`` once shutdown began."""
+        if sockets.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories
+        sockets.draining = True
+        sockets.parking.clear()
+        server = app.state.env_server
+        for session_id in list(server._sessions):
+            await server._destroy_session(session_id)
+
     async def close_runtime() -> None:
         runtime.close()
 
+    async def redact_logs() -> None:  # after uvicorn configured its loggers
+        redact_tokens_in_logs()
+
+    async def accept_sessions() -> None:  # an app served again after a shutdown (tests, eval) accepts sessions again
+        sockets.draining = False
+
+    redact_tokens_in_logs()
+    app.router.on_startup.append(accept_sessions)
+    app.router.on_startup.append(redact_logs)
     app.router.on_startup.append(warm_backend)
+    app.router.on_shutdown.append(close_sessions)
     if owns_runtime:
         app.router.on_shutdown.append(close_runtime)
 

@@ -67,6 +67,13 @@ class ToolCallError(Exception):
         self.error_type = error_type
 
 
+class SessionClosed(RuntimeError):
+    """A reset or tool call on a session that has been closed."""
+
+    def __str__(self) -> str:
+        return "this session is closed; open a new session (a new WebSocket) to start an episode"
+
+
 class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     """One session's environment. Cheap to construct; the sandbox starts at ``reset``."""
 
@@ -83,6 +90,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         self._recorder: EpisodeRecorder | None = None
         self._live = LiveHub.for_runtime(runtime)  # what /web shows of this session, live
         self._live_id = self._live.new_session_id()
+        self._closed = False  # set by close(): a closed session never starts a sandbox again
 
     # ── episode lifecycle ───────────────────────────────────────────────────
     def reset(
@@ -100,13 +108,18 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             ValueError: Unknown reset options or conflicting choices.
             KeyError: No such task or split.
             IndexError: ``index`` outside the split.
+            SessionClosed: The session was closed (reaped, or its socket went away).
         """
+        if self._closed:
+            raise SessionClosed()
         started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
         task = runtime.select(task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed)
         image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
         with self._lock:
+            if self._closed:  # closed while this reset waited for the lock
+                raise SessionClosed()
             self._end_episode()
             episode = Episode(
                 episode_id=opts.episode_id or uuid.uuid4().hex,
@@ -225,8 +238,14 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         )
 
     def close(self) -> None:
-        """End the episode and kill its sandbox. Safe to call from any thread, twice."""
-        self._end_episode()
+        """End the episode and kill its sandbox. Safe to call from any thread, twice.
+
+        The flag is set before the lock is taken, so a reset running now finishes, its
+        episode is ended here, and no later reset starts a sandbox nobody would close.
+        """
+        self._closed = True
+        with self._lock:
+            self._end_episode()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
@@ -244,6 +263,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
     def _invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
         episode = self._episode
+        if episode is None and self._closed:
+            raise ToolCallError(ToolErrorType.EXECUTION_ERROR, str(SessionClosed()))
         if episode is None:
             raise ToolCallError(
                 ToolErrorType.EXECUTION_ERROR,
@@ -302,6 +323,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             episode.sandbox.close()
 
     async def _in_worker(self, fn, *args, **kwargs):
+        if self._closed:
+            raise SessionClosed()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analyst-episode")
         loop = asyncio.get_running_loop()

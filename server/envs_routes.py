@@ -18,6 +18,11 @@ the local baker (``envs.recipes.local_bake``).
 
 Errors: 404 unknown name, 409 name taken, 422 invalid recipe, each with a ``detail``
 saying what to fix. The bearer-token middleware guards these routes like every other.
+
+A build installs packages chosen by whoever calls these routes, so the mutating ones
+(create, change, delete, build) need the server to have a token (which the middleware
+then checks) or an explicit ``--allow-builds``: without either, any local user could
+reach them. They answer 403 saying so; the read-only routes stay open.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import logging
 import os
 from typing import Any
 
-from fastapi import Body, FastAPI, HTTPException, Query
+from fastapi import Body, Depends, FastAPI, HTTPException, Query
 
 from analyst_env.envs.recipes.recipe import RecipeError
 from analyst_env.envs.recipes.service import (
@@ -88,6 +93,17 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     # a build cut short is marked failed at the next start.
     app.router.on_shutdown.append(service.builder.join)
     tags = ["Sandbox environments"]
+    settings = runtime.settings
+
+    def builds_allowed() -> None:
+        if not settings.token and not settings.allow_builds:
+            raise HTTPException(
+                403,
+                "creating, changing and building sandbox environments installs packages on this server: start it "
+                "with a token (--token or ANALYST_ENV_TOKEN) or with --allow-builds (ANALYST_ENV_ALLOW_BUILDS=1)",
+            )
+
+    mutating = [Depends(builds_allowed)]
 
     @app.get("/envs", tags=tags)
     def list_environments() -> dict:
@@ -101,7 +117,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
             "templates": [{**t.model_dump(), "hash": t.image_hash()} for t in service.templates.values()]
         }
 
-    @app.post("/envs", tags=tags, status_code=201)
+    @app.post("/envs", tags=tags, status_code=201, dependencies=mutating)
     def create_environment(body: dict[str, Any] = Body(...)) -> dict:
         """Create an environment from recipe fields, or from ``template`` (a copy); its build starts."""
         body = dict(body)
@@ -120,8 +136,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         """One environment: its recipe and build status."""
         return _errors(lambda: _detail(service, name))
 
-    @app.patch("/envs/{name}", tags=tags)
-    @app.put("/envs/{name}", tags=tags, operation_id="replace_environment_fields")
+    @app.patch("/envs/{name}", tags=tags, dependencies=mutating)
+    @app.put("/envs/{name}", tags=tags, operation_id="replace_environment_fields", dependencies=mutating)
     def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
         """Change fields of an environment; a change of build inputs starts a rebuild."""
 
@@ -131,13 +147,13 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
 
         return _errors(update)
 
-    @app.delete("/envs/{name}", tags=tags)
+    @app.delete("/envs/{name}", tags=tags, dependencies=mutating)
     def delete_environment(name: str) -> dict:
         """Delete an environment; tasks bound to it then run in the default image, with a warning."""
         _errors(lambda: service.delete(name))
         return {"deleted": name}
 
-    @app.post("/envs/{name}/build", tags=tags)
+    @app.post("/envs/{name}/build", tags=tags, dependencies=mutating)
     def build_environment(name: str, force: bool = Query(False, description="Rebuild even if ready")) -> dict:
         """Start building the environment's image (no-op while it builds, or when ready unless forced)."""
         return _errors(lambda: service.build(name, force=force))

@@ -58,6 +58,17 @@ class Settings(BaseModel):
         default=10.0, gt=0, description="Docker/Modal/E2B: start-up fails if the service does not answer within this"
     )
     token: str | None = Field(default=None, description="Bearer token required on every route but /health")
+    allow_builds: bool = Field(
+        default=False,
+        description="Allow creating, changing and building sandbox environments (/envs) on a server without a token",
+    )
+    resume_grace_s: float = Field(
+        default=120.0, ge=0,
+        description="How long the episode of a dropped ?resume=1 socket waits to be resumed (0: never parked)",
+    )
+    drain_timeout_s: float = Field(
+        default=30.0, ge=0, description="On SIGTERM/SIGINT, how long running steps may take to finish before exit"
+    )
     state_dir: str = Field(
         default_factory=lambda: _default_state_dir(),
         description="Where the server keeps what it records: trajectories/ holds one JSONL file per episode",

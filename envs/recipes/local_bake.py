@@ -18,6 +18,16 @@ directory ``<builds>/<hash>/`` holding:
 Debian packages are not installed: they are checked on the host with ``dpkg-query`` and a
 missing one fails the build, naming it. Every step's output goes to the build log; a
 failing step's last lines become the build's error.
+
+**No package code runs on the host.** Builds run as the server's user (root, with the
+host's network and mounts), so nothing a package ships may execute there: ``uv`` gets
+``--no-build`` (wheels only: an sdist's build backend would run on the host) unless the
+recipe sets ``sdists = true``; ``npm`` gets ``--ignore-scripts`` (no ``preinstall``/
+``postinstall``) unless it sets ``npm_scripts = true``; and the import check, the first
+time a wheel's ``.pth`` files and the preload modules execute, runs as a cell of an
+episode kernel of the new image, in the local sandbox backend with the isolation every
+episode gets (private root, no network, own uid, seccomp). The two opt-ins run that
+package code on the host and are for recipes whose packages the operator trusts.
 """
 
 from __future__ import annotations
@@ -116,10 +126,11 @@ def bake(
             span = 0.6 / len(groups)
             start = 0.1 + i * span
             install_python(requirements, index_url, label, site_dir, pinned, log, deadline,
-                           lambda f, s=start, w=span: progress(s + f * w))
+                           lambda f, s=start, w=span: progress(s + f * w), sdists=recipe.sdists)
         progress(0.7)
         if recipe.npm:
-            install_npm(recipe.npm, recipe.npm_registry, site_dir / NPM_DIR, log, deadline)
+            install_npm(recipe.npm, recipe.npm_registry, site_dir / NPM_DIR, log, deadline,
+                        scripts=recipe.npm_scripts)
         progress(0.85)
         manifest = {
             "hash": recipe.image_hash(),
@@ -129,7 +140,7 @@ def bake(
             "preload": list(dict.fromkeys([*BASE_PRELOAD, *recipe.preload])),
             "recipe": recipe.canonical(),
         }
-        check_imports([str(site_dir)], manifest["preload"], log, deadline)
+        check_imports_in_sandbox([str(site_dir)], manifest["preload"], log, deadline)
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
         shutil.rmtree(out_dir, ignore_errors=True)
         work.rename(out_dir)
@@ -187,9 +198,14 @@ def install_python(
     log: Log,
     deadline: float,
     progress: Progress,
+    sdists: bool = False,
 ) -> None:
-    """Resolve ``requirements`` against the server's packages, install what is missing into ``site_dir``."""
+    """Resolve ``requirements`` against the server's packages, install what is missing into ``site_dir``.
+
+    Wheels only (``--no-build``) unless ``sdists``: building an sdist runs its build backend here.
+    """
     uv = find_uv()
+    no_build = [] if sdists else ["--no-build"]
     work = site_dir.parent
     (work / f"{label}.in").write_text("\n".join(requirements) + "\n")
     installed = server_versions()
@@ -199,8 +215,9 @@ def install_python(
     )
     index = ["--index-url", index_url] if index_url else []
     base = [uv, "pip", "compile", str(work / f"{label}.in"), "--python", sys.executable,
-            "--no-header", "--no-annotate", "--no-progress", "--color", "never", *index]
-    log(f"{label}: resolving {' '.join(requirements)}" + (f" from {index_url}" if index_url else ""))
+            "--no-header", "--no-annotate", "--no-progress", "--color", "never", *no_build, *index]
+    log(f"{label}: resolving {' '.join(requirements)}" + (f" from {index_url}" if index_url else "")
+        + ("" if sdists else " (wheels only)"))
     try:
         out = run(base + ["--constraints", str(work / f"{label}-constraints.txt")], log, deadline, echo=False)
     except BakeError:
@@ -228,31 +245,86 @@ def install_python(
     if wanted:
         (work / f"{label}.txt").write_text("\n".join(wanted) + "\n")
         run([uv, "pip", "install", "--target", str(site_dir), "--python", sys.executable, "--no-deps",
-             "--no-progress", "--color", "never", "--link-mode", "copy", *index,
+             "--no-progress", "--color", "never", "--link-mode", "copy", *no_build, *index,
              "-r", str(work / f"{label}.txt")], log, deadline)
     progress(1.0)
 
 
-def install_npm(packages: list[str], registry: str | None, prefix: Path, log: Log, deadline: float) -> None:
-    """``npm install`` the packages into ``prefix`` (its node_modules/.bin goes on PATH)."""
+def install_npm(packages: list[str], registry: str | None, prefix: Path, log: Log, deadline: float,
+                scripts: bool = False) -> None:
+    """``npm install`` the packages into ``prefix`` (its node_modules/.bin goes on PATH).
+
+    Lifecycle scripts (``preinstall``, ``postinstall``, ...) are off unless ``scripts``: they run here.
+    """
     npm = shutil.which("npm")
     if npm is None:
         raise BakeError(f"npm packages {', '.join(packages)} need npm, which this host lacks")
     prefix.mkdir(parents=True, exist_ok=True)
     registry_args = ["--registry", registry] if registry else []
     log(f"npm: installing {' '.join(packages)}" + (f" from {registry}" if registry else ""))
+    script_args = [] if scripts else ["--ignore-scripts"]
     run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save", "--update-notifier=false",
-         "--loglevel", "warn", *registry_args, *packages], log, deadline)
+         "--loglevel", "warn", *script_args, *registry_args, *packages], log, deadline)
 
 
-def check_imports(site_dirs: list[str], modules: list[str], log: Log, deadline: float) -> None:
-    """Import every preload module the way the zygote will; a failure fails the build."""
-    code = boot_code(site_dirs, "import importlib\n"
-                     f"for _m in {modules!r}:\n"
-                     "    _mod = importlib.import_module(_m)\n"
-                     "    print('import', _m, 'from', getattr(_mod, '__file__', None) or 'built-in')")
-    log(f"checking the preload modules import: {' '.join(modules)}")
-    run([sys.executable, "-P", "-c", code], log, deadline, cwd="/")
+def check_imports_in_sandbox(site_dirs: list[str], modules: list[str], log: Log, deadline: float) -> None:
+    """Import every preload module with the image's packages first, inside an isolated episode sandbox.
+
+    This is where a wheel's ``.pth`` files and the modules' import-time code first run,
+    so it must not be the server's interpreter, nor a zygote (which runs as the server's
+    user). The image's site directory is handed to a kernel of the *default* image as
+    a tar file (task files are copied into the sandbox's own tmpfs), unpacked there and
+    imported by a fresh interpreter started by that kernel's shell: the kernel's uid, no
+    network, its private root, seccomp and limits, like any episode. A private backend
+    (no standbys) is started for it and closed after, so the server's zygotes are untouched.
+
+    Raises:
+        BakeError: A module failed to import (the message names it) or the sandbox failed.
+    """
+    import tarfile
+    import tempfile
+
+    from analyst_env.envs.local import LocalSandboxBackend
+    from analyst_env.envs.sandbox import SandboxError
+
+    log(f"checking the preload modules import in a sandboxed episode: {' '.join(modules)}")
+    remaining = max(5.0, deadline - time.monotonic())
+    with tempfile.TemporaryDirectory(prefix="analyst-env-check-") as scratch:
+        bundle = Path(scratch) / "site.tar"
+        with tarfile.open(bundle, "w") as tar:
+            for i, site in enumerate(site_dirs):
+                tar.add(site, arcname=f"site{i}")
+        script = Path(scratch) / "check.py"
+        script.write_text(
+            "import os, tarfile\n"
+            "with tarfile.open('site.tar') as _t:\n"
+            "    _t.extractall('image', filter='data')\n"
+            f"_dirs = [os.path.abspath(os.path.join('image', 'site{{}}'.format(i))) for i in range({len(site_dirs)})]\n"
+            + boot_code([], "")
+            .replace("_dirs = []\n", "")
+            + "import importlib\n"
+            f"for _m in {modules!r}:\n"
+            "    _mod = importlib.import_module(_m)\n"
+            "    print('import', _m, 'from', getattr(_mod, '__file__', None) or 'built-in')\n"
+        )
+        backend = LocalSandboxBackend(standbys=0, boot_timeout_s=min(remaining, 300.0))
+        try:
+            sandbox = backend.start("default", files={"site.tar": str(bundle), "check.py": str(script)})
+            try:
+                result = sandbox.run_shell(f"{sys.executable} -P check.py", timeout_s=min(remaining, 600.0))
+            finally:
+                sandbox.close()
+        except SandboxError as exc:
+            raise BakeError(f"the import check's sandbox failed: {exc}") from None
+        finally:
+            backend.close()
+    for line in (result.stdout + result.stderr).splitlines():
+        log(line)
+    if result.timed_out:
+        raise BakeError("the import check did not finish before the build timeout")
+    if result.exit_code != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-12:])
+        raise BakeError(f"a preload module failed to import (checked in a sandbox):\n{tail}")
 
 
 def run(argv: list[str], log: Log, deadline: float, *, echo: bool = True, cwd: str | None = None) -> str:

@@ -36,9 +36,23 @@ RESERVED_NAMES = frozenset({"default", "templates"})
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$")
+# npm: a name, then an exact version, a ^/~ range of one version, or a dist-tag. No
+# '|', '<', '>', '*', spaces or URLs: one entry installs one thing the hash can name.
 _NPM_RE = re.compile(
-    r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*(@[A-Za-z0-9.^~<>=*|+-]+)?$"
+    r"^(@[a-z0-9][a-z0-9._-]{0,100}/)?[a-z0-9][a-z0-9._-]{0,100}(@[~^]?[A-Za-z0-9][A-Za-z0-9.+-]{0,63})?$"
 )
+# Index URLs: scheme, optional user[:password]@, host, optional port, a plain path. No
+# query, fragment, '$', backticks, quotes or spaces: nothing a shell or config file could expand.
+_URL_RE = re.compile(
+    r"^https?://([A-Za-z0-9._~%-]+(:[A-Za-z0-9._~%-]*)?@)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?"
+    r"(/[A-Za-z0-9._~%/+-]*)?$"
+)
+_APT_SUITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
+_APT_OPTIONS_RE = re.compile(r"^\[([a-z-]+=[A-Za-z0-9._/,:-]+)( [a-z-]+=[A-Za-z0-9._/,:-]+)*\]$")
+#: Entries per package list and characters per entry (a 10,000-package list is a DoS, not a recipe).
+MAX_ENTRIES = 200
+MAX_ENTRY_CHARS = 200
+MAX_URL_CHARS = 2048
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
 _VERSION_OPS = "<>=!~"
@@ -110,11 +124,22 @@ def _check_url(value: str | None, field: str) -> str | None:
     if value is None or not value.strip():
         return None
     value = value.strip()
+    if len(value) > MAX_URL_CHARS:
+        raise ValueError(f"must be at most {MAX_URL_CHARS} characters, got {len(value)}")
     if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        raise ValueError(f"must be an http:// or https:// URL, got {_cut(value)!r}")
     if any(ch.isspace() for ch in value):
-        raise ValueError(f"must not contain spaces, got {value!r}")
+        raise ValueError(f"must not contain spaces, got {_cut(value)!r}")
+    if not _URL_RE.match(value):
+        raise ValueError(
+            f"must be a plain http(s) URL (host, optional port and path; no query, '$', backticks or quotes), "
+            f"got {_cut(value)!r}"
+        )
     return value
+
+
+def _cut(value: str, limit: int = 80) -> str:
+    return value if len(value) <= limit else value[:limit] + "..."
 
 
 def _pip_entry(entry: str, field: str) -> str:
@@ -129,6 +154,8 @@ def _pip_entry(entry: str, field: str) -> str:
         raise ValueError(f"{entry!r} is not a valid requirement ({str(exc).splitlines()[0]})") from None
     if req.url and not req.url.startswith(("http://", "https://")):
         raise ValueError(f"{entry!r} may only reference an http:// or https:// URL")
+    if req.url and not _URL_RE.match(req.url):
+        raise ValueError(f"{_cut(entry)!r} must reference a plain http(s) URL (no query, '$', backticks or quotes)")
     req.name = canonicalize_name(req.name)
     return str(req)
 
@@ -146,8 +173,8 @@ class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     name: str = Field(description="Identifier: lowercase letters, digits, '.', '_', '-'")
-    title: str = Field(default="", description="Display name, e.g. 'Data Science'")
-    description: str = ""
+    title: str = Field(default="", max_length=200, description="Display name, e.g. 'Data Science'")
+    description: str = Field(default="", max_length=4000)
     base_image: str = Field(default=DEFAULT_BASE_IMAGE, description="Container base image")
     apt: list[str] = Field(default_factory=list, description="Debian packages")
     pip: list[str] = Field(default_factory=list, description="PyPI requirements for pip")
@@ -164,6 +191,13 @@ class Recipe(BaseModel):
     disk_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)
     workspace_default: bool = False
     preload: list[str] = Field(default_factory=list, description="Modules the kernel preloads")
+    sdists: bool = Field(
+        default=False,
+        description="Allow source distributions: their build backends then run on the host (trusted packages only)",
+    )
+    npm_scripts: bool = Field(
+        default=False, description="Run npm lifecycle scripts (postinstall...): they then run on the host"
+    )
 
     @field_validator("name")
     @classmethod
@@ -187,10 +221,20 @@ class Recipe(BaseModel):
     @field_validator("apt", "pip", "uv", "npm", "preload", mode="before")
     @classmethod
     def _split(cls, value: Any) -> list[str]:
+        if isinstance(value, str) and len(value) > MAX_ENTRIES * (MAX_ENTRY_CHARS + 1):
+            raise ValueError(f"at most {MAX_ENTRIES} entries of at most {MAX_ENTRY_CHARS} characters")
+        if isinstance(value, (list, tuple)) and len(value) > MAX_ENTRIES:
+            raise ValueError(f"at most {MAX_ENTRIES} entries, got {len(value)}")
         try:
-            return split_list(value)
+            entries = split_list(value)
         except RecipeError as exc:
             raise ValueError(str(exc)) from None
+        if len(entries) > MAX_ENTRIES:
+            raise ValueError(f"at most {MAX_ENTRIES} entries, got {len(entries)}")
+        for entry in entries:
+            if len(entry) > MAX_ENTRY_CHARS:
+                raise ValueError(f"{_cut(entry)!r} is longer than {MAX_ENTRY_CHARS} characters")
+        return entries
 
     @field_validator("apt")
     @classmethod
@@ -236,14 +280,27 @@ class Recipe(BaseModel):
     def _apt_sources(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
+        if "\n" in value.strip() or "\r" in value:
+            raise ValueError("must be one sources.list line; a second line is not accepted")
+        if len(value) > MAX_URL_CHARS:
+            raise ValueError(f"must be at most {MAX_URL_CHARS} characters, got {len(value)}")
         value = " ".join(value.split())
         parts = value.split(" ")
         if parts[0] not in ("deb", "deb-src"):
-            raise ValueError(f"must be a 'deb URL suite [components]' line, got {value!r}")
-        urls = re.sub(r"\[[^\]]*\]", " ", " ".join(parts[1:])).split()
-        if len(urls) < 2:
-            raise ValueError(f"needs a URL and a suite, got {value!r}")
-        _check_url(urls[0], "apt_sources")
+            raise ValueError(f"must be a 'deb URL suite [components]' line, got {_cut(value)!r}")
+        rest = " ".join(parts[1:])
+        options = re.match(r"^\[[^\]]*\]", rest)
+        if options:
+            if not _APT_OPTIONS_RE.match(options.group(0)):
+                raise ValueError(f"options {_cut(options.group(0))!r} must be '[key=value ...]' of plain words")
+            rest = rest[options.end():]
+        words = rest.split()
+        if len(words) < 2:
+            raise ValueError(f"needs a URL and a suite, got {_cut(value)!r}")
+        _check_url(words[0], "apt_sources")
+        for word in words[1:]:
+            if not _APT_SUITE_RE.match(word):
+                raise ValueError(f"suite and components must be plain words, got {_cut(word)!r}")
         return value
 
     # -- identity -------------------------------------------------------------------------
@@ -269,6 +326,9 @@ class Recipe(BaseModel):
             "apt_sources": self.apt_sources,
             "preload": sorted(set(self.preload)),
         }
+        for opt_in in ("sdists", "npm_scripts"):  # only when set: the hashes of other recipes stay as they were
+            if getattr(self, opt_in):
+                out[opt_in] = True
         if include_sizing and self.sizing():
             out.update(cpus=self.cpus, memory_mb=self.memory_mb, disk_mb=self.disk_mb)
         return out

@@ -69,15 +69,38 @@ class PackageIndex:
 
     def add(self, name: str, version: str, files: dict[str, str]) -> Path:
         wheel = write_wheel(self.root / "files", name, version, files)
+        self._write_page(name)
+        return wheel
+
+    def add_sdist(self, name: str, version: str, files: dict[str, str]) -> Path:
+        """Publish a source distribution (``.tar.gz``) of ``name`` holding ``files`` under ``<name>-<version>/``."""
+        import io
+        import tarfile
+
+        dist = name.replace("-", "_")
+        base = f"{dist}-{version}"
+        entries = {"PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", **files}
+        path = self.root / "files" / f"{base}.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            for member, text in entries.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"{base}/{member}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        self._write_page(name)
+        return path
+
+    def _write_page(self, name: str) -> None:
         page = self.root / "simple" / name.lower().replace("_", "-")
         page.mkdir(exist_ok=True)
+        dist = name.replace("-", "_")
+        files = sorted([*(self.root / "files").glob(f"{dist}-*.whl"), *(self.root / "files").glob(f"{dist}-*.tar.gz")])
         links = "".join(
             f'<a href="../../files/{html.escape(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
             f"{html.escape(w.name)}</a><br>\n"
-            for w in sorted((self.root / "files").glob(f"{name.replace('-', '_')}-*.whl"))
+            for w in files
         )
         (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
-        return wheel
 
     def __enter__(self) -> "PackageIndex":
         self._thread.start()
@@ -127,13 +150,18 @@ class NpmRegistry:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/"
 
-    def add(self, name: str, version: str, bin_name: str, script: str) -> None:
-        """Publish ``name@version`` with one executable ``bin_name`` running ``script`` (JavaScript)."""
+    def add(self, name: str, version: str, bin_name: str, script: str, scripts: dict[str, str] | None = None) -> None:
+        """Publish ``name@version`` with one executable ``bin_name`` running ``script`` (JavaScript).
+
+        ``scripts`` are the package's lifecycle scripts (``{"postinstall": "..."}``).
+        """
         import gzip
         import io
         import tarfile
 
         manifest = {"name": name, "version": version, "bin": {bin_name: "cli.js"}}
+        if scripts:
+            manifest["scripts"] = scripts
         files = {"package/package.json": json.dumps(manifest), "package/cli.js": "#!/usr/bin/env node\n" + script}
         raw = io.BytesIO()
         with tarfile.open(fileobj=raw, mode="w") as tar:
@@ -150,6 +178,7 @@ class NpmRegistry:
         doc["dist-tags"]["latest"] = version
         doc["versions"][version] = {
             **manifest,
+            **({"hasInstallScript": True} if scripts else {}),
             "dist": {
                 "tarball": f"{self.url}-/{file_name}",
                 "shasum": hashlib.sha1(tgz).hexdigest(),

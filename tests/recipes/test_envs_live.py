@@ -47,7 +47,7 @@ def runtime_and_url(tmp_path_factory):
     tiny = make_tiny_dataset(tmp_path_factory.mktemp("tiny-envs"))
     csv = next(t for t in tiny.tasks if t.id == "tiny-csv")
     bound = csv.model_copy(update={"id": "tiny-bound", "image": "bound-env"})
-    settings = Settings(state_dir=str(state), standbys=1, cell_timeout_s=20, max_sessions=8)
+    settings = Settings(state_dir=str(state), standbys=1, cell_timeout_s=20, max_sessions=8, allow_builds=True)
     runtime = Runtime(settings, datasets=[Dataset(name="tiny-envs", tasks=[csv, bound])])
     try:
         with BackgroundServer(build_app(settings, runtime=runtime)) as url:

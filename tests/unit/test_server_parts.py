@@ -59,7 +59,7 @@ def test_tool_specs_are_what_the_model_reads():
         assert "Returns:" in spec.description, spec.name
 
 
-def test_bearer_token_accepts_header_or_query_and_leaves_health_open():
+def test_bearer_token_accepts_a_header_and_leaves_health_open():
     inner = FastAPI()
     inner.get("/health")(lambda: {"ok": True})
     inner.get("/secret")(lambda: {"ok": True})
@@ -68,7 +68,7 @@ def test_bearer_token_accepts_header_or_query_and_leaves_health_open():
     assert client.get("/secret").status_code == 401
     assert client.get("/secret").headers["www-authenticate"] == "Bearer"
     assert client.get("/secret", headers={"Authorization": "bearer abc"}).status_code == 200
-    assert client.get("/secret?token=abc").status_code == 200
+    assert client.get("/secret?token=abc").status_code == 401  # a query token opens WebSocket upgrades only
     assert client.get("/secret?token=abd").status_code == 401
 
 

@@ -45,6 +45,7 @@ def starter_server(state_dir: str | Path, token: str | None = None) -> Iterator[
         dataset="starter",
         state_dir=str(state_dir),
         token=token,
+        allow_builds=True,  # the environment cards test creates one
         standbys=1,
         cell_timeout_s=60.0,
         max_sessions=16,

@@ -1,0 +1,50 @@
+"""HTTP ``POST /mcp`` that refuses new sessions while the server drains.
+
+OpenEnv's route creates a session for ``openenv/session/create`` at any time. Once a
+SIGTERM has started the drain (``drain.py``), a new session could only be cut off a
+moment later, so it is refused with a JSON-RPC error (``-32000``, the code OpenEnv
+uses for capacity) that says why. Every other request goes to OpenEnv's handler
+unchanged, so calls on existing sessions finish during the drain.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import FastAPI, Request
+from fastapi.routing import APIRoute
+from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
+
+from analyst_env.server.ws_endpoint import DRAINING_REASON
+
+
+def _creates_session(body: bytes) -> tuple[bool, object]:
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):
+        return False, None
+    if isinstance(request, dict) and request.get("method") == "openenv/session/create":
+        return True, request.get("id") if isinstance(request.get("id"), (int, str)) else None
+    return False, None
+
+
+def install_http_mcp(app: FastAPI, is_draining) -> None:
+    """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while draining."""
+    route = next((r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None)
+    if route is None:
+        return
+    original = route.endpoint
+    app.router.routes.remove(route)
+
+    async def mcp_endpoint(request_raw: Request):
+        if is_draining():
+            creates, request_id = _creates_session(await request_raw.body())  # the body is cached for OpenEnv's handler
+            if creates:
+                return JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON, request_id=request_id
+                ).model_dump()
+        return await original(request_raw)
+
+    mcp_endpoint.__doc__ = original.__doc__
+    app.add_api_route("/mcp", mcp_endpoint, methods=["POST"], name=route.name, tags=route.tags,
+                      summary=route.summary, description=route.description)

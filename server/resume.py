@@ -1,0 +1,94 @@
+"""Episodes that survive a dropped connection: parked for a grace period, resumed with a secret.
+
+A trainer's socket can drop in the middle of a long generation (a proxy's idle cut, a
+network blip). A ``/ws`` socket opened with ``?resume=1`` gets a ``resume_secret`` in
+the metadata of each reset observation. If that socket then goes away without a
+``close`` frame, its session (kernel, files, state, step count, trajectory) is parked
+instead of closed: it keeps its ``--max-sessions`` slot and is never reaped for
+idleness, for ``resume_grace_s`` seconds (default 120). A client that reconnects to
+``/ws?episode_id=<id>&resume_secret=<secret>`` within that time continues the same
+episode; if a step finished while it was away, the first frame it receives is that
+step's observation. After the grace period the session is closed, and a resume gets
+an error frame (``SESSION_ERROR``) saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+
+class ResumeError(RuntimeError):
+    """No parked episode matches (unknown, expired, already resumed, or a wrong secret)."""
+
+
+@dataclass
+class ResumeState:
+    """What a resumable socket knows: the episode it serves and that episode's secret."""
+
+    episode_id: str | None = None
+    secret: str | None = None
+
+    def issue(self, episode_id: str) -> str:
+        self.episode_id, self.secret = episode_id, secrets.token_urlsafe(24)
+        return self.secret
+
+
+@dataclass
+class Parked:
+    session_id: str
+    env: Any
+    state: ResumeState
+    pending_reply: str | None = None
+    timer: asyncio.Task | None = field(default=None, repr=False)
+
+
+class Parking:
+    """Parked sessions by episode id, each closed by ``close_session`` when its grace period ends."""
+
+    def __init__(self, grace_s: float, close_session: Callable[[str], Awaitable[None]]) -> None:
+        self.grace_s = grace_s
+        self._close_session = close_session
+        self._parked: dict[str, Parked] = {}
+
+    def __len__(self) -> int:
+        return len(self._parked)
+
+    def park(self, parked: Parked) -> None:
+        episode_id = parked.state.episode_id
+        assert episode_id is not None
+        previous = self._parked.pop(episode_id, None)
+        if previous is not None and previous.timer is not None:
+            previous.timer.cancel()
+        self._parked[episode_id] = parked
+        parked.timer = asyncio.ensure_future(self._expire(episode_id, parked))
+
+    def claim(self, episode_id: str, secret: str) -> Parked:
+        """The parked session of ``episode_id`` if ``secret`` is its secret (constant-time compare)."""
+        parked = self._parked.get(episode_id)
+        if parked is None or not hmac.compare_digest(parked.state.secret.encode(), secret.encode()):
+            raise ResumeError(
+                f"no episode {episode_id[:100]!r} is waiting to be resumed: it was closed, its grace period "
+                f"({self.grace_s:g} s) has passed, it is attached to another socket, or the resume secret is wrong. "
+                "Reset to start a new episode."
+            )
+        del self._parked[episode_id]
+        if parked.timer is not None:
+            parked.timer.cancel()
+        return parked
+
+    async def _expire(self, episode_id: str, parked: Parked) -> None:
+        await asyncio.sleep(self.grace_s)
+        if self._parked.get(episode_id) is parked:
+            del self._parked[episode_id]
+            await self._close_session(parked.session_id)
+
+    def clear(self) -> None:
+        """Forget every parked session (at shutdown, when the sessions themselves are closed)."""
+        for parked in self._parked.values():
+            if parked.timer is not None:
+                parked.timer.cancel()
+        self._parked.clear()

@@ -1,0 +1,450 @@
+"""The ``/ws`` and ``/mcp`` WebSocket endpoints, owned here so no frame can end a session.
+
+OpenEnv 0.10's endpoints parse each frame outside their per-message ``try`` and
+catch only ``JSONDecodeError``: a binary frame, a JSON array, number, string or
+null, nesting deeper than the recursion limit or an integer of more than 4300
+digits ends the socket (and its episode) with ``SESSION_ERROR``. These endpoints
+speak the same wire format with the same error codes (``WSErrorCode``, JSON-RPC
+``JsonRpcErrorCode``), byte for byte for valid frames, but answer every
+malformed frame with an error frame and go on with the next one.
+
+They reuse the session registry of OpenEnv's ``HTTPEnvServer`` (capacity,
+``/mcp`` ``openenv/session/*``, ``/ws?session_id=``), and they differ from it in
+two ways besides framing:
+
+* A session whose socket is open is never reaped for idleness: the socket's
+  pings are its liveness. OpenEnv exempts only attached sessions, so a trainer
+  that generated for longer than the idle timeout lost its episode, and its next
+  reset ran on a closed environment outside ``--max-sessions``.
+* While the server drains (``drain.py``) new sockets are refused with close code
+  1001 and a reason, and steps in flight are counted so the drain can wait.
+* A socket opened with ``?resume=1`` whose connection drops parks its episode for a
+  grace period instead of closing it (``resume.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from contextlib import AsyncExitStack
+from typing import Any
+
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
+from openenv.core.env_server.http_server import HTTPEnvServer
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
+    JsonRpcErrorCode,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    WSMCPMessage,
+    WSMCPResponse,
+)
+from openenv.core.env_server.serialization import deserialize_action, serialize_observation
+from openenv.core.env_server.types import (
+    WSCloseMessage,
+    WSErrorCode,
+    WSErrorResponse,
+    WSObservationResponse,
+    WSResetMessage,
+    WSStateMessage,
+    WSStateResponse,
+    WSStepMessage,
+)
+from openenv.core.env_server._utils import overrides_method
+from pydantic import ValidationError
+from starlette.routing import WebSocketRoute
+
+from analyst_env.server.resume import Parked, Parking, ResumeError, ResumeState
+
+log = logging.getLogger(__name__)
+
+#: Deepest nesting a frame may have. Real frames nest 4-6 levels; the limit keeps
+#: validation, serialisation and trajectory recording far from the recursion limit.
+MAX_DEPTH = 64
+#: Close code for sockets refused while the server drains (RFC 6455 "going away").
+DRAINING_CLOSE_CODE = 1001
+DRAINING_REASON = "server is shutting down; reconnect to start a new session"
+_ECHO_LIMIT = 100  # characters of a client's value echoed back in an error message
+
+
+class FrameError(Exception):
+    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer with."""
+
+    def __init__(self, message: str, code: WSErrorCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_frame(message: dict[str, Any]) -> Any:
+    """The JSON value of one received ASGI WebSocket message.
+
+    Raises:
+        FrameError: A binary frame, text that is not JSON, nesting deeper than
+            ``MAX_DEPTH`` or an integer too long to convert (``INVALID_JSON``).
+    """
+    text = message.get("text")
+    if text is None:
+        raise FrameError("Invalid JSON: binary frames are not accepted; send JSON text frames", WSErrorCode.INVALID_JSON)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
+    except RecursionError:
+        raise FrameError(f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON) from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise FrameError(f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON)
+    return value
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
+    return False
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= _ECHO_LIMIT else text[:_ECHO_LIMIT] + "..."
+
+
+def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """pydantic's errors as JSON values, inputs cut short (an error frame must not echo 100 MB)."""
+    errors = json.loads(exc.json(include_url=False))
+    for err in errors:
+        if "input" in err and len(json.dumps(err["input"])) > 1000:
+            err["input"] = _short(json.dumps(err["input"]))
+    return errors
+
+
+def _error_frame(message: str, code: WSErrorCode, **extra: Any) -> str:
+    return WSErrorResponse(data={"message": message, "code": code, **extra}).model_dump_json()
+
+
+async def _send(websocket: WebSocket, text: str) -> bool:
+    """Send one frame; False if the client is gone (never raises for a closed socket)."""
+    try:
+        await websocket.send_text(text)
+        return True
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return False
+    except Exception as exc:  # websockets' ConnectionClosed and similar transport errors
+        log.debug("send failed: %s", exc)
+        return False
+
+
+async def _close(websocket: WebSocket, code: int = 1000, reason: str = "") -> None:
+    try:
+        await websocket.close(code=code, reason=reason)
+    except Exception:
+        pass
+
+
+class SessionSockets:
+    """The WebSocket side of OpenEnv's session registry, plus what a drain needs to know."""
+
+    def __init__(self, server: HTTPEnvServer, mcp_handler, resume_grace_s: float = 120.0) -> None:
+        self.server = server
+        self.mcp_handler = mcp_handler
+        self.draining = False
+        self.in_flight = 0  # frames being handled now
+        self.sockets: set[WebSocket] = set()
+        self.parking = Parking(resume_grace_s, lambda sid: self.release_session(sid, owned=True))
+
+    # ── session ownership ───────────────────────────────────────────────────
+    async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
+        """Attach to ``?session_id=`` or create a session; it is marked attached either way (never reaped).
+
+        Returns (session id, environment, whether this socket owns the session).
+        """
+        server = self.server
+        requested = websocket.query_params.get("session_id")
+        if requested:
+            async with server._session_lock:
+                env = server._sessions.get(requested, _MISSING)
+                if env is _MISSING:
+                    raise RuntimeError(f"Unknown session_id: {_short(requested)}")
+                if env is None:
+                    raise RuntimeError(f"Session {requested} is still initializing")
+                if requested in server._session_websocket_attachments:
+                    raise RuntimeError(f"Session {requested} already has an attached WebSocket")
+                server._session_websocket_attachments.add(requested)
+            server._update_session_activity(requested)
+            return requested, env, False
+        session_id, env = await server._create_session()
+        async with server._session_lock:
+            if session_id in server._sessions:
+                server._session_websocket_attachments.add(session_id)
+        return session_id, env, True
+
+    async def release_session(self, session_id: str, owned: bool) -> None:
+        server = self.server
+        # No await before discarding: a task cancelled here must not leave the session exempt from reaping.
+        server._session_websocket_attachments.discard(session_id)
+        server._update_session_activity(session_id)  # the idle clock starts when the socket goes
+        if owned or session_id in server._session_pending_closes:
+            await asyncio.shield(server._destroy_session(session_id))
+
+    # ── /ws ─────────────────────────────────────────────────────────────────
+    async def ws(self, websocket: WebSocket) -> None:
+        """OpenEnv's ``/ws`` protocol (reset, step, state, close, mcp); every bad frame gets an error frame."""
+        await websocket.accept()
+        if self.draining:
+            await _send(websocket, _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR))
+            await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
+            return
+        session_id, owned = None, False
+        query = websocket.query_params
+        resume = ResumeState() if query.get("resume") == "1" and self.parking.grace_s > 0 else None
+        pending, closed_cleanly = None, False
+        self.sockets.add(websocket)
+        try:
+            try:
+                if "resume_secret" in query:
+                    parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
+                    session_id, env, owned, resume, pending = (parked.session_id, parked.env, True, parked.state,
+                                                               parked.pending_reply)
+                else:
+                    session_id, env, owned = await self.open_session(websocket)
+            except ResumeError as exc:
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                return
+            except SessionCapacityError as exc:
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.CAPACITY_REACHED,
+                                                    active_sessions=exc.active_sessions, max_sessions=exc.max_sessions))
+                return
+            except EnvironmentFactoryError as exc:
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name))
+                return
+            except Exception as exc:
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                return
+            async with AsyncExitStack() as stack:
+                mcp_session = getattr(env, "mcp_session", None)
+                if owned and callable(mcp_session):
+                    await stack.enter_async_context(mcp_session())
+                if pending is not None:  # the reply to a step that finished while the client was away
+                    if await _send(websocket, pending):
+                        pending = None
+                while pending is None:
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        break
+                    self.in_flight += 1
+                    try:
+                        reply = await self._ws_frame(message, env, session_id, resume)
+                    finally:
+                        self.in_flight -= 1
+                    if reply is None:  # a close frame
+                        closed_cleanly = True
+                        break
+                    if not await _send(websocket, reply):
+                        pending = reply
+                        break
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self.sockets.discard(websocket)
+            if session_id is not None:
+                if (owned and resume is not None and resume.episode_id is not None and not closed_cleanly
+                        and not self.draining):
+                    self.parking.park(Parked(session_id, env, resume, pending))  # stays attached: never reaped
+                else:
+                    await self.release_session(session_id, owned)
+            await _close(websocket)
+
+    async def _ws_frame(self, message: dict, env: Environment, session_id: str,
+                        resume: ResumeState | None = None) -> str | None:
+        """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
+        try:
+            frame = parse_frame(message)
+        except FrameError as exc:
+            return _error_frame(str(exc), exc.code)
+        if not isinstance(frame, dict):
+            return WSErrorResponse(data={
+                "message": "Invalid message",
+                "code": WSErrorCode.VALIDATION_ERROR,
+                "errors": [{"type": "model_type", "loc": [], "msg": f"a frame must be a JSON object, got {type(frame).__name__}"}],
+            }).model_dump_json()
+        msg_type = frame.get("type", "")
+        server = self.server
+        try:
+            if msg_type == "reset":
+                msg = WSResetMessage(**frame)
+                if overrides_method(env.reset_async, Environment.reset_async):
+                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset_async), msg.data)
+                    observation = await env.reset_async(**kwargs)
+                else:
+                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset), msg.data)
+                    observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
+                server._update_session_activity(session_id)
+                data = serialize_observation(observation)
+                episode_id = getattr(observation, "episode_id", None)
+                if resume is not None and episode_id:
+                    secret = resume.issue(episode_id)
+                    data["metadata"] = {**(data.get("metadata") or {}), "resume_secret": secret}
+                    data["observation"]["metadata"] = {**(data["observation"].get("metadata") or {}),
+                                                       "resume_secret": secret}
+                return WSObservationResponse(data=data).model_dump_json()
+            if msg_type == "step":
+                msg = WSStepMessage(**frame)
+                action = deserialize_action(msg.data, server.action_cls)
+                if overrides_method(env.step_async, Environment.step_async):
+                    observation = await env.step_async(action)
+                else:
+                    observation = await server._run_in_session_executor(session_id, env.step, action)
+                server._update_session_activity(session_id, increment_step=True)
+                return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
+            if msg_type == "state":
+                WSStateMessage(**frame)
+                state = env.state
+                data = state.model_dump() if hasattr(state, "model_dump") else dict(state or {})
+                return WSStateResponse(data=data).model_dump_json()
+            if msg_type == "close":
+                WSCloseMessage(**frame)
+                return None
+            if msg_type == "mcp":
+                msg = WSMCPMessage(**frame)
+                try:
+                    request = JsonRpcRequest(**msg.data)
+                except Exception as exc:
+                    response = JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}")
+                else:
+                    response = await self._rpc(request, env, session_id)
+                return WSMCPResponse(data=response.model_dump()).model_dump_json()
+            return _error_frame(f"Unknown message type: {_short(msg_type)}", WSErrorCode.UNKNOWN_TYPE)
+        except ValidationError as exc:
+            return WSErrorResponse(data={
+                "message": "Invalid message", "code": WSErrorCode.VALIDATION_ERROR, "errors": _validation_errors(exc),
+            }).model_dump_json()
+        except Exception as exc:
+            return _error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
+
+    async def _rpc(self, request: JsonRpcRequest, env: Environment, session_id: str) -> JsonRpcResponse:
+        try:
+            return await self.mcp_handler(request, session_env=env, session_id=session_id)
+        except Exception as exc:
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id)
+
+    # ── /mcp (JSON-RPC over WebSocket, one session per socket) ───────────────
+    async def mcp(self, websocket: WebSocket) -> None:
+        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an error response."""
+        await websocket.accept()
+        if self.draining:
+            await _send(websocket, JsonRpcResponse.error_response(JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON).model_dump_json())
+            await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
+            return
+        session_id = None
+        self.sockets.add(websocket)
+        try:
+            try:
+                session_id, env, _ = await self._open_mcp_session()
+            except SessionCapacityError as exc:
+                await _send(websocket, JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.SERVER_ERROR, str(exc),
+                    data={"active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}).model_dump_json())
+                return
+            except EnvironmentFactoryError as exc:
+                await _send(websocket, JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.SERVER_ERROR, str(exc), data={"factory_name": exc.factory_name}).model_dump_json())
+                return
+            except Exception as exc:
+                await _send(websocket, JsonRpcResponse.error_response(JsonRpcErrorCode.SERVER_ERROR, str(exc)).model_dump_json())
+                return
+            async with AsyncExitStack() as stack:
+                mcp_session = getattr(env, "mcp_session", None)
+                if callable(mcp_session):
+                    await stack.enter_async_context(mcp_session())
+                while True:
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        break
+                    self.in_flight += 1
+                    try:
+                        reply = await self._mcp_frame(message, env, session_id)
+                    finally:
+                        self.in_flight -= 1
+                    if not await _send(websocket, reply):
+                        break
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self.sockets.discard(websocket)
+            if session_id is not None:
+                await self.release_session(session_id, owned=True)
+            await _close(websocket)
+
+    async def _open_mcp_session(self) -> tuple[str, Environment, bool]:
+        session_id, env = await self.server._create_session()
+        async with self.server._session_lock:
+            if session_id in self.server._sessions:
+                self.server._session_websocket_attachments.add(session_id)
+        return session_id, env, True
+
+    async def _mcp_frame(self, message: dict, env: Environment, session_id: str) -> str:
+        try:
+            value = parse_frame(message)
+        except FrameError as exc:
+            text = str(exc).removeprefix("Invalid JSON: ")
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR, f"Parse error: {text}").model_dump_json()
+        if not isinstance(value, dict):
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: a request must be a JSON object, got {type(value).__name__}"
+            ).model_dump_json()
+        try:
+            request = JsonRpcRequest(**value)
+        except ValidationError as exc:
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {_short_errors(exc)}").model_dump_json()
+        except TypeError as exc:  # keys that are not identifiers cannot be keyword arguments
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}").model_dump_json()
+        response = await self._rpc(request, env, session_id)
+        try:
+            return response.model_dump_json()
+        except Exception as exc:
+            return JsonRpcResponse.error_response(JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id).model_dump_json()
+
+
+_MISSING = object()
+
+
+def _short_errors(exc: ValidationError) -> str:
+    text = str(exc)
+    return text if len(text) <= 2000 else text[:2000] + "..."
+
+
+def _closure_var(fn, name: str) -> Any:
+    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a closure)."""
+    try:
+        index = fn.__code__.co_freevars.index(name)
+    except ValueError:
+        raise RuntimeError(
+            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket endpoints "
+            "need updating for this openenv version"
+        ) from None
+    return fn.__closure__[index].cell_contents
+
+
+def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
+    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same sessions."""
+    ws_route = next(r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws")
+    server = _closure_var(ws_route.endpoint, "self")
+    sockets = SessionSockets(server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s)
+    app.router.routes[:] = [
+        r for r in app.router.routes if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
+    ]
+    app.add_api_websocket_route("/ws", sockets.ws)
+    app.add_api_websocket_route("/mcp", sockets.mcp)
+    app.state.env_server = server
+    app.state.sockets = sockets
+    return sockets
