@@ -68,11 +68,31 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
 
+    def protections() -> dict:
+        report = getattr(runtime.backend, "protections", None)
+        return report() if report else {}
+
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:
-        """The sandbox backend and which protections its episodes get (isolation, limits, cgroups)."""
-        protections = getattr(runtime.backend, "protections", None)
-        return {"backend": runtime.backend.name, "protections": protections() if protections else {}}
+        """The sandbox backend and the protections in force for its episodes (isolation, limits, cgroups).
+
+        ``isolation`` is the mode that was tried and is in use, ``degraded`` what
+        that mode normally gives but this host could not, ``stronger_modes_unavailable``
+        each stronger mode and why it failed here, ``verified`` what a kernel
+        confined this way saw of itself.
+        """
+        return {"backend": runtime.backend.name, "protections": protections()}
+
+    # OpenEnv's /health says only "healthy"; ours also names the isolation in force,
+    # so an operator's probe sees a server that runs with less than it should.
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/health"]
+
+    @app.get("/health", tags=["Health"])
+    async def health() -> dict:
+        """Liveness: ``{"status": "healthy", "sandbox": {backend, isolation, degraded}}``."""
+        info = protections()
+        sandbox = {"backend": runtime.backend.name, "isolation": info.get("isolation"), "degraded": info.get("degraded", "")}
+        return {"status": "healthy", "sandbox": sandbox}
 
     async def warm_backend() -> None:
         warm_up = getattr(runtime.backend, "warm_up", None)

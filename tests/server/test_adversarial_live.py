@@ -92,8 +92,12 @@ def test_sandbox_route_reports_protections(server):
     assert body["backend"] == "local"
     assert body["protections"]["network_namespace"] is True
     assert body["protections"]["seccomp"] is True
+    assert body["protections"]["pid_namespace"] is True and body["protections"]["degraded"] == ""
     metadata = httpx.get(server + "/metadata", timeout=10).json()
     assert "isolation=" in metadata["description"]
+    health = httpx.get(server + "/health", timeout=10).json()
+    assert health["status"] == "healthy"
+    assert health["sandbox"] == {"backend": "local", "isolation": body["protections"]["isolation"], "degraded": ""}
 
 
 @needs_root
