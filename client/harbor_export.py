@@ -54,6 +54,8 @@ rm -f "$LOGS/reward.txt" "$LOGS/reward.json"
 @dataclass
 class _ShellResult:
     exit_code: int
+    stdout: str = ""
+    stderr: str = ""
 
 
 class _DirectorySandbox:
@@ -75,7 +77,7 @@ class _DirectorySandbox:
             proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True)
         except subprocess.TimeoutExpired:
             return _ShellResult(exit_code=124)
-        return _ShellResult(exit_code=proc.returncode)
+        return _ShellResult(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
 
 
 def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:

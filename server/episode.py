@@ -24,6 +24,10 @@ class Limits:
     shell_timeout_s: float = 60.0
     output_limit_chars: int = 20_000
     sql_max_rows: int = 50
+    max_answer_bytes: int = 65_536
+    score_timeout_s: float = 180.0
+    score_memory_mb: int = 2048
+    max_scored_file_mb: int = 64
 
 
 @dataclass
