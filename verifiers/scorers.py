@@ -108,8 +108,10 @@ def exact(submitted: str, gold: Any) -> float:
 def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
     """1.0 iff the number stated in the answer is within tolerance of ``gold``.
 
-    The number is the last one written in the text, so "The answer is 42.0"
-    and "$1,234" both parse; see :func:`~analyst_env.verifiers.normalize.parse_number`.
+    The number is the one the answer states (the rule is in
+    :mod:`~analyst_env.verifiers.normalize`): "The answer is 42.0", "$1,234"
+    and "251.14 (rounded to 2 decimal places)" parse; "Either 200 or 251.14"
+    states no single number and scores 0.
 
     Args:
         submitted: Answer text.
@@ -121,6 +123,8 @@ def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e
         >>> numeric("The answer is 42.0", 42)
         1.0
         >>> numeric("41.9", 42, abs_tol=0.05)
+        0.0
+        >>> numeric("Either 41 or 42", 42)
         0.0
     """
     want = as_number(gold)
