@@ -146,19 +146,34 @@ def _dabench_equal(pred: str, label: str) -> bool:
         return False
 
 
+def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
+    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different values
+    (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
+    found: dict[str, str | None] = {}
+    for name, value in _DABENCH_PART.findall(submitted):
+        if repeats == "refuse" and name in found and (found[name] is None or not _dabench_equal(found[name], value)):
+            found[name] = None
+        else:
+            found[name] = value
+    return found
+
+
 @register("dabench")
-def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> Verdict:
+def dabench(submitted: str, gold: Any, partial_credit: bool = False, repeats: str = "refuse") -> Verdict:
     """The InfiAgent-DABench closed-form rule.
 
-    All ``@name[value]`` parts are extracted from the answer (the last one wins
-    when a name repeats). A gold ``[name, value]`` part is correct iff the
-    extracted string equals the label exactly, or both parse as floats and
-    differ by less than 1e-6.
+    All ``@name[value]`` parts are extracted from the answer. A gold ``[name,
+    value]`` part is correct iff the extracted string equals the label exactly,
+    or both parse as floats and differ by less than 1e-6. Upstream keeps the
+    last value when a name repeats, so ``@n[1] @n[2] @n[3]`` hedges for free;
+    here a name stated with different values is wrong unless ``repeats="last"``.
 
     Args:
         submitted: Answer text.
         gold: List of ``[name, value]`` pairs (values are strings).
         partial_credit: If true, return the fraction of correct parts instead of all-or-nothing.
+        repeats: ``"refuse"`` (a name with several different values is wrong) or
+            ``"last"`` (upstream: the last one counts).
 
     Example:
         >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]]).reward
@@ -168,15 +183,21 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> Verdict:
         (0.0, {'part:mean_fare': 1.0, 'part:n': 0.0})
         >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True).reward
         0.5
+        >>> dabench("@n[2] @n[3]", [["n", "3"]]).reward, dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward
+        (0.0, 1.0)
     """
+    if repeats not in ("refuse", "last"):
+        raise ValueError(f"unknown repeats rule {repeats!r}; expected 'refuse' or 'last'")
     try:
         labels = [(str(name), str(value)) for name, value in gold]
     except (TypeError, ValueError):
         return 0.0
     if not labels:
         return 0.0
-    found = dict(_DABENCH_PART.findall(submitted))
-    parts = {name: float(name in found and _dabench_equal(found[name], label)) for name, label in labels}
+    found = _dabench_parts(submitted, repeats)
+    parts = {
+        name: float(found.get(name) is not None and _dabench_equal(found[name], label)) for name, label in labels
+    }
     correct = sum(parts.values())
     reward = correct / len(labels) if partial_credit else float(correct == len(labels))
     return Verdict(reward, {f"part:{n}": v for n, v in parts.items()}, f"{correct:g}/{len(labels)} parts correct")
