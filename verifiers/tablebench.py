@@ -150,6 +150,20 @@ def rouge_l(reference: str, prediction: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def _series_text(text: str) -> str | None:
+    """What ``y_references\\s*=\\s*(\\[.*\\])``, else ``(\\[\\s*\\[.*\\]\\s*\\])`` (DOTALL) would capture,
+    found in linear time (the regexes retry from every bracket: quadratic on ``[[[[...``)."""
+    last_close = text.rfind("]")
+    named = re.search(r"y_references\s*=\s*\[", text)
+    if named and last_close >= named.end() - 1:
+        return text[named.end() - 1 : last_close + 1]
+    closes = [m for m in re.finditer(r"\]\s*\]", text)]
+    opening = re.search(r"\[\s*\[", text)
+    if not closes or opening is None or closes[-1].start() < opening.end() - 1:
+        return None
+    return text[opening.start() : closes[-1].end()]
+
+
 def parse_series(text: str) -> list[list[float]] | None:
     """The ``y_references`` list of lists in a text (rounded to 2 decimals), or ``None``.
 
@@ -157,11 +171,11 @@ def parse_series(text: str) -> list[list[float]] | None:
         >>> parse_series("y_references = [[1, 2.004], [3]]")
         [[1.0, 2.0], [3.0]]
     """
-    match = re.search(r"y_references\s*=\s*(\[.*\])", text, re.DOTALL) or re.search(r"(\[\s*\[.*\]\s*\])", text, re.DOTALL)
-    if not match:
+    chunk = _series_text(text)
+    if chunk is None:
         return None
     try:
-        value = ast.literal_eval(match.group(1))
+        value = ast.literal_eval(chunk)
         return [[round(float(y), 2) for y in series] for series in value]
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None

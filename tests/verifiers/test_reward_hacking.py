@@ -308,3 +308,21 @@ def test_dabench_repeats_cannot_hedge_on_the_real_questions():
         assert score(task, task.oracle_answer) == 1.0, task.id
         wrong = " ".join(f"@{name}[-12345.678]" for name, _ in task.answer)
         assert score(task, wrong + " " + task.oracle_answer) == 0.0, task.id
+
+
+@pytest.mark.parametrize(
+    "spec,gold",
+    [
+        (VerifierSpec(name="dacode_text"), {"a": [1]}),
+        (VerifierSpec(name="tablebench"), {"answer": "y_references = [[1, 2]]", "metric": "Pass@1"}),
+        (VerifierSpec(name="tablebench"), {"answer": "12, x", "metric": "EM"}),
+        (VerifierSpec(name="tablebench"), {"answer": "the cat sat on the mat", "metric": "ROUGE-L"}),
+    ],
+    ids=["dacode_text", "tablebench-pass@1", "tablebench-em", "tablebench-rouge"],
+)
+def test_benchmark_text_scorers_handle_capped_nasty_answers_quickly(spec, gold):
+    # "{" * 64 KiB cost DA-Code's regex 1.2 s and "[" * 64 KiB TableBench's 1.2 s: both were quadratic.
+    for name, answer in NASTY.items():
+        started = time.monotonic()
+        judge(spec, answer, gold)
+        assert time.monotonic() - started < 0.5, f"{spec.name} took too long on {name}"
