@@ -28,6 +28,7 @@ class Limits:
     score_timeout_s: float = 180.0
     score_memory_mb: int = 2048
     max_scored_file_mb: int = 64
+    scoring_profile: str = "strict"
 
 
 @dataclass

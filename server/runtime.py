@@ -73,6 +73,7 @@ class Runtime:
             score_timeout_s=settings.score_timeout_s,
             score_memory_mb=settings.score_memory_mb,
             max_scored_file_mb=settings.max_scored_file_mb,
+            scoring_profile=settings.scoring_profile,
         )
 
     # ── task catalogue ──────────────────────────────────────────────────────

@@ -34,6 +34,11 @@ class Settings(BaseModel):
         default=180.0, gt=0, description="Wall-time limit of one scoring (its own process; recalculation included)"
     )
     score_memory_mb: int = Field(default=2048, ge=128, description="Heap limit of the scoring process")
+    scoring_profile: str = Field(
+        default="strict",
+        pattern="^(strict|official)$",
+        description="strict closes known loopholes of benchmark scorers; official reproduces them as published",
+    )
     max_scored_file_mb: int = Field(
         default=64, ge=1, description="A file the agent wrote that is larger than this is not scored (reward 0)"
     )

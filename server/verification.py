@@ -72,10 +72,13 @@ def _score(episode: Episode, answer: str) -> Verdict:
     task, limits = episode.task, episode.limits
     reader = bounded_reader(episode.sandbox, limits.max_scored_file_mb * 1024 * 1024)
     scoring = ScoringLimits(
-        timeout_s=limits.score_timeout_s, memory_mb=limits.score_memory_mb, cpu_s=int(limits.score_timeout_s)
+        timeout_s=limits.score_timeout_s,
+        memory_mb=limits.score_memory_mb,
+        cpu_s=int(limits.score_timeout_s),
+        profile=limits.scoring_profile,
     )
     verdict = score_bounded(task.verifier, answer, task.answer, scoring, dict(task.files), reader)
-    return verdict
+    return Verdict(verdict.reward, verdict.components, f"{verdict.detail} [scoring profile: {limits.scoring_profile}]")
 
 
 def bounded_reader(sandbox, max_bytes: int):

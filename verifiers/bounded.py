@@ -46,11 +46,13 @@ class ScoringLimits:
         timeout_s: Wall time for the whole scoring, file reads and any recalculation included.
         memory_mb: Data segment (heap) limit of the scoring process and its children.
         cpu_s: CPU seconds of the scoring process (its own, not its children's).
+        profile: The scoring profile, ``strict`` or ``official``.
     """
 
     timeout_s: float = 180.0
     memory_mb: int = 2048
     cpu_s: int = 120
+    profile: str = "strict"
 
 
 def _limit_self(limits: ScoringLimits) -> None:
@@ -76,7 +78,7 @@ def _child(conn, spec: VerifierSpec, submitted: str, gold: Any, task_files: dict
             raise OSError(payload)
 
         context = VerifyContext(task_files=task_files, read_file=read_file if can_read else None)
-        verdict = judge(spec, submitted, gold, context)
+        verdict = judge(spec, submitted, gold, context, profile=limits.profile)
         conn.send(("done", (verdict.reward, dict(verdict.components), verdict.detail)))
     except MemoryError:
         _send_quietly(conn, ("failed", f"the scorer ran out of memory (limit {limits.memory_mb} MiB)"))

@@ -48,8 +48,19 @@ def register(name: str) -> Callable[[Scorer], Scorer]:
     return deco
 
 
+PROFILES = ("strict", "official")
+"""Scoring profiles. ``strict`` (the default, for training) closes every loophole we
+know of in a benchmark's own rule; ``official`` reproduces each benchmark's
+scorer as published, loopholes included, for numbers comparable with papers.
+A scorer that differs between them declares a ``profile`` parameter."""
+
+
 def judge(
-    spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None
+    spec: VerifierSpec,
+    submitted: str,
+    gold: Any,
+    context: VerifyContext | None = None,
+    profile: str = "strict",
 ) -> Verdict:
     """Score a submitted answer with the scorer ``spec`` names, keeping the breakdown.
 
@@ -59,13 +70,17 @@ def judge(
         gold: The task's gold answer.
         context: Task files and the episode's files, for scorers that declare
             a ``context`` parameter.
+        profile: ``"strict"`` or ``"official"`` (see :data:`PROFILES`), for
+            scorers that declare a ``profile`` parameter.
 
     Returns:
         The verdict, its reward clamped to ``[0, 1]`` (NaN counts as 0).
 
     Raises:
-        ValueError: If ``spec.name`` is not a registered scorer.
+        ValueError: If ``spec.name`` is not a registered scorer, or ``profile`` is unknown.
     """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown scoring profile {profile!r}; known: {', '.join(PROFILES)}")
     try:
         fn = SCORERS[spec.name]
     except KeyError:
@@ -73,7 +88,9 @@ def judge(
         raise ValueError(f"unknown verifier {spec.name!r}; known: {known}") from None
     if submitted is None:
         return Verdict(0.0, detail="no answer")
-    extra = {"context": context or VerifyContext()} if _wants_context(fn) else {}
+    extra: dict[str, Any] = {"context": context or VerifyContext()} if _wants(fn, "context") else {}
+    if _wants(fn, "profile") and "profile" not in spec.params:
+        extra["profile"] = profile
     result = fn(str(submitted), gold, **spec.params, **extra)
     verdict = result if isinstance(result, Verdict) else Verdict(float(result))
     reward = verdict.reward if verdict.reward == verdict.reward else 0.0
@@ -86,8 +103,8 @@ def score(spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext 
 
 
 @functools.cache
-def _wants_context(fn: Scorer) -> bool:
-    return "context" in inspect.signature(fn).parameters
+def _wants(fn: Scorer, parameter: str) -> bool:
+    return parameter in inspect.signature(fn).parameters
 
 
 @register("exact")
@@ -159,7 +176,9 @@ def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
 
 
 @register("dabench")
-def dabench(submitted: str, gold: Any, partial_credit: bool = False, repeats: str = "refuse") -> Verdict:
+def dabench(
+    submitted: str, gold: Any, partial_credit: bool = False, repeats: str | None = None, profile: str = "strict"
+) -> Verdict:
     """The InfiAgent-DABench closed-form rule.
 
     All ``@name[value]`` parts are extracted from the answer. A gold ``[name,
@@ -173,7 +192,8 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False, repeats: st
         gold: List of ``[name, value]`` pairs (values are strings).
         partial_credit: If true, return the fraction of correct parts instead of all-or-nothing.
         repeats: ``"refuse"`` (a name with several different values is wrong) or
-            ``"last"`` (upstream: the last one counts).
+            ``"last"`` (upstream: the last one counts); default by profile.
+        profile: ``"strict"`` (repeats refused) or ``"official"`` (the last one counts).
 
     Example:
         >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]]).reward
@@ -186,6 +206,7 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False, repeats: st
         >>> dabench("@n[2] @n[3]", [["n", "3"]]).reward, dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward
         (0.0, 1.0)
     """
+    repeats = repeats or ("last" if profile == "official" else "refuse")
     if repeats not in ("refuse", "last"):
         raise ValueError(f"unknown repeats rule {repeats!r}; expected 'refuse' or 'last'")
     try:

@@ -469,8 +469,9 @@ def sql_execution(
     db: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
-    keep_distinct: bool = False,
+    keep_distinct: bool | None = None,
     order_rule: str = "official",
+    profile: str = "strict",
 ) -> Verdict:
     """Execution accuracy of a SQL (or result-values) answer against the gold query.
 
@@ -482,13 +483,18 @@ def sql_execution(
         timeout_s: Time limit for each of the gold and the predicted query.
         max_rows: Row limit for each query.
         keep_distinct: Keep ``DISTINCT`` in SQL answers and gold (upstream's
-            ``--keep_distinct``; off by default as upstream).
+            ``--keep_distinct``). Default by profile: kept under ``strict``
+            (otherwise ``SELECT name`` with duplicates matches a ``SELECT
+            DISTINCT name`` gold), removed under ``official`` as upstream does.
+        profile: ``"strict"`` (default) or ``"official"``.
         order_rule: When row order counts; see :func:`order_matters`.
 
     Returns:
         1.0 if the results match, else 0.0, with components ``executes``
         (SQL answers) or ``values_parsed`` (typed values), and ``result_match``.
     """
+    if keep_distinct is None:
+        keep_distinct = profile != "official"
     if not isinstance(gold, str) or not gold.strip():
         return Verdict(0.0, {"result_match": 0.0}, "task has no gold SQL")
     path = _database(context, db)
