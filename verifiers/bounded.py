@@ -44,7 +44,8 @@ class ScoringLimits:
 
     Attributes:
         timeout_s: Wall time for the whole scoring, file reads and any recalculation included.
-        memory_mb: Data segment (heap) limit of the scoring process and its children.
+        memory_mb: Heap the scoring process may add to what it inherited from the
+            server (and the limit of each program it starts, e.g. LibreOffice).
         cpu_s: CPU seconds of the scoring process (its own, not its children's).
         profile: The scoring profile, ``strict`` or ``official``.
     """
@@ -55,8 +56,24 @@ class ScoringLimits:
     profile: str = "strict"
 
 
+def _data_in_use() -> int:
+    """This process's data segment now (``VmData``), bytes; 0 if unknown.
+
+    A forked child starts with the server's whole heap mapped, and RLIMIT_DATA
+    counts it, so the limit is set above what is already there.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _limit_self(limits: ScoringLimits) -> None:
-    data = limits.memory_mb * 1024 * 1024
+    data = _data_in_use() + limits.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_DATA, (data, data))
     cpu = max(1, int(limits.cpu_s))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))

@@ -120,3 +120,11 @@ def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
         assert call(env, "final_answer", answer="real.txt").reward == 1.0
     finally:
         runtime._by_id[task.id] = task
+
+
+def test_the_memory_limit_is_on_top_of_what_the_server_already_holds():
+    ballast = bytearray(300 * 1024 * 1024)  # the server's own heap, inherited by the fork
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    verdict = score_bounded(VerifierSpec(name="numeric"), "42", 42, ScoringLimits(memory_mb=200))
+    assert verdict.reward == 1.0, verdict.detail
+    del ballast
