@@ -405,7 +405,8 @@ def read_result_values(text: str) -> list[list[Row]]:
 
     Readings, the first kind that applies: a JSON/Python literal (a list of
     rows, a list of values as one column or as one row, a scalar); else a pipe
-    table (header and row-count lines dropped); else the whole text as one
+    table (header and row-count lines dropped; a first line of no numbers and no
+    ``---`` line under it is read both as a header and as a row); else the whole text as one
     value, comma/semicolon-separated values on one line as a column or as a
     row, one value per line (bullets removed), or lines of tab/comma-separated cells.
 
@@ -430,6 +431,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         else None
     )
     if table is not None:
+        if len(table) > 1 and not any(_NUMBER_TEXT.fullmatch(cell) for cell in table[0]):
+            return [table, table[1:]]  # a header line without its "---" line: read with and without it
         return [table]
     readings = []
     if len(lines) == 1:

@@ -326,3 +326,41 @@ def test_benchmark_text_scorers_handle_capped_nasty_answers_quickly(spec, gold):
         started = time.monotonic()
         judge(spec, answer, gold)
         assert time.monotonic() - started < 0.5, f"{spec.name} took too long on {name}"
+
+
+@pytest.fixture
+def town_db(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "town.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE people (name TEXT, age INTEGER)")
+        con.executemany("INSERT INTO people VALUES (?, ?)", [("Ann", 31), ("Bob", 28), ("Cid", 45)])
+    con.close()
+    return path
+
+
+def _sql(db, answer, gold="SELECT name, age FROM people WHERE age > 30"):
+    spec = VerifierSpec(name="sql_execution", params={"db": "town.sqlite"})
+    return judge(spec, answer, gold, VerifyContext(task_files={"town.sqlite": str(db)})).reward
+
+
+def test_sql_values_natural_forms_score_1(town_db):
+    for answer in ['[["Ann", 31], ["Cid", 45]]', "name | age\nAnn | 31\nCid | 45",  # no "---" line
+                   "| name | age |\n|---|---|\n| Cid | 45 |\n| Ann | 31 |", "Ann\t31\nCid\t45",
+                   "SELECT age, name FROM people WHERE age >= 31"]:
+        assert _sql(town_db, answer) == 1.0, answer
+
+
+def test_sql_values_adversarial_answers_score_0(town_db):
+    for answer in ["", "all of them", '[["Ann", 31], ["Cid", 45], ["Bob", 28]]', '[["Ann", 31]]',
+                   "name | age\nAnn | 31\nCid | 45\nBob | 28", "SELECT name, age FROM people",
+                   "Ann | 31\nCid | 45\nname | age"]:
+        assert _sql(town_db, answer) == 0.0, answer
+
+
+def test_sql_execution_handles_capped_nasty_answers_quickly(town_db):
+    for name, answer in NASTY.items():
+        started = time.monotonic()
+        assert _sql(town_db, answer) == 0.0, name
+        assert time.monotonic() - started < 2.0, f"sql_execution took too long on {name}"
