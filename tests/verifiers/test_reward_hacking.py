@@ -252,6 +252,7 @@ NASTY = {
     "thousands groups": "1" + ",000" * (CAP // 4 - 1),
     "many items": '["a", ' + '"b", ' * (CAP // 5 - 2) + '"c"]',
     "many parts": "@n[1]" * (CAP // 5),
+    "unclosed parts": "@a[" * (CAP // 3),  # upstream's regex: 4.7 s
     "parentheses": "(" * (CAP // 2) + "1" + ")" * (CAP // 2 - 1),
     "dates": "2024-01-01 " * (CAP // 11),
     "pipes": "|" * CAP,
