@@ -248,7 +248,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
             return 2
         tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
-        dirs = export(tasks, args.out, grader_requirement=args.grader_requirement)
+        try:
+            dirs = export(tasks, args.out, grader_requirement=args.grader_requirement)
+        except (RuntimeError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
     from analyst_env.client.trajectory_export import export, trajectory_files
@@ -336,8 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     harbor.add_argument("--split", help="Only this split")
     harbor.add_argument("--limit", type=int, help="Only the first N tasks")
     harbor.add_argument(
-        "--grader-requirement", default="analyst-env==0.1.0",
-        help="pip requirement that installs the grader in each task image (a wheel path or URL works)",
+        "--grader-requirement", default=None,
+        help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip requirement "
+        "(installed at verification; needs network). Default: a wheel built from the running package",
     )
     harbor.set_defaults(func=cmd_export)
     traj = what.add_parser("trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)")

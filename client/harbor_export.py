@@ -9,17 +9,24 @@ Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
   data-agent conventions, so ``HarborSpec(DIR, agent="bash")`` works unchanged;
 - ``task.toml``: name, metadata (``gold_answer``, ``difficulty_level``, ``source``), timeouts, resources;
 - ``environment/Dockerfile`` and ``environment/data/``: the task's files copied to
-  ``/home/user/input``, setup hooks run there, and ``analyst-env`` installed (the grader);
-- ``tests/test.sh`` and ``tests/task.json``: runs :func:`grade`, i.e. the server's
-  ``verify_answer`` (the task's scorer through ``verifiers.judge``, or its verify
-  hooks) on ``/workdir/answer.txt``, and always rewrites ``/logs/verifier/reward.txt``;
-  reference workbooks of file-scored tasks (``workbook_match``) are copied into
-  ``tests/`` too, since the host paths in the task do not exist in the image;
+  ``/home/user/input``, setup hooks run there, and the grader's public
+  dependencies installed; **not** the grader itself and nothing of ``tests/``;
+- ``tests/test.sh``, ``tests/task.json`` and ``tests/grader/``: Harbor copies
+  ``tests/`` into the container only when verification starts, so the agent can
+  neither read the gold nor patch the grader. ``test.sh`` installs the grader
+  from ``tests/grader/`` (the wheel built from the running package, or the
+  local wheel given as ``--grader-requirement``; any other requirement is
+  pip-installed at verification time), runs :func:`grade` with ``python -I``
+  (the working directory and ``PYTHONPATH`` cannot shadow the grader), i.e.
+  the server's ``verify_answer`` on ``/workdir/answer.txt``, and always
+  rewrites ``/logs/verifier/reward.txt``; reference workbooks of file-scored
+  tasks (``workbook_match``) are copied into ``tests/`` too;
 - ``solution/solve.sh``: replays the oracle's tool calls and writes the oracle answer.
 
 Every path in the scripts can be overridden by an environment variable
 (``HARBOR_INPUT``, ``HARBOR_WORKDIR``, ``HARBOR_TESTS``, ``HARBOR_LOGS``,
-``HARBOR_PYTHON``) so the grader can be run outside Docker.
+``HARBOR_PYTHON``) so the grader can be run outside Docker; ``HARBOR_NO_INSTALL=1``
+skips the grader installation when the Python given already has it.
 """
 
 from __future__ import annotations
@@ -30,12 +37,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
 from analyst_env.datasets.task import Task
 
-GRADER_REQUIREMENT = "analyst-env==0.1.0"
+GRADER_REQUIREMENT = None
+"""Default: a wheel built from the running package, bundled into every task's ``tests/grader/``."""
 
 _TEST_SH = """#!/bin/sh
 # Grades /workdir/answer.txt with analyst_env's own scorer; always rewrites the reward file.
@@ -46,7 +56,17 @@ LOGS="${HARBOR_LOGS:-/logs/verifier}"
 PYTHON="${HARBOR_PYTHON:-python3}"
 mkdir -p "$LOGS"
 rm -f "$LOGS/reward.txt" "$LOGS/reward.json"
-"$PYTHON" -m analyst_env.client.harbor_export grade --task "$TESTS/task.json" --input "$INPUT" \\
+echo 0 > "$LOGS/reward.txt"
+if [ "${HARBOR_NO_INSTALL:-0}" != 1 ]; then
+    # The grader arrives with tests/, at verification time; reinstalled over anything the agent put there.
+    set -- "$TESTS"/grader/*.whl
+    if [ -f "$1" ]; then
+        "$PYTHON" -I -m pip install --quiet --no-index --no-deps --force-reinstall "$@" || exit 0
+    elif [ -f "$TESTS/grader/requirement.txt" ]; then
+        "$PYTHON" -I -m pip install --quiet --no-deps --force-reinstall -r "$TESTS/grader/requirement.txt" || exit 0
+    fi
+fi
+"$PYTHON" -I -m analyst_env.client.harbor_export grade --task "$TESTS/task.json" --input "$INPUT" \\
     --answer "$WORKDIR/answer.txt" --reward "$LOGS/reward.txt" || echo 0 > "$LOGS/reward.txt"
 """
 
@@ -54,6 +74,8 @@ rm -f "$LOGS/reward.txt" "$LOGS/reward.json"
 @dataclass
 class _ShellResult:
     exit_code: int
+    stdout: str = ""
+    stderr: str = ""
 
 
 class _DirectorySandbox:
@@ -75,7 +97,7 @@ class _DirectorySandbox:
             proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True)
         except subprocess.TimeoutExpired:
             return _ShellResult(exit_code=124)
-        return _ShellResult(exit_code=proc.returncode)
+        return _ShellResult(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
 
 
 def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
@@ -116,11 +138,21 @@ def _solve_sh(task: Task) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dockerfile(task: Task, grader_requirement: str) -> str:
+def grader_dependencies() -> list[str]:
+    """The running package's own (non-extra) requirements: public packages the image may install."""
+    try:
+        found = requires("analyst-env") or []
+    except PackageNotFoundError:
+        return []
+    return sorted(r for r in found if "extra ==" not in r and "extra==" not in r)
+
+
+def _dockerfile(task: Task) -> str:
+    dependencies = " ".join(shlex.quote(r) for r in grader_dependencies())
     lines = [
         "FROM python:3.11-slim",
         "RUN pip install --no-cache-dir pandas numpy scikit-learn openpyxl duckdb matplotlib "
-        f"{shlex.quote(grader_requirement)}",
+        + dependencies,
         "RUN mkdir -p /home/user/input /workdir /logs/verifier",
     ]
     if task.verifier.name == "workbook_match":
@@ -209,8 +241,51 @@ def _bundle_references(task: Task, tests: Path) -> Task:
     return task.model_copy(update={"answer": answer})
 
 
-def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUIREMENT, timeout_s: int = 1800) -> Path:
-    """Write one Harbor task directory ``out/<task.id>``; returns it."""
+def build_grader_wheel(outdir: Path) -> Path:
+    """Build a wheel of the running ``analyst_env`` (its source tree must have ``pyproject.toml``).
+
+    Raises:
+        RuntimeError: If the package was not installed from a source tree, or the build fails.
+    """
+    import analyst_env
+
+    root = Path(analyst_env.__file__).resolve().parent
+    if not (root / "pyproject.toml").is_file():
+        raise RuntimeError(
+            f"cannot build the grader wheel: {root} has no pyproject.toml (not a source tree); "
+            "pass --grader-requirement with a wheel path"
+        )
+    outdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(outdir), str(root)],
+        capture_output=True, text=True, timeout=600,
+    )
+    wheels = sorted(outdir.glob("analyst_env-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise RuntimeError(f"building the grader wheel failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    return wheels[-1]
+
+
+def _bundle_grader(tests: Path, grader: str | Path) -> None:
+    """Put the grader in ``tests/grader/``: the wheel file itself, or a requirement line for pip."""
+    target = tests / "grader"
+    target.mkdir()
+    path = Path(grader)
+    if path.suffix == ".whl" and path.is_file():
+        shutil.copyfile(path, target / path.name)
+    elif path.suffix == ".whl" or str(grader).startswith((".", "/")):
+        raise FileNotFoundError(f"grader wheel {grader} does not exist")
+    else:
+        (target / "requirement.txt").write_text(f"{grader}\n")
+
+
+def export_task(task: Task, out: Path, *, grader_requirement: str | Path, timeout_s: int = 1800) -> Path:
+    """Write one Harbor task directory ``out/<task.id>``; returns it.
+
+    Args:
+        grader_requirement: A local wheel (copied into ``tests/grader/``) or a pip
+            requirement (installed at verification time, which needs network).
+    """
     root = out / task.id
     if root.exists():
         shutil.rmtree(root)
@@ -222,7 +297,8 @@ def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUI
         shutil.copyfile(path, target)
     (root / "instruction.md").write_text(_instruction(task))
     (root / "task.toml").write_text(_task_toml(task, timeout_s))
-    (root / "environment" / "Dockerfile").write_text(_dockerfile(task, grader_requirement))
+    (root / "environment" / "Dockerfile").write_text(_dockerfile(task))
+    _bundle_grader(root / "tests", grader_requirement)
     (root / "tests" / "task.json").write_text(_bundle_references(task, root / "tests").model_dump_json(indent=1))
     for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):
         path.write_text(text)
@@ -230,11 +306,18 @@ def export_task(task: Task, out: Path, *, grader_requirement: str = GRADER_REQUI
     return root
 
 
-def export(tasks: list[Task], out: str | Path, **options) -> list[Path]:
-    """Write ``out/tasks/<id>/`` for every task; returns the task directories."""
+def export(tasks: list[Task], out: str | Path, grader_requirement: str | Path | None = GRADER_REQUIREMENT, **options) -> list[Path]:
+    """Write ``out/tasks/<id>/`` for every task; returns the task directories.
+
+    Args:
+        grader_requirement: A local wheel or pip requirement for the grader;
+            ``None`` builds the wheel of the running package once and bundles it.
+    """
     tasks_dir = Path(out) / "tasks"
     tasks_dir.mkdir(parents=True, exist_ok=True)
-    return [export_task(task, tasks_dir, **options) for task in tasks]
+    with tempfile.TemporaryDirectory(prefix="analyst-grader-") as tmp:
+        grader = grader_requirement if grader_requirement is not None else build_grader_wheel(Path(tmp))
+        return [export_task(task, tasks_dir, grader_requirement=grader, **options) for task in tasks]
 
 
 def main(argv: list[str] | None = None) -> int:

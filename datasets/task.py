@@ -71,8 +71,10 @@ class Task(BaseModel):
     verify: list[str] = Field(
         default_factory=list,
         description=(
-            "Shell commands run after final_answer; reward = passed/total, unless a "
-            "float is written to logs/verifier/reward.txt (Harbor convention)"
+            "Shell commands run after final_answer, in a verify directory created fresh for it "
+            "($VERIFIER_DIR; 'logs/verifier' in a command's text points there) holding answer.txt; "
+            "reward = passed/total, unless a number in [0, 1] is written to reward.txt there "
+            "(Harbor convention; any other content scores 0)"
         ),
     )
     max_steps: int = Field(default=40, ge=1, description="Steps before the episode ends with reward 0")

@@ -20,6 +20,13 @@ from analyst_env.models import NotebookCell
 class Limits:
     """Per-call limits applied to every tool of an episode."""
 
+    # Scoring: answer-size cap, limits of the scoring process, the scoring profile.
+    max_answer_bytes: int = 65_536
+    score_timeout_s: float = 180.0
+    score_memory_mb: int = 2048
+    max_scored_file_mb: int = 64
+    scoring_profile: str = "strict"
+
     cell_timeout_s: float = 30.0
     shell_timeout_s: float = 60.0
     output_limit_chars: int = 20_000

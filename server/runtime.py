@@ -69,6 +69,11 @@ class Runtime:
             shell_timeout_s=settings.shell_timeout_s,
             output_limit_chars=settings.output_limit_chars,
             sql_max_rows=settings.sql_max_rows,
+            max_answer_bytes=settings.max_answer_bytes,
+            score_timeout_s=settings.score_timeout_s,
+            score_memory_mb=settings.score_memory_mb,
+            max_scored_file_mb=settings.max_scored_file_mb,
+            scoring_profile=settings.scoring_profile,
         )
 
     # ── task catalogue ──────────────────────────────────────────────────────

@@ -27,6 +27,21 @@ class Settings(BaseModel):
     shell_timeout_s: float = Field(default=60.0, gt=0, description="Per-shell-command limit")
     output_limit_chars: int = Field(default=20_000, ge=200, description="Tool output is cut here")
     sql_max_rows: int = Field(default=50, ge=1, description="Rows shown by run_sql")
+    max_answer_bytes: int = Field(
+        default=65_536, ge=1, description="final_answer longer than this (UTF-8 bytes) scores 0 without being parsed"
+    )
+    score_timeout_s: float = Field(
+        default=180.0, gt=0, description="Wall-time limit of one scoring (its own process; recalculation included)"
+    )
+    score_memory_mb: int = Field(default=2048, ge=128, description="Heap limit of the scoring process")
+    scoring_profile: str = Field(
+        default="strict",
+        pattern="^(strict|official)$",
+        description="strict closes known loopholes of benchmark scorers; official reproduces them as published",
+    )
+    max_scored_file_mb: int = Field(
+        default=64, ge=1, description="A file the agent wrote that is larger than this is not scored (reward 0)"
+    )
     memory_limit_mb: int = Field(
         default=4096, ge=256, description="Memory per episode (cgroup) and address-space limit per process"
     )

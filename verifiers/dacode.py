@@ -82,8 +82,14 @@ def csv_score(
     condition_cols: list[int] | None = None,
     score_rule: str = "divide",
     ignore_order: bool = False,
+    extra_columns: bool = True,
 ) -> float:
     """Fraction (``divide``) or all-or-nothing (``all``) of gold columns found among the predicted ones.
+
+    With ``extra_columns=False`` (the ``strict`` profile) a prediction with more
+    columns than the gold file scores 0: upstream only looks for each gold
+    column somewhere in the prediction, so a CSV of many candidate columns
+    would find them all.
 
     Raises:
         ValueError: If ``score_rule`` is neither ``divide`` nor ``all``, or a
@@ -91,6 +97,8 @@ def csv_score(
     """
     if score_rule not in ("divide", "all"):
         raise ValueError(f"unknown DA-Code score_rule {score_rule!r}; expected 'divide' or 'all'")
+    if not extra_columns and pred.shape[1] > gold.shape[1]:
+        return 0.0
     if condition_cols:
         if max(condition_cols) >= gold.shape[1]:
             raise ValueError(f"condition_cols {condition_cols} out of range for {gold.shape[1]} gold columns")
@@ -106,7 +114,7 @@ def csv_score(
 
 
 @register("dacode_csv")
-def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext) -> Verdict:
+def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext, profile: str = "strict") -> Verdict:
     """Score the CSV files the agent wrote against the gold files (the answer text is ignored).
 
     Args:
@@ -114,6 +122,7 @@ def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext) -> Verdict:
         gold: ``{"outputs": [{"file": name the agent writes, "gold": [host csv paths],
             "options": {"condition_cols", "score_rule", "ignore_order"}}]}``.
         context: Gives ``read_file`` for the episode's files.
+        profile: ``"strict"`` (default: no columns beyond the gold's) or ``"official"``.
     """
     outputs = gold["outputs"]
     components, notes = {}, []
@@ -139,6 +148,7 @@ def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext) -> Verdict:
                 condition_cols=opts.get("condition_cols"),
                 score_rule=opts.get("score_rule", "divide"),
                 ignore_order=bool(opts.get("ignore_order", False)),
+                extra_columns=profile == "official",
             )
             for path in out["gold"]
         )
@@ -157,10 +167,12 @@ def answer_json(text: str) -> Any:
         >>> answer_json("no json") is None
         True
     """
-    match = re.search(r"\{.*\}", text, re.DOTALL)
-    if not match:
+    # Upstream's re.search(r"\{.*\}", DOTALL): from the first "{" to the last "}". Found
+    # directly, since the regex retries from every "{" and is quadratic on "{{{{...".
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
         return None
-    chunk = match.group()
+    chunk = text[start : end + 1]
     for loader in (json.loads, ast.literal_eval):
         try:
             value = loader(chunk)

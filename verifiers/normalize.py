@@ -4,6 +4,25 @@ Agents answer in free text ("The answer is $1,234.50."), while gold answers are
 clean values. These helpers turn both sides into comparable forms, and never
 raise on odd input: anything unparseable becomes ``None`` so the scorer can
 award 0.
+
+**The stated number** (:func:`parse_number`, used by the ``numeric`` scorer)
+is the number a person reading the answer would take as the answer:
+
+1. Digit groups separated by a no-break or thin space (``231 233.50``)
+   are one number, as are ``,`` thousands groups (``1,234.50``); a unicode
+   minus is a minus; ``$`` and ``%`` are allowed around the number.
+2. An answer that is one number is that number.
+3. Otherwise these asides are set aside first: dates and times
+   (``2024-03-20``, ``03/20/2024``, ``14:30``), rounding notes (``rounded to 2
+   decimal places``, ``2 d.p.``, ``to 3 significant figures``) and anything in
+   parentheses (``251.14 (rounded)``), unless the only number is in parentheses.
+4. If the numbers left differ, years beside the answer (four-digit integers
+   1900-2100: ``251.14 for 2023``) are set aside too, if a number remains.
+5. If the numbers left all have the same value, that is the answer. If they
+   differ and the answer hedges or lists them (``either``, ``or``, ``maybe``,
+   ``between``, ``and``, ``/``, or two numbers with only separators between
+   them: ``200, 251.14``, ``200-251``), there is no stated number and it scores
+   0. Otherwise (``The total for 2023 is 251.14``) it is the last one.
 """
 
 from __future__ import annotations
@@ -59,45 +78,96 @@ def _to_float(token: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
+_GROUP_SPACE = "\u00a0\u202f\u2009"
+_SPACE_GROUPED = re.compile(rf"(?<![\d.])\d{{1,3}}(?:[{_GROUP_SPACE}]\d{{3}})+(?![\d])")
+
+
 def _clean_numeric_text(text: str) -> str:
-    return text.replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ")
+    text = text.replace("\u2212", "-")
+    text = _SPACE_GROUPED.sub(lambda m: re.sub(f"[{_GROUP_SPACE}]", "", m.group(0)), text)
+    return re.sub(f"[{_GROUP_SPACE}]", " ", text)
+
+
+_DATES_AND_TIMES = re.compile(
+    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?\b"
+    r"|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"
+)
+_ROUNDING_NOTE = re.compile(
+    r"(?:\b(?:rounded|correct|accurate|exact)\s+)?(?:\b(?:to|at)\s+)?\b\d+\s*"
+    r"(?:decimal\s+places?|decimals?|d\.\s?p\.?|dp\b|significant\s+(?:figures?|digits?)|sig\.?\s*figs?\b|s\.f\.)",
+    re.I,
+)
+_PARENTHETICAL = re.compile(r"\([^()]{0,500}\)|\[[^\[\]]{0,500}\]")
+_HEDGE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|between|and|vs|versus)\b|/|\?", re.I)
+_ONLY_SEPARATORS = re.compile(r"^[\s,;:&~\-\u2013\u2014|]*$")
+
+
+def _is_year(token: str) -> bool:
+    return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2100
+
+
+def _numbers(text: str) -> list[tuple[int, int, float]]:
+    """``(start, end, value)`` of every finite number written in ``text``."""
+    text = re.sub(r"-\s*\$", "$-", text)  # "-$5" and "$-5" both mean minus five
+    found = []
+    for m in _NUMBER.finditer(text):
+        token = m.group(0)
+        if not any(c.isdigit() for c in token):
+            continue
+        value = _to_float(token.replace("$-", "-").replace("$+", "+"))
+        if value is not None:
+            found.append((m.start(), m.end(), value))
+    return found
 
 
 def parse_number(text: object) -> float | None:
-    """The number an answer text states: the last number written in it.
-
-    Tolerates thousands separators, ``$``, ``%`` and surrounding words.
+    """The number an answer text states, by the rule in the module docstring.
 
     Args:
         text: The submitted answer (any value; non-strings are converted).
 
     Returns:
-        The parsed number, or ``None`` if the text holds no finite number.
+        The stated number, or ``None`` if the text holds no finite number or
+        states several different ones.
 
     Example:
         >>> parse_number("The answer is $1,234.50.")
         1234.5
         >>> parse_number("about 12.5%")
         12.5
-        >>> parse_number("no idea") is None
-        True
+        >>> parse_number("251.14 (rounded to 2 decimal places)"), parse_number("251.14 on 2024-03-20")
+        (251.14, 251.14)
+        >>> parse_number("231\u202f233.50"), parse_number("In 2023 the total was 251.14")
+        (231233.5, 251.14)
+        >>> parse_number("Either 200.00 or 251.14") is None, parse_number("no idea") is None
+        (True, True)
     """
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
         return float(text) if math.isfinite(float(text)) else None
-    cleaned = _clean_numeric_text(str(text)).strip()
+    cleaned = _clean_numeric_text(str(text)).strip().replace("**", " ")
     exact = as_number(cleaned)
     if exact is not None:
         return exact
-    # "-$5" and "$-5" both mean minus five.
-    cleaned = re.sub(r"-\s*\$", "$-", cleaned)
-    numbers = [m.group(0) for m in _NUMBER.finditer(cleaned) if any(c.isdigit() for c in m.group(0))]
-    for token in reversed(numbers):
-        value = _to_float(token.replace("$-", "-").replace("$+", "+"))
-        if value is not None:
-            return value
-    return None
+    plain = _ROUNDING_NOTE.sub(" ", _DATES_AND_TIMES.sub(" ", cleaned))
+    outside = _PARENTHETICAL.sub(" ", plain)
+    numbers = _numbers(outside)
+    if not numbers:
+        numbers = _numbers(plain)
+        outside = plain
+    if not numbers:
+        return None
+    if len({value for _, _, value in numbers}) > 1:
+        not_years = [n for n in numbers if not _is_year(outside[n[0] : n[1]])]
+        numbers = not_years or numbers
+    if len({value for _, _, value in numbers}) == 1:
+        return numbers[0][2]
+    between = [outside[a[1] : b[0]] for a, b in zip(numbers, numbers[1:])]
+    if _HEDGE.search(outside) or any(_ONLY_SEPARATORS.match(gap) for gap in between):
+        return None
+    return numbers[-1][2]
 
 
 def as_number(text: object) -> float | None:

@@ -9,7 +9,11 @@ LibreOffice and not a Python formula engine is measured in README.md,
 
 Each call gets its own throw-away LibreOffice profile (``-env:UserInstallation``)
 so parallel calls never share a lock, and the profile forces "always recalculate
-on load" for Excel files (LibreOffice's default is to trust cached values). A
+on load" for Excel files (LibreOffice's default is to trust cached values). The
+workbook being recalculated may be the agent's, so the profile also sets, rather
+than leaves to the defaults: links to other files and sources are never
+updated on load (Calc and Writer), macros never run, and untrusted referer
+links are blocked. A
 call that runs longer than its timeout is killed with its whole process group.
 
 Example:
@@ -30,10 +34,18 @@ from pathlib import Path
 DEFAULT_TIMEOUT_S = 60.0
 
 # OOXMLRecalcMode / ODFRecalcMode: 0 = always recalculate on load, 1 = never, 2 = ask.
+# Calc Content/Update/Link (ScLkUpdMode): 0 = always, 1 = never, 2 = on request.
+# Writer Content/Update/Link (SfxLinkUpdateMode): 0 = never, 1 = manual, 2 = automatic.
+# MacroSecurityLevel 3 = very high (only signed macros from trusted locations, and there are none).
 _PROFILE_XCU = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
+<item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
 </oor:items>
 """
 

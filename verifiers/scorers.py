@@ -48,8 +48,19 @@ def register(name: str) -> Callable[[Scorer], Scorer]:
     return deco
 
 
+PROFILES = ("strict", "official")
+"""Scoring profiles. ``strict`` (the default, for training) closes every loophole we
+know of in a benchmark's own rule; ``official`` reproduces each benchmark's
+scorer as published, loopholes included, for numbers comparable with papers.
+A scorer that differs between them declares a ``profile`` parameter."""
+
+
 def judge(
-    spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None
+    spec: VerifierSpec,
+    submitted: str,
+    gold: Any,
+    context: VerifyContext | None = None,
+    profile: str = "strict",
 ) -> Verdict:
     """Score a submitted answer with the scorer ``spec`` names, keeping the breakdown.
 
@@ -59,13 +70,17 @@ def judge(
         gold: The task's gold answer.
         context: Task files and the episode's files, for scorers that declare
             a ``context`` parameter.
+        profile: ``"strict"`` or ``"official"`` (see :data:`PROFILES`), for
+            scorers that declare a ``profile`` parameter.
 
     Returns:
         The verdict, its reward clamped to ``[0, 1]`` (NaN counts as 0).
 
     Raises:
-        ValueError: If ``spec.name`` is not a registered scorer.
+        ValueError: If ``spec.name`` is not a registered scorer, or ``profile`` is unknown.
     """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown scoring profile {profile!r}; known: {', '.join(PROFILES)}")
     try:
         fn = SCORERS[spec.name]
     except KeyError:
@@ -73,7 +88,9 @@ def judge(
         raise ValueError(f"unknown verifier {spec.name!r}; known: {known}") from None
     if submitted is None:
         return Verdict(0.0, detail="no answer")
-    extra = {"context": context or VerifyContext()} if _wants_context(fn) else {}
+    extra: dict[str, Any] = {"context": context or VerifyContext()} if _wants(fn, "context") else {}
+    if _wants(fn, "profile") and "profile" not in spec.params:
+        extra["profile"] = profile
     result = fn(str(submitted), gold, **spec.params, **extra)
     verdict = result if isinstance(result, Verdict) else Verdict(float(result))
     reward = verdict.reward if verdict.reward == verdict.reward else 0.0
@@ -86,8 +103,8 @@ def score(spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext 
 
 
 @functools.cache
-def _wants_context(fn: Scorer) -> bool:
-    return "context" in inspect.signature(fn).parameters
+def _wants(fn: Scorer, parameter: str) -> bool:
+    return parameter in inspect.signature(fn).parameters
 
 
 @register("exact")
@@ -108,8 +125,10 @@ def exact(submitted: str, gold: Any) -> float:
 def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
     """1.0 iff the number stated in the answer is within tolerance of ``gold``.
 
-    The number is the last one written in the text, so "The answer is 42.0"
-    and "$1,234" both parse; see :func:`~analyst_env.verifiers.normalize.parse_number`.
+    The number is the one the answer states (the rule is in
+    :mod:`~analyst_env.verifiers.normalize`): "The answer is 42.0", "$1,234"
+    and "251.14 (rounded to 2 decimal places)" parse; "Either 200 or 251.14"
+    states no single number and scores 0.
 
     Args:
         submitted: Answer text.
@@ -121,6 +140,8 @@ def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e
         >>> numeric("The answer is 42.0", 42)
         1.0
         >>> numeric("41.9", 42, abs_tol=0.05)
+        0.0
+        >>> numeric("Either 41 or 42", 42)
         0.0
     """
     want = as_number(gold)
@@ -142,19 +163,70 @@ def _dabench_equal(pred: str, label: str) -> bool:
         return False
 
 
+_DABENCH_OPEN = re.compile(r"@(\w+)\[")
+
+
+def dabench_findall(text: str) -> list[tuple[str, str]]:
+    """``re.findall(r"@(\\w+)\\[(.*?)\\]", text)`` (upstream's extraction) in linear time.
+
+    The regex retries ``.*?`` from every ``@name[`` to the end of the line, so
+    ``"@a[" * 16384`` cost it 4.7 s; here the next ``]`` and the next newline
+    are found once per position.
+
+    Example:
+        >>> dabench_findall("@a[1] @b[x]y] @c[\\n] @d[2]")
+        [('a', '1'), ('b', 'x'), ('d', '2')]
+    """
+    found = []
+    pos, close, newline = 0, -1, -1
+    while (m := _DABENCH_OPEN.search(text, pos)) is not None:
+        start = m.end()
+        if close < start:
+            close = text.find("]", start)
+            if close < 0:
+                break
+        if newline < start:
+            newline = text.find("\n", start)
+            newline = len(text) if newline < 0 else newline
+        if close < newline:
+            found.append((m.group(1), text[start:close]))
+            pos = close + 1
+        else:
+            pos = m.start() + 1
+    return found
+
+
+def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
+    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different values
+    (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
+    found: dict[str, str | None] = {}
+    for name, value in dabench_findall(submitted):
+        if repeats == "refuse" and name in found and (found[name] is None or not _dabench_equal(found[name], value)):
+            found[name] = None
+        else:
+            found[name] = value
+    return found
+
+
 @register("dabench")
-def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> Verdict:
+def dabench(
+    submitted: str, gold: Any, partial_credit: bool = False, repeats: str | None = None, profile: str = "strict"
+) -> Verdict:
     """The InfiAgent-DABench closed-form rule.
 
-    All ``@name[value]`` parts are extracted from the answer (the last one wins
-    when a name repeats). A gold ``[name, value]`` part is correct iff the
-    extracted string equals the label exactly, or both parse as floats and
-    differ by less than 1e-6.
+    All ``@name[value]`` parts are extracted from the answer. A gold ``[name,
+    value]`` part is correct iff the extracted string equals the label exactly,
+    or both parse as floats and differ by less than 1e-6. Upstream keeps the
+    last value when a name repeats, so ``@n[1] @n[2] @n[3]`` hedges for free;
+    here a name stated with different values is wrong unless ``repeats="last"``.
 
     Args:
         submitted: Answer text.
         gold: List of ``[name, value]`` pairs (values are strings).
         partial_credit: If true, return the fraction of correct parts instead of all-or-nothing.
+        repeats: ``"refuse"`` (a name with several different values is wrong) or
+            ``"last"`` (upstream: the last one counts); default by profile.
+        profile: ``"strict"`` (repeats refused) or ``"official"`` (the last one counts).
 
     Example:
         >>> dabench("@mean_fare[34.650] @n[3]", [["mean_fare", "34.65"], ["n", "3"]]).reward
@@ -164,15 +236,22 @@ def dabench(submitted: str, gold: Any, partial_credit: bool = False) -> Verdict:
         (0.0, {'part:mean_fare': 1.0, 'part:n': 0.0})
         >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True).reward
         0.5
+        >>> dabench("@n[2] @n[3]", [["n", "3"]]).reward, dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward
+        (0.0, 1.0)
     """
+    repeats = repeats or ("last" if profile == "official" else "refuse")
+    if repeats not in ("refuse", "last"):
+        raise ValueError(f"unknown repeats rule {repeats!r}; expected 'refuse' or 'last'")
     try:
         labels = [(str(name), str(value)) for name, value in gold]
     except (TypeError, ValueError):
         return 0.0
     if not labels:
         return 0.0
-    found = dict(_DABENCH_PART.findall(submitted))
-    parts = {name: float(name in found and _dabench_equal(found[name], label)) for name, label in labels}
+    found = _dabench_parts(submitted, repeats)
+    parts = {
+        name: float(found.get(name) is not None and _dabench_equal(found[name], label)) for name, label in labels
+    }
     correct = sum(parts.values())
     reward = correct / len(labels) if partial_credit else float(correct == len(labels))
     return Verdict(reward, {f"part:{n}": v for n, v in parts.items()}, f"{correct:g}/{len(labels)} parts correct")

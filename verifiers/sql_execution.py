@@ -25,8 +25,11 @@ An analyst agent may answer in either of two forms:
 The prediction runs on the host, so it is boxed in: the database is opened
 read-only (``mode=ro`` URI), an authorizer allows only reads and function calls
 (no ``ATTACH``, ``PRAGMA`` or writes), a progress handler stops it after
-``timeout_s``, at most ``max_rows`` rows are fetched and values are capped at
-10 MB. The scorer never raises: whatever fails scores 0.0 with the reason in
+``timeout_s``, at most ``max_rows`` rows are fetched, values are capped at
+10 MB and the whole result at ``MAX_RESULT_BYTES`` (64 MB, counted row by row
+as it is fetched, so ``SELECT zeroblob(9000000) FROM big`` stops after a few
+rows instead of filling memory). The server runs the scorer in a child process
+with its own memory limit (``verifiers/bounded.py``). The scorer never raises: whatever fails scores 0.0 with the reason in
 ``Verdict.detail``.
 
 Example:
@@ -61,6 +64,7 @@ Row = tuple[Any, ...]
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_ROWS = 100_000
 MAX_VALUE_BYTES = 10_000_000
+MAX_RESULT_BYTES = 64_000_000
 MAX_PERMUTATIONS = 10_000
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -88,8 +92,17 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
     return sqlite3.SQLITE_OK
 
 
+def _value_bytes(value: Any) -> int:
+    """What a fetched value costs, roughly: its length for text and blobs, 8 bytes otherwise."""
+    return len(value) if isinstance(value, (str, bytes)) else 8
+
+
 def run_readonly(
-    db_path: str, query: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS
+    db_path: str,
+    query: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    max_bytes: int = MAX_RESULT_BYTES,
 ) -> list[Row]:
     """Run one query against a read-only connection to ``db_path`` and fetch all rows.
 
@@ -100,12 +113,13 @@ def run_readonly(
         query: One SQL statement.
         timeout_s: Wall-time budget for preparing, running and fetching.
         max_rows: More rows than this is an error.
+        max_bytes: A result larger than this (text and blob lengths, 8 bytes per other value) is an error.
 
     Returns:
         The result rows as tuples.
 
     Raises:
-        SqlRunError: On any SQLite error, a denied action, the time limit or the row limit.
+        SqlRunError: On any SQLite error, a denied action, the time limit, the row or the byte limit.
     """
     uri = "file:" + urllib.parse.quote(str(db_path)) + "?mode=ro"
     try:
@@ -122,10 +136,14 @@ def run_readonly(
         try:
             cur = con.execute(query)
             rows: list[Row] = []
-            while batch := cur.fetchmany(1000):
-                rows.extend(batch)
+            size = 0
+            for row in cur:  # one row at a time: the byte cap is checked before the next is fetched
+                rows.append(row)
+                size += sum(_value_bytes(v) for v in row)
                 if len(rows) > max_rows:
                     raise SqlRunError(f"more than {max_rows} rows")
+                if size > max_bytes:
+                    raise SqlRunError(f"the result is larger than {max_bytes} bytes")
             return rows
         except sqlite3.Error as exc:
             if time.monotonic() > deadline:
@@ -387,7 +405,8 @@ def read_result_values(text: str) -> list[list[Row]]:
 
     Readings, the first kind that applies: a JSON/Python literal (a list of
     rows, a list of values as one column or as one row, a scalar); else a pipe
-    table (header and row-count lines dropped); else the whole text as one
+    table (header and row-count lines dropped; a first line of no numbers and no
+    ``---`` line under it is read both as a header and as a row); else the whole text as one
     value, comma/semicolon-separated values on one line as a column or as a
     row, one value per line (bullets removed), or lines of tab/comma-separated cells.
 
@@ -412,6 +431,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         else None
     )
     if table is not None:
+        if len(table) > 1 and not any(_NUMBER_TEXT.fullmatch(cell) for cell in table[0]):
+            return [table, table[1:]]  # a header line without its "---" line: read with and without it
         return [table]
     readings = []
     if len(lines) == 1:
@@ -451,8 +472,9 @@ def sql_execution(
     db: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
-    keep_distinct: bool = False,
+    keep_distinct: bool | None = None,
     order_rule: str = "official",
+    profile: str = "strict",
 ) -> Verdict:
     """Execution accuracy of a SQL (or result-values) answer against the gold query.
 
@@ -464,13 +486,18 @@ def sql_execution(
         timeout_s: Time limit for each of the gold and the predicted query.
         max_rows: Row limit for each query.
         keep_distinct: Keep ``DISTINCT`` in SQL answers and gold (upstream's
-            ``--keep_distinct``; off by default as upstream).
+            ``--keep_distinct``). Default by profile: kept under ``strict``
+            (otherwise ``SELECT name`` with duplicates matches a ``SELECT
+            DISTINCT name`` gold), removed under ``official`` as upstream does.
+        profile: ``"strict"`` (default) or ``"official"``.
         order_rule: When row order counts; see :func:`order_matters`.
 
     Returns:
         1.0 if the results match, else 0.0, with components ``executes``
         (SQL answers) or ``values_parsed`` (typed values), and ``result_match``.
     """
+    if keep_distinct is None:
+        keep_distinct = profile != "official"
     if not isinstance(gold, str) or not gold.strip():
         return Verdict(0.0, {"result_match": 0.0}, "task has no gold SQL")
     path = _database(context, db)

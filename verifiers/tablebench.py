@@ -12,6 +12,13 @@ lower-case alphanumeric runs). This is kept exactly, including its quirk that
 punctuation removal happens before the comma split and the number parsing, so
 ``"-3.24"`` is compared as ``"324"`` and ``"9.34, 1.18"`` as one item ``"934 118"``.
 
+That is the ``official`` profile. The ``strict`` profile (the default) closes
+the loopholes it opens: numbers keep their sign and decimal point (``3.24``
+and ``324`` no longer match ``-3.24``), items are split on commas before
+punctuation goes (thousands separators excepted), and an EM answer must have as
+many items as the reference (upstream weighs reference items only, so
+``spain, france, italy`` scored 1.0 against ``spain``).
+
 Visualization (Pass@1 upstream: run the model's chart code, compare the plotted
 y data with ``y_references`` rounded to 2 decimals) is scored on the data the
 agent states: the answer must contain ``y_references = [[...], ...]`` (or a list
@@ -60,6 +67,33 @@ def normalize_answer(s: str) -> str:
     s = "".join(ch for ch in s if ch not in set(string.punctuation))
     s = re.sub(r"\b(a|an|the)\b", " ", s)
     return " ".join(s.split())
+
+
+_KEPT_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?%?|\d+(?:\.\d+)?%?")
+
+
+def strict_normalize_answer(s: str) -> str:
+    """``normalize_answer`` per comma-separated item, keeping each number whole (sign, decimals, %).
+
+    Example:
+        >>> strict_normalize_answer("The -3.24, 1,200 and a B."), normalize_answer("-3.24")
+        ('-3.24, 1200 and b', '324')
+    """
+    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s.lower())
+    items = []
+    for item in s.split(","):
+        numbers: list[str] = []
+
+        def keep(match: re.Match) -> str:
+            numbers.append(match.group(0))
+            return f" \x00{len(numbers) - 1}\x00 "
+
+        item = _KEPT_NUMBER.sub(keep, item)
+        item = "".join(ch for ch in item if ch not in string.punctuation)
+        item = re.sub(r"\b(a|an|the)\b", " ", item)
+        item = re.sub("\x00(\\d+)\x00", lambda m: numbers[int(m.group(1))], item)
+        items.append(" ".join(item.split()))
+    return ", ".join(items)
 
 
 def final_answer_text(text: str) -> str:
@@ -150,6 +184,20 @@ def rouge_l(reference: str, prediction: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def _series_text(text: str) -> str | None:
+    """What ``y_references\\s*=\\s*(\\[.*\\])``, else ``(\\[\\s*\\[.*\\]\\s*\\])`` (DOTALL) would capture,
+    found in linear time (the regexes retry from every bracket: quadratic on ``[[[[...``)."""
+    last_close = text.rfind("]")
+    named = re.search(r"y_references\s*=\s*\[", text)
+    if named and last_close >= named.end() - 1:
+        return text[named.end() - 1 : last_close + 1]
+    closes = [m for m in re.finditer(r"\]\s*\]", text)]
+    opening = re.search(r"\[\s*\[", text)
+    if not closes or opening is None or closes[-1].start() < opening.end() - 1:
+        return None
+    return text[opening.start() : closes[-1].end()]
+
+
 def parse_series(text: str) -> list[list[float]] | None:
     """The ``y_references`` list of lists in a text (rounded to 2 decimals), or ``None``.
 
@@ -157,23 +205,24 @@ def parse_series(text: str) -> list[list[float]] | None:
         >>> parse_series("y_references = [[1, 2.004], [3]]")
         [[1.0, 2.0], [3.0]]
     """
-    match = re.search(r"y_references\s*=\s*(\[.*\])", text, re.DOTALL) or re.search(r"(\[\s*\[.*\]\s*\])", text, re.DOTALL)
-    if not match:
+    chunk = _series_text(text)
+    if chunk is None:
         return None
     try:
-        value = ast.literal_eval(match.group(1))
+        value = ast.literal_eval(chunk)
         return [[round(float(y), 2) for y in series] for series in value]
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
 
 @register("tablebench")
-def tablebench(submitted: str, gold: Any) -> Verdict:
+def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
     """Score a TableBench answer with its question type's metric.
 
     Args:
         submitted: The answer text; only what follows the last ``Final Answer:`` counts.
         gold: ``{"answer": reference text, "metric": one of METRICS}``.
+        profile: ``"strict"`` (default) or ``"official"``; see the module docstring.
 
     Raises:
         ValueError: If the metric is unknown.
@@ -186,11 +235,16 @@ def tablebench(submitted: str, gold: Any) -> Verdict:
         want, got = parse_series(reference), parse_series(prediction)
         ok = want is not None and got == want
         return Verdict(float(ok), {metric: float(ok)}, "series match" if ok else "series differ or missing")
-    ref, pred = normalize_answer(reference), normalize_answer(prediction)
-    if not pred:
+    strict = profile != "official" and metric != "ROUGE-L"
+    normalize = strict_normalize_answer if strict else normalize_answer
+    ref, pred = normalize(reference), normalize(prediction)
+    if not pred.strip(", "):
         return Verdict(0.0, {metric: 0.0}, "empty answer")
     if metric == "ROUGE-L":
         value = rouge_l(ref, pred)
+    elif strict and len(pred.split(",")) != len(ref.split(",")):
+        value = 0.0
+        return Verdict(value, {metric: value}, f"{metric} 0.000: {len(pred.split(','))} items, not {len(ref.split(','))}")
     else:
         value = exact_match(ref, pred, error_range=10 if metric == "EM_with_error_10" else None)
     return Verdict(value, {metric: value}, f"{metric} {value:.3f}")

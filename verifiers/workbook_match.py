@@ -47,6 +47,9 @@ from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
 TOLERANCE = 1e-8
 MAX_ROW, MAX_COL = 1_048_576, 16_384
+MAX_UNPACKED_BYTES = 25_000_000
+"""A workbook whose parts unpack to more than this is not opened (openpyxl would spend
+tens of seconds and most of a gigabyte on a 200,000-row sheet; a zip bomb much more)."""
 
 Grid = dict[tuple[int, int], Any]
 """A sheet's non-empty cells: ``{(row, column): value}``, 1-based."""
@@ -223,7 +226,13 @@ def _load_values(data: bytes):
 
 @register("workbook_match")
 def workbook_match(
-    submitted: str, gold: Any, *, context: VerifyContext, recalc: bool = True, timeout_s: float = 90.0
+    submitted: str,
+    gold: Any,
+    *,
+    context: VerifyContext,
+    recalc: bool = True,
+    timeout_s: float = 90.0,
+    max_unpacked_bytes: int = MAX_UNPACKED_BYTES,
 ) -> Verdict:
     """1.0 iff the saved workbook matches any reference on every ``cells.values`` sheet.
 
@@ -238,6 +247,7 @@ def workbook_match(
         context: Gives ``read_file`` for the episode's files.
         recalc: Recalculate result and references with LibreOffice first.
         timeout_s: LibreOffice time limit.
+        max_unpacked_bytes: A workbook unpacking to more than this scores 0 unopened.
 
     Returns:
         The verdict, with one component per reference.
@@ -252,6 +262,13 @@ def workbook_match(
         return Verdict(0.0, detail=f"{name} not found in the working directory")
     if not zipfile.is_zipfile(io.BytesIO(data)):
         return Verdict(0.0, detail=f"{name} is not an xlsx workbook")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            unpacked = sum(info.file_size for info in package.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        return Verdict(0.0, detail=f"{name} is not an xlsx workbook: {exc}")
+    if unpacked > max_unpacked_bytes:
+        return Verdict(0.0, detail=f"{name} unpacks to {unpacked} bytes, over the limit of {max_unpacked_bytes}; not opened")
     try:
         _load_values(data)
     except Exception as exc:  # openpyxl raises many types on a corrupt package

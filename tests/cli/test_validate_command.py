@@ -8,7 +8,6 @@ test-only ``hvtest:PATH`` format.
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
@@ -105,13 +104,14 @@ def _accept_anything(submitted: str, gold) -> float:
     return 1.0
 
 
-def _flaky_scorer():
-    calls = itertools.count()
-
+def _flaky_scorer(calls_file):
+    # Scorers run in a forked process each time, so the call count lives in a file, not in memory.
     def flaky(submitted: str, gold) -> float:
         if not submitted:
             return 0.0
-        return 1.0 if next(calls) == 0 else 0.5  # the first oracle run scores 1, the repeat 0.5
+        calls = int(calls_file.read_text() or 0) if calls_file.exists() else 0
+        calls_file.write_text(str(calls + 1))
+        return 1.0 if calls == 0 else 0.5  # the first oracle run scores 1, the repeat 0.5
 
     return flaky
 
@@ -125,7 +125,7 @@ def test_a_broken_task_fails_naming_its_check(tmp_path, capsys, tiny, served, mo
         monkeypatch.setitem(scorers.SCORERS, "hv-accept-anything", _accept_anything)
         bad = csv.model_copy(update={"verifier": VerifierSpec(name="hv-accept-anything")})
     elif broken == "repeat":
-        monkeypatch.setitem(scorers.SCORERS, "hv-flaky", _flaky_scorer())
+        monkeypatch.setitem(scorers.SCORERS, "hv-flaky", _flaky_scorer(tmp_path / "flaky-calls"))
         bad = csv.model_copy(update={"verifier": VerifierSpec(name="hv-flaky")})
     else:
         bad = csv.model_copy(update={"setup": [f"touch {SECRET_TOTAL}.txt"]})

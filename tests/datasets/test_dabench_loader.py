@@ -38,3 +38,19 @@ def test_every_oracle_scores_one_and_empty_zero(dabench_dir):
 def test_missing_folder_raises(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_dabench(tmp_path)
+
+
+def test_a_label_that_contradicts_itself_is_quarantined(tmp_path):
+    import json
+
+    (tmp_path / "da-dev-tables").mkdir()
+    (tmp_path / "da-dev-tables" / "t.csv").write_text("a\n1\n")
+    questions = [{"id": i, "question": "q", "concepts": [], "constraints": "", "format": "@n[value]",
+                  "file_name": "t.csv", "level": "easy"} for i in (1, 2)]
+    labels = [{"id": 1, "common_answers": [["n", "3"], ["n", "4"]]},
+              {"id": 2, "common_answers": [["n", "3"], ["n", "3.0"]]}]
+    (tmp_path / "da-dev-questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    (tmp_path / "da-dev-labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
+    tasks = {t.id: t for t in load_dabench(tmp_path).tasks}
+    assert tasks["dabench-1"].metadata["gold_status"] == "label contradicts itself: n is both '3' and '4'"
+    assert tasks["dabench-2"].metadata["gold_status"] == "ok"

@@ -23,6 +23,14 @@ from analyst_env.datasets import load_dataset
 SCORED_TINY = ["tiny-csv", "tiny-sqlite", "tiny-excel"]  # scorer tasks; the hook tasks are tested below
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """The grader wheel, built once; these tests run test.sh with this venv's grader (HARBOR_NO_INSTALL)."""
+    from analyst_env.client.harbor_export import build_grader_wheel
+
+    return build_grader_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 def run_task(task_dir, tmp_path, answer: str | None) -> float:
     """Build the task's input dir like the image does, optionally run the solution, then grade."""
     work = tmp_path / "run"
@@ -34,7 +42,7 @@ def run_task(task_dir, tmp_path, answer: str | None) -> float:
         if line.startswith("RUN cd /home/user/input && "):
             subprocess.run(line.removeprefix("RUN cd /home/user/input && "), shell=True, cwd=inp, check=True)
     env = {**os.environ, "HARBOR_INPUT": str(inp), "HARBOR_WORKDIR": str(wd), "HARBOR_TESTS": str(task_dir / "tests"),
-           "HARBOR_LOGS": str(logs), "HARBOR_PYTHON": sys.executable}
+           "HARBOR_LOGS": str(logs), "HARBOR_PYTHON": sys.executable, "HARBOR_NO_INSTALL": "1"}
     if answer is None:
         subprocess.run(["sh", str(task_dir / "solution" / "solve.sh")], env=env, check=True, timeout=120)
     else:
@@ -45,8 +53,8 @@ def run_task(task_dir, tmp_path, answer: str | None) -> float:
     return float((logs / "reward.txt").read_text())
 
 
-def test_tiny_tasks_export_with_the_harbor_layout(tiny_dataset, tmp_path):
-    dirs = export(tiny_dataset.tasks, tmp_path / "out")
+def test_tiny_tasks_export_with_the_harbor_layout(tiny_dataset, tmp_path, wheel):
+    dirs = export(tiny_dataset.tasks, tmp_path / "out", grader_requirement=wheel)
     assert [d.name for d in dirs] == [t.id for t in tiny_dataset.tasks]
     csv = tmp_path / "out" / "tasks" / "tiny-csv"
     for rel in ("instruction.md", "task.toml", "environment/Dockerfile", "environment/data/sales.csv",
@@ -58,28 +66,32 @@ def test_tiny_tasks_export_with_the_harbor_layout(tiny_dataset, tmp_path):
     instruction = (csv / "instruction.md").read_text()
     assert "/home/user/input" in instruction and "/workdir/answer.txt" in instruction
     assert "7319.25" not in instruction  # the gold answer only lives in tests/ and task.toml metadata
-    assert "COPY data/ /home/user/input/" in (csv / "environment" / "Dockerfile").read_text()
+    dockerfile = (csv / "environment" / "Dockerfile").read_text()
+    assert "COPY data/ /home/user/input/" in dockerfile
+    # The grader and the gold reach the container with tests/, at verification time only.
+    assert "analyst-env" not in dockerfile and "tests" not in dockerfile and "7319.25" not in dockerfile
+    assert (csv / "tests" / "grader" / wheel.name).is_file()
 
 
 @pytest.mark.parametrize("task_id", SCORED_TINY)
-def test_tiny_grader_scores_the_solution_1_and_an_empty_answer_0(tiny_dataset, tmp_path, task_id):
+def test_tiny_grader_scores_the_solution_1_and_an_empty_answer_0(tiny_dataset, tmp_path, task_id, wheel):
     task = tiny_dataset.by_id()[task_id]
-    (task_dir,) = export([task], tmp_path / "out")
+    (task_dir,) = export([task], tmp_path / "out", grader_requirement=wheel)
     assert run_task(task_dir, tmp_path, None) == 1.0
     assert run_task(task_dir, tmp_path, "") == 0.0
     assert run_task(task_dir, tmp_path, "12345") == 0.0
 
 
-def test_verify_hook_tasks_are_graded_by_the_same_hook_rule_as_the_server(tiny_dataset, tmp_path):
+def test_verify_hook_tasks_are_graded_by_the_same_hook_rule_as_the_server(tiny_dataset, tmp_path, wheel):
     by_id = tiny_dataset.by_id()
-    (hooks,) = export([by_id["tiny-verify-hooks"]], tmp_path / "a")
+    (hooks,) = export([by_id["tiny-verify-hooks"]], tmp_path / "a", grader_requirement=wheel)
     # setup ran (marker), answer is "done", but out.txt was never written: 2 of 3 hooks pass.
     assert run_task(hooks, tmp_path, None) == pytest.approx(2 / 3)
-    (reward_file,) = export([by_id["tiny-reward-file"]], tmp_path / "b")
+    (reward_file,) = export([by_id["tiny-reward-file"]], tmp_path / "b", grader_requirement=wheel)
     assert run_task(reward_file, tmp_path, "x") == 0.25  # reward.txt written by a hook wins, as on the server
 
 
-def test_a_sample_of_starter_through_the_cli(tmp_path):
+def test_a_sample_of_starter_through_the_cli(tmp_path, wheel):
     starter = load_dataset("starter")
     by_template: dict[str, object] = {}
     for task in starter.tasks:  # one task per template: every scorer and oracle shape, quickly
@@ -89,7 +101,7 @@ def test_a_sample_of_starter_through_the_cli(tmp_path):
     assert cli_main(["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "all"), "--limit", "3"]) == 0
     assert len(list((tmp_path / "all" / "tasks").iterdir())) == 3
     assert any(t.verifier.name == "workbook_match" for t in with_steps)  # scored from a written workbook
-    for task, task_dir in zip(sample, export(sample, tmp_path / "sample")):
+    for task, task_dir in zip(sample, export(sample, tmp_path / "sample", grader_requirement=wheel)):
         answer = json.loads((task_dir / "tests" / "task.json").read_text())["answer"]
         for ref in answer.get("references", []) if isinstance(answer, dict) else []:
             assert ref["path"] == "reference-1.xlsx" and (task_dir / "tests" / ref["path"]).is_file()  # bundled
@@ -102,6 +114,12 @@ def test_a_sample_of_starter_through_the_cli(tmp_path):
         shutil.rmtree(work / "input")
         shutil.copytree(task_dir / "environment" / "data", work / "input")
         assert grade(task_dir / "tests" / "task.json", work / "input", work / "workdir" / "missing.txt") == 0.0
+
+
+def test_a_missing_grader_wheel_is_a_clear_cli_error(tmp_path, capsys):
+    args = ["export", "harbor", "--dataset", "starter", "--out", str(tmp_path), "--limit", "1"]
+    assert cli_main([*args, "--grader-requirement", str(tmp_path / "nope.whl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_unknown_dataset_is_a_clear_cli_error(tmp_path, capsys):

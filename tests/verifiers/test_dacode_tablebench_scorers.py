@@ -70,17 +70,19 @@ def test_dacode_text_rules():
     assert text('{"top": ["A", "B"]}', top, ignore_order=True) == 0.0
 
 
-def tb(answer: str, reference: str, metric: str) -> float:
-    return judge(VerifierSpec(name="tablebench"), answer, {"answer": reference, "metric": metric}).reward
+def tb(answer: str, reference: str, metric: str, profile: str = "official") -> float:
+    return judge(VerifierSpec(name="tablebench"), answer, {"answer": reference, "metric": metric}, profile=profile).reward
 
 
 def test_tablebench_em_uses_final_answer_and_reference_precision():
     assert tb("I think...\nFinal Answer: 1062", "1062", "EM") == 1.0
     assert exact_match("1062", "1062.4") == 1.0  # rounded to the reference's 0 decimals
     assert tb("Final Answer: 1062.4", "1062", "EM") == 0.0  # ...but upstream drops the "." first: 10624
+    assert tb("Final Answer: 1062.4", "1062", "EM", profile="strict") == 1.0  # strict keeps the number whole
     assert tb("Final Answer: 1063", "1062", "EM") == 0.0
     assert exact_match("spain, france", "spain, italy") == pytest.approx(0.5)  # 1/n per item
     assert tb("Final Answer: Spain, Italy", "spain, france", "EM") == 0.0  # upstream: commas gone, one item
+    assert tb("Final Answer: Spain, Italy", "spain, france", "EM", profile="strict") == pytest.approx(0.5)
     assert tb("", "1062", "EM") == 0.0
 
 
@@ -112,3 +114,34 @@ def test_tablebench_chart_series_and_bad_metric():
     assert tb("Final Answer: a bar chart", ref, "Pass@1") == 0.0
     with pytest.raises(ValueError, match="metric"):
         tb("x", "y", "BLEU")
+
+
+def test_tablebench_strict_profile_keeps_signs_and_refuses_extra_items():
+    for loophole in ("3.24", "324"):  # upstream strips "-" and "." from both sides
+        assert tb(f"Final Answer: {loophole}", "-3.24", "EM") == 1.0
+        assert tb(f"Final Answer: {loophole}", "-3.24", "EM", profile="strict") == 0.0
+    assert tb("Final Answer: -3.24", "-3.24", "EM", profile="strict") == 1.0
+    assert tb("Final Answer: 9.34, 1.18", "9.34, 1.18", "EM", profile="strict") == 1.0
+    assert tb("Final Answer: 1,234", "1234", "EM", profile="strict") == 1.0
+    assert tb("Final Answer: spain, france, italy", "spain, france", "EM", profile="strict") == 0.0
+    assert tb("Final Answer: spain, france", "spain, france", "EM") == 1.0  # strict is the default:
+    assert judge(VerifierSpec(name="tablebench"), "Final Answer: 324", {"answer": "-3.24", "metric": "EM"}).reward == 0.0
+
+
+def test_dacode_csv_strict_profile_refuses_extra_candidate_columns(tmp_path):
+    import pandas as pd
+
+    from analyst_env.verifiers import VerifyContext
+
+    gold_file = tmp_path / "gold.csv"
+    pd.DataFrame({"x": [1.0, 2.0]}).to_csv(gold_file, index=False)
+    spray = pd.DataFrame({"a": [1.0, 3.0], "b": [1.0, 2.0], "c": [0.0, 2.0]}).to_csv(index=False).encode()
+    exact = pd.DataFrame({"x": [1.0, 2.0]}).to_csv(index=False).encode()
+    gold = {"outputs": [{"file": "out.csv", "gold": [str(gold_file)]}]}
+    spec = VerifierSpec(name="dacode_csv")
+
+    def run(data, profile):
+        return judge(spec, "done", gold, VerifyContext(read_file=lambda name: data), profile=profile).reward
+
+    assert run(spray, "official") == 1.0 and run(spray, "strict") == 0.0
+    assert run(exact, "official") == 1.0 and run(exact, "strict") == 1.0

@@ -1,0 +1,130 @@
+"""Scoring is bounded: the answer-size cap, a child process with limits, and files read safely.
+
+A final_answer must cost the server a small, fixed amount whatever the agent
+submits or leaves in its working directory, and must always end the episode.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from analyst_env.datasets.task import VerifierSpec
+from analyst_env.models import CallToolAction
+from analyst_env.server.environment import AnalystEnvironment
+from analyst_env.server.episode import Limits
+from analyst_env.server.settings import Settings
+from analyst_env.server.verification import answer_too_large
+from analyst_env.verifiers import register
+from analyst_env.verifiers.bounded import ScoringLimits, score_bounded
+
+
+@register("test_hog_memory")
+def _hog_memory(submitted, gold):
+    blocks = []
+    while True:
+        blocks.append(bytearray(64 * 1024 * 1024))
+
+
+@register("test_spin")
+def _spin(submitted, gold):
+    while True:
+        pass
+
+
+@register("test_raise")
+def _raise(submitted, gold):
+    raise RuntimeError("scorer bug")
+
+
+@register("test_reads")
+def _reads(submitted, gold, *, context):
+    return float(context.read_file(submitted) == b"ok")
+
+
+def test_a_scorer_that_eats_memory_scores_0_and_the_server_keeps_its_memory():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    verdict = score_bounded(VerifierSpec(name="test_hog_memory"), "x", None, ScoringLimits(memory_mb=256))
+    assert verdict.reward == 0.0 and "memory" in verdict.detail
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: the child paid
+
+
+def test_a_scorer_that_never_returns_is_stopped_at_the_wall_time_limit():
+    started = time.monotonic()
+    verdict = score_bounded(VerifierSpec(name="test_spin"), "x", None, ScoringLimits(timeout_s=1.5))
+    assert verdict.reward == 0.0 and "longer than 1.5 s" in verdict.detail
+    assert time.monotonic() - started < 10
+
+
+def test_a_scorer_exception_is_a_0_with_the_reason():
+    verdict = score_bounded(VerifierSpec(name="test_raise"), "x", None, ScoringLimits())
+    assert verdict.reward == 0.0 and "RuntimeError: scorer bug" in verdict.detail
+
+
+def test_files_are_read_through_the_parent():
+    files = {"a.txt": b"ok"}
+
+    def read(name):
+        if name not in files:
+            raise FileNotFoundError(name)
+        return files[name]
+
+    assert score_bounded(VerifierSpec(name="test_reads"), "a.txt", None, ScoringLimits(), read_file=read).reward == 1.0
+    missing = score_bounded(VerifierSpec(name="test_reads"), "b.txt", None, ScoringLimits(), read_file=read)
+    assert missing.reward == 0.0 and "FileNotFoundError" in missing.detail
+
+
+def test_the_answer_cap_is_a_setting_and_reaches_the_verdict():
+    assert Settings.from_env({"ANALYST_ENV_MAX_ANSWER_BYTES": "1000"}).max_answer_bytes == 1000
+    assert Settings.from_env({}).max_answer_bytes == 65_536
+    limits = Limits(max_answer_bytes=10)
+    assert answer_too_large("0123456789", limits) is None
+    refused = answer_too_large("é" * 6, limits)  # 12 bytes in UTF-8
+    assert refused.reward == 0.0 and "12 bytes, over the limit of 10 bytes" in refused.detail
+
+
+@pytest.fixture
+def env(runtime):
+    environment = AnalystEnvironment(runtime)
+    yield environment
+    environment.close()
+
+
+def call(env, tool, **arguments):
+    return env.step(CallToolAction(tool_name=tool, arguments=arguments))
+
+
+def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):
+    env.reset(task_id="tiny-csv")
+    started = time.monotonic()
+    obs = call(env, "final_answer", answer="[" * 10_000_000)
+    assert time.monotonic() - started < 5
+    assert obs.done and obs.reward == 0.0
+    assert "over the limit of 65536 bytes" in obs.metadata["reward_breakdown"]["detail"]
+
+
+def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
+    task = runtime.task("tiny-csv")
+    file_task = task.model_copy(update={"verifier": VerifierSpec(name="test_reads")})
+    runtime._by_id[task.id] = file_task
+    try:
+        env.reset(task_id=task.id)
+        call(env, "execute_shell_command", command="printf ok > real.txt && ln -s real.txt link.txt")
+        obs = call(env, "final_answer", answer="link.txt")
+        assert obs.done and obs.reward == 0.0
+        assert "symbolic link" in obs.metadata["reward_breakdown"]["detail"]
+        env.reset(task_id=task.id)
+        call(env, "execute_shell_command", command="printf ok > real.txt")
+        assert call(env, "final_answer", answer="real.txt").reward == 1.0
+    finally:
+        runtime._by_id[task.id] = task
+
+
+def test_the_memory_limit_is_on_top_of_what_the_server_already_holds():
+    ballast = bytearray(300 * 1024 * 1024)  # the server's own heap, inherited by the fork
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    verdict = score_bounded(VerifierSpec(name="numeric"), "42", 42, ScoringLimits(memory_mb=200))
+    assert verdict.reward == 1.0, verdict.detail
+    del ballast

@@ -1,0 +1,204 @@
+"""Run a scorer in a forked process with memory, CPU-time and wall-time limits.
+
+Scoring reads what the agent produced: answer text, and files such as a
+``result.xlsx`` or an output CSV. A 200,000-row workbook costs openpyxl half a
+minute and most of a gigabyte; a SQL answer can fetch gigabytes of blobs. Run
+in the server's process, that is the server's CPU and memory, and an exception
+there used to leave the episode open. Here the scorer runs in a child forked
+from the server (so every registered scorer and its imports are already
+there) with ``RLIMIT_DATA`` and ``RLIMIT_CPU`` set, and the parent kills it at
+the wall-time limit. Whatever goes wrong (a limit, a crash, an exception) is a
+``Verdict`` of 0.0 whose detail says what happened; this module never raises.
+
+The child cannot use the episode's sandbox connection itself, so
+``VerifyContext.read_file`` in the child asks the parent over the pipe; the
+parent reads the file through the reader it was given (which refuses
+symlinks, non-regular files and files over the size cap, see
+``server/verification.py``) and sends the bytes back.
+
+Example:
+    >>> from analyst_env.datasets.task import VerifierSpec
+    >>> score_bounded(VerifierSpec(name="numeric"), "42", 42, ScoringLimits()).reward
+    1.0
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from analyst_env.datasets.task import VerifierSpec
+from analyst_env.verifiers.scorers import judge
+from analyst_env.verifiers.verdict import Verdict, VerifyContext
+
+
+@dataclass(frozen=True)
+class ScoringLimits:
+    """What one scoring may cost.
+
+    Attributes:
+        timeout_s: Wall time for the whole scoring, file reads and any recalculation included.
+        memory_mb: Heap the scoring process may add to what it inherited from the
+            server (and the limit of each program it starts, e.g. LibreOffice).
+        cpu_s: CPU seconds of the scoring process (its own, not its children's).
+        profile: The scoring profile, ``strict`` or ``official``.
+    """
+
+    timeout_s: float = 180.0
+    memory_mb: int = 2048
+    cpu_s: int = 120
+    profile: str = "strict"
+
+
+def _data_in_use() -> int:
+    """This process's data segment now (``VmData``), bytes; 0 if unknown.
+
+    A forked child starts with the server's whole heap mapped, and RLIMIT_DATA
+    counts it, so the limit is set above what is already there.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _limit_self(limits: ScoringLimits) -> None:
+    data = _data_in_use() + limits.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+    cpu = max(1, int(limits.cpu_s))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _child(conn, spec: VerifierSpec, submitted: str, gold: Any, task_files: dict[str, str],
+           limits: ScoringLimits, can_read: bool) -> None:
+    try:
+        os.setpgid(0, 0)  # so the parent can kill anything this scoring started
+        _limit_self(limits)
+
+        def read_file(name: str) -> bytes:
+            conn.send(("read", name))
+            kind, payload = conn.recv()
+            if kind == "ok":
+                return payload
+            if kind == "missing":
+                raise FileNotFoundError(payload)
+            raise OSError(payload)
+
+        context = VerifyContext(task_files=task_files, read_file=read_file if can_read else None)
+        verdict = judge(spec, submitted, gold, context, profile=limits.profile)
+        conn.send(("done", (verdict.reward, dict(verdict.components), verdict.detail)))
+    except MemoryError:
+        _send_quietly(conn, ("failed", f"the scorer ran out of memory (limit {limits.memory_mb} MiB)"))
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes a 0 with its reason
+        _send_quietly(conn, ("failed", f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}"))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _send_quietly(conn, message: tuple) -> None:
+    try:
+        conn.send(message)
+    except (OSError, ValueError):
+        pass
+
+
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.kill()
+    proc.join(5)
+
+
+def score_bounded(
+    spec: VerifierSpec,
+    submitted: str,
+    gold: Any,
+    limits: ScoringLimits,
+    task_files: dict[str, str] | None = None,
+    read_file: Callable[[str], bytes] | None = None,
+) -> Verdict:
+    """:func:`~analyst_env.verifiers.scorers.judge` in a bounded child process.
+
+    Args:
+        spec: The task's scorer.
+        submitted: The answer text (already checked against the size cap).
+        gold: The gold answer.
+        limits: Time and memory limits of this scoring.
+        task_files: The task's original files (host paths).
+        read_file: Reads a file the agent produced; raises ``FileNotFoundError``
+            or ``OSError`` (whose message reaches the verdict).
+
+    Returns:
+        The scorer's verdict, or 0.0 with the reason if it failed or hit a limit.
+    """
+    parent, child = multiprocessing.get_context("fork").Pipe()
+    proc = multiprocessing.get_context("fork").Process(
+        target=_child,
+        args=(child, spec, submitted, gold, dict(task_files or {}), limits, read_file is not None),
+        daemon=True,
+    )
+    proc.start()
+    child.close()
+    deadline = time.monotonic() + limits.timeout_s
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _kill(proc)
+                return Verdict(0.0, {}, f"scoring took longer than {limits.timeout_s:g} s; not scored")
+            if not parent.poll(min(remaining, 1.0)):
+                if not proc.is_alive() and not parent.poll(0):
+                    return Verdict(0.0, {}, _death(proc, limits))
+                continue
+            try:
+                kind, payload = parent.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                return Verdict(0.0, {}, _death(proc, limits))
+            if kind == "read":
+                parent.send(_serve_read(read_file, payload))
+            elif kind == "done":
+                reward, components, detail = payload
+                return Verdict(reward, components, detail)
+            else:
+                return Verdict(0.0, {}, str(payload))
+    finally:
+        parent.close()
+        if proc.is_alive():
+            _kill(proc)
+        else:
+            proc.join(1)
+
+
+def _serve_read(read_file: Callable[[str], bytes] | None, name: Any) -> tuple[str, Any]:
+    if read_file is None or not isinstance(name, str):
+        return ("error", "no episode files to read")
+    try:
+        return ("ok", read_file(name))
+    except FileNotFoundError as exc:
+        return ("missing", str(exc) or name)
+    except Exception as exc:  # noqa: BLE001 - the scorer decides; it sees the reason
+        return ("error", f"{name}: {type(exc).__name__}: {exc}")
+
+
+def _death(proc, limits: ScoringLimits) -> str:
+    code = proc.exitcode
+    if code is not None and code < 0:
+        sig = signal.Signals(-code).name
+        if -code in (signal.SIGXCPU, signal.SIGKILL):
+            return f"the scorer was stopped by {sig} (CPU limit {limits.cpu_s} s or memory limit {limits.memory_mb} MiB)"
+        return f"the scorer died with {sig}"
+    return f"the scorer exited without a verdict (exit code {code}; memory limit {limits.memory_mb} MiB)"
