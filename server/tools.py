@@ -348,7 +348,10 @@ def final_answer(
 
     Call it once, when you are confident. Give exactly what the question asks
     for, in the format the question names (a number rounded as instructed, a
-    comma-separated list, or `@name[value]` pairs when asked for them).
+    comma-separated list, or `@name[value]` pairs when asked for them). State
+    one answer: an answer that offers several candidates scores 0. Keep it
+    short: an answer over the size limit (64 KiB by default) is not scored and
+    gets reward 0.
 
     Args:
         answer: The answer text.
@@ -360,10 +363,12 @@ def final_answer(
     episode.submitted_answer = answer
     episode.finish(verdict.reward, "final_answer")
     episode.reward_breakdown = {"components": verdict.components, "detail": verdict.detail}
-    return ToolOutput(
-        text="Answer submitted. The episode is over.",
-        data={"answer": answer, "reward": episode.reward},
-    )
+    text = "Answer submitted. The episode is over."
+    echoed = answer
+    if len(answer.encode()) > episode.limits.max_answer_bytes:
+        text += f" It was not scored: {verdict.detail}"
+        echoed = answer[:1000]  # not the whole oversized answer back over the wire
+    return ToolOutput(text=text, data={"answer": echoed, "reward": episode.reward})
 
 
 def _helper_reply(stdout: str) -> dict[str, Any] | None:

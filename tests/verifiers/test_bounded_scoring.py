@@ -103,6 +103,8 @@ def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):
     assert time.monotonic() - started < 5
     assert obs.done and obs.reward == 0.0
     assert "over the limit of 65536 bytes" in obs.metadata["reward_breakdown"]["detail"]
+    assert "It was not scored" in obs.text  # the agent is told why, in the reply itself
+    assert len(str(obs.result)) < 10_000
 
 
 def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
