@@ -1,8 +1,15 @@
-# analyst_env server image: `docker build -t analyst-env . && docker run -p 8000:8000 analyst-env`
+# analyst_env server image: `docker build -t analyst-env . && docker run -p 8000:8000 -e ANALYST_ENV_TOKEN=... analyst-env`
 # Serves the shipped tasks on local fork-server sandboxes. Inside a container the
 # server must listen on 0.0.0.0, so a token is required: pass -e ANALYST_ENV_TOKEN=...
 # (or set ANALYST_ENV_INSECURE=1 to serve without one, e.g. behind a private proxy).
-FROM python:3.11-slim
+# Which sandbox isolation a container gets depends on its `docker run` options (README,
+# "Publishing the image / hub Space"); the server prints the mode in force and GET /sandbox
+# reports it.
+#
+# BASE_IMAGE: any image with Python 3.11, `python`/`pip` on PATH and apt. CI, which cannot
+# reach Docker Hub, builds a Debian bookworm stand-in (deploy/image/base.sh).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
