@@ -79,10 +79,15 @@ def json_cell(env, code: str) -> dict:
 
 
 def wait_healthy(target: Target, timeout_s: float = 120.0) -> None:
-    """Wait for ``/health``; raise AssertionError if it does not answer healthy in time."""
+    """Wait for ``/health``; raise AssertionError if it does not answer healthy in time.
+
+    Gives up at once when ``target.server_alive()`` says the server process is gone.
+    """
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while time.monotonic() < deadline:
+        if not target.server_alive():
+            raise AssertionError(f"the server process is gone (last /health: {last})")
         try:
             r = httpx.get(target.url + "/health", timeout=5)
             if r.status_code == 200 and r.json().get("status") == "healthy":

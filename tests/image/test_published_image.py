@@ -93,8 +93,8 @@ class Container:
         return json.loads(_docker("inspect", self.name).stdout)[0]
 
     def running(self) -> bool:
-        state = self.inspect()["State"]
-        return state["Running"] and state["RestartCount"] == 0
+        info = self.inspect()
+        return info["State"]["Running"] and info["RestartCount"] == 0
 
     def exec(self, *argv: str) -> subprocess.CompletedProcess:
         return _docker("exec", self.name, *argv, check=False)
@@ -117,10 +117,11 @@ def run(request, image):
     container = Container(image, options)
     try:
         try:
-            probes.wait_healthy(probes.Target(container.url, TOKEN, [], [], []), timeout_s=90)
+            probes.wait_healthy(probes.Target(container.url, TOKEN, [], [], [], server_alive=container.running), 120)
         except AssertionError as exc:
             state = container.inspect()["State"]
-            pytest.fail(f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}):\n{container.logs()}")
+            errors = [line for line in container.logs().splitlines() if "Error" in line][-4:]
+            pytest.fail(f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}): {errors}")
         package = container.exec("python", "-c", "import analyst_env, os; print(os.path.dirname(analyst_env.__file__))")
         assert package.returncode == 0, package.stderr
         package_dir = package.stdout.strip()
