@@ -178,6 +178,14 @@ def test_probe_targets_are_reachable_outside_the_sandbox(run):
         assert reached.returncode == 0, f"{host}:{port} unreachable even outside the sandbox: {reached.stderr}"
 
 
+def test_protected_paths_hold_something_on_the_server_side(run):
+    """Control: what the file probes must not read or write exists and is not empty for the server."""
+    _, _, container, target = run
+    for path in target.secret_paths:
+        listed = container.exec("sh", "-c", f"ls -A {path} | head -1")
+        assert listed.returncode == 0 and listed.stdout.strip(), f"{path} is missing or empty in the image"
+
+
 @pytest.mark.parametrize("probe", probes.PROBES, ids=lambda p: p.__name__.removeprefix("probe_"))
 def test_probe(run, probe):
     _, _, _, target = run
