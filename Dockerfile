@@ -21,9 +21,19 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libreoffice-calc-nogui \
     && rm -rf /var/lib/apt/lists/*
 
+# The dependencies first (their layer stays cached while only the code changes), then
+# the package itself as an editable install of /app/env: the sandbox's private root
+# shows the interpreter's directories (/usr, site-packages) to kernels but not the
+# server's package directory, so the package must not live inside site-packages, or
+# a cell could import the task generator and read the server's code.
 WORKDIR /app/env
+COPY pyproject.toml /app/env/
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
 COPY . /app/env
-RUN pip install --no-cache-dir /app/env \
+RUN pip install --no-cache-dir --no-deps -e /app/env \
     && analyst-env tasks --dataset starter > /dev/null
 
 # Run as an unprivileged user that owns the cache and the recorded trajectories.
