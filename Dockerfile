@@ -3,8 +3,7 @@
 # server must listen on 0.0.0.0, so a token is required: pass -e ANALYST_ENV_TOKEN=...
 # (or set ANALYST_ENV_INSECURE=1 to serve without one, e.g. behind a private proxy).
 # Which sandbox isolation a container gets depends on its `docker run` options (README,
-# "Publishing the image / hub Space"); the server prints the mode in force and GET /sandbox
-# reports it.
+# "Publishing the image / hub Space"); GET /sandbox reports the mode in force.
 #
 # BASE_IMAGE: any image with Python 3.11, `python`/`pip` on PATH and apt. CI, which cannot
 # reach Docker Hub, builds a Debian bookworm stand-in (deploy/image/base.sh).

@@ -227,8 +227,9 @@ def probe_server_files_unreadable(target: Target) -> None:
         seen = json_cell(env, READ_CELL.format(paths=target.secret_paths))
         exposed = {p: got for p, got in seen.items() if got[0].startswith("listed") or got[1] != "read 0"}
         assert not exposed, f"server files are readable from a cell: {exposed}"
-        sh = shell(env, "ls " + " ".join(target.secret_paths) + " 2>&1 | head -20; echo END")
-        assert "END" in sh
+        listing = "".join(f'ls -A "{p}" >/dev/null 2>&1 && echo "LISTED {p}"; ' for p in target.secret_paths)
+        sh = shell(env, listing + "echo END")
+        assert "END" in sh and "LISTED" not in sh, f"a shell command lists server files: {sh}"
 
 
 def probe_gold_does_not_leak(target: Target) -> None:

@@ -42,7 +42,10 @@ def target(tmp_path_factory):
                 # Something of each kind is there to be found: a recorded trajectory, the cache.
                 probes.probe_episode_scores(probes.Target(url, TOKEN, [], [], []))
                 port = int(url.rsplit(":", 1)[1])
-                secret = [package, str(cache_root()), str(state)]
+                # The package's own folders: a development checkout keeps its .venv (the
+                # interpreter, which kernels need) inside the package directory.
+                source = [os.path.join(package, d) for d in ("server", "datasets", "verifiers", "client")]
+                secret = [*source, str(cache_root()), str(state)]
                 yield probes.Target(
                     url=url,
                     token=TOKEN,

@@ -50,15 +50,17 @@ def _docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.
 
 
 @pytest.fixture(scope="session")
-def engine() -> None:
+def engine():
     """A Docker engine that answers (started by deploy/image/engine.sh if need be), or a skip."""
     if subprocess.run(["sh", "-c", "command -v docker"], capture_output=True).returncode != 0:
         pytest.skip("no docker client (apt-get install docker.io)")
     started = subprocess.run([str(REPO / "deploy/image/engine.sh")], capture_output=True, text=True, timeout=120)
     if started.returncode != 0:
         pytest.skip(f"no Docker engine answers and none could be started: {started.stderr.strip()[-500:]}")
-    if started.stdout.strip():
-        os.environ["DOCKER_HOST"] = started.stdout.strip()
+    with pytest.MonkeyPatch.context() as mp:
+        if started.stdout.strip():
+            mp.setenv("DOCKER_HOST", started.stdout.strip())
+        yield
 
 
 @pytest.fixture(scope="session")
