@@ -25,7 +25,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import probes
