@@ -39,13 +39,17 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 mkdir -p "$ROOT"
-# setsid: the engine outlives this script and the CI step that started it.
-# shellcheck disable=SC2086
-setsid dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" --pidfile "$ROOT/dockerd.pid" \
-    -H "unix://$SOCK" $ARGS >"$LOG" 2>&1 </dev/null &
+if [ -f "$ROOT/dockerd.pid" ] && kill -0 "$(cat "$ROOT/dockerd.pid")" 2>/dev/null; then
+    echo "engine: dockerd $(cat "$ROOT/dockerd.pid") runs but does not answer yet; waiting" >&2
+else
+    # setsid: the engine outlives this script and the CI step that started it.
+    # shellcheck disable=SC2086
+    setsid dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" --pidfile "$ROOT/dockerd.pid" \
+        -H "unix://$SOCK" $ARGS >"$LOG" 2>&1 </dev/null &
+fi
 for _ in $(seq 1 120); do
     if DOCKER_HOST="unix://$SOCK" answers; then
-        echo "engine: started dockerd $(cat "$ROOT/dockerd.pid") at unix://$SOCK (log $LOG)" >&2
+        echo "engine: dockerd $(cat "$ROOT/dockerd.pid" 2>/dev/null) answers at unix://$SOCK (log $LOG)" >&2
         echo "unix://$SOCK"
         exit 0
     fi
