@@ -21,10 +21,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # The dependencies first (their layer stays cached while only the code changes), then
-# the package itself as an editable install of /app/env: the sandbox's private root
-# shows the interpreter's directories (/usr, site-packages) to kernels but not the
-# server's package directory, so the package must not live inside site-packages, or
-# a cell could import the task generator and read the server's code.
+# the package itself as an editable install of /app/env: its code then lives apart from
+# the site-packages tree that kernels import pandas from (the sandbox hides the package
+# in either layout; this keeps it out of the tree kernels must be shown at all).
 WORKDIR /app/env
 COPY pyproject.toml /app/env/
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \

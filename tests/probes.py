@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from leak_probes import leaks, parse, probe_code
+
 from analyst_env.client import AnalystEnv
 from analyst_env.client.validation import validate_task
 
@@ -232,6 +234,17 @@ def probe_server_files_unreadable(target: Target) -> None:
         assert "END" in sh and "LISTED" not in sh, f"a shell command lists server files: {sh}"
 
 
+def probe_hostile_policy_finds_nothing(target: Target) -> None:
+    """The project's leak probes (tests/leak_probes.py): server code, package source, cache, state, token."""
+    assert target.token, "the probe needs a server with a token"
+    with target.session() as env:
+        env.reset(task_id=target.task_id, seed=0)
+        # No hidden paths here: under Landlock they exist but cannot be read, which
+        # probe_server_files_unreadable checks; leak_probes counts mere existence.
+        found = leaks(parse(cell(env, probe_code(target.token, []))))
+        assert not found, f"a hostile policy's first cell reaches: {found}"
+
+
 def probe_gold_does_not_leak(target: Target) -> None:
     """The project's own leak check over the protocol: oracle 1, null 0, repeatable, no gold shown."""
     from analyst_env.datasets.shipped import load_starter
@@ -284,10 +297,10 @@ def probe_no_network(target: Target) -> None:
 
 
 WRITE_CELL = r"""
-import json, os
+import json, os, tempfile
 marker = {marker!r}
 results = {{}}
-for d in {dirs!r} + [os.getcwd(), '/tmp']:
+for d in {dirs!r} + ['/tmp', os.getcwd(), tempfile.gettempdir()]:
     path = os.path.join(d, marker)
     try:
         with open(path, 'w') as f:
@@ -295,24 +308,30 @@ for d in {dirs!r} + [os.getcwd(), '/tmp']:
         results[d] = 'written'
     except OSError as e:
         results[d] = type(e).__name__
-results['cwd'] = os.getcwd()
+results['cwd'], results['tmp'] = os.getcwd(), tempfile.gettempdir()
 print(json.dumps(results))
 """
 
 
 def probe_writes_confined(target: Target) -> None:
-    """A cell writes its working directory and /tmp, nothing else; nothing lands on the server's side."""
+    """A cell writes its working directory and its temp directory, nothing else of the server's.
+
+    ``/tmp`` itself may be the episode's own (a private mount) or refused (Landlock,
+    where the episode's temp directory is ``$TMPDIR``); either way nothing written
+    there may land in the server's ``/tmp``.
+    """
     marker = f"probe-write-{time.time_ns()}"
     with target.session() as env:
         env.reset(task_id=target.task_id, seed=0)
         results = json_cell(env, WRITE_CELL.format(marker=marker, dirs=target.protected_write_dirs))
-        cwd = results.pop("cwd")
+        cwd, tmp = results.pop("cwd"), results.pop("tmp")
         assert results.pop(cwd) == "written", "the cell cannot write its working directory"
-        assert results.pop("/tmp") == "written", "the cell cannot write /tmp"
+        assert results.pop(tmp, results.get("/tmp")) == "written", f"the cell cannot write its temp directory {tmp}"
+        results.pop("/tmp", None)
         written = [d for d, outcome in results.items() if outcome == "written"]
-        assert not written, f"a cell writes outside its working directory and /tmp: {written}"
+        assert not written, f"a cell writes outside its working and temp directories: {written}"
         if target.exists_on_server is not None:
-            landed = [d for d in target.protected_write_dirs if target.exists_on_server(f"{d.rstrip('/')}/{marker}")]
+            landed = [d for d in [*target.protected_write_dirs, "/tmp"] if target.exists_on_server(f"{d.rstrip('/')}/{marker}")]
             assert not landed, f"files written by a cell landed on the server's filesystem: {landed}"
 
 
@@ -371,6 +390,7 @@ PROBES = [
     probe_health_and_auth,
     probe_episode_scores,
     probe_gold_does_not_leak,
+    probe_hostile_policy_finds_nothing,
     probe_token_unreadable,
     probe_server_code_unimportable,
     probe_server_files_unreadable,

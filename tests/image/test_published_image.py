@@ -9,8 +9,8 @@ parameter, so it is visible which protections hold with which options:
 
 | id | options | mode it should give |
 |---|---|---|
-| `space` | none (hub Spaces, Kubernetes `restricted`) | a confined mode, never `none` |
-| `seccomp-unconfined` | `--security-opt seccomp=unconfined` | `userns` |
+| `space` | none (hub Spaces; Kubernetes `restricted` allows no more) | `landlock` |
+| `userns` | `--security-opt seccomp=unconfined --security-opt systempaths=unconfined` | `userns` |
 | `full` | `-u 0 --cap-add SYS_ADMIN --cap-add NET_ADMIN --security-opt seccomp=unconfined` | `full` |
 
 Skipped, with the reason, when no Docker engine answers and none can be started
@@ -34,8 +34,8 @@ pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "image-probe-token-" + os.urandom(12).hex()
 RUNS = {
-    "space": ([], None),
-    "seccomp-unconfined": (["--security-opt", "seccomp=unconfined"], "userns"),
+    "space": ([], "landlock"),
+    "userns": (["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"], "userns"),
     "full": (
         ["-u", "0", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined"],
         "full",
@@ -157,10 +157,7 @@ def test_sandbox_reports_the_mode_in_force(run):
     report = probes.sandbox_report(target)
     assert report["backend"] == "local"
     isolation = report["protections"].get("isolation")
-    if mode is None:
-        assert isolation not in (None, "", "none"), report
-    else:
-        assert isolation == mode, report
+    assert isolation == mode, report
 
 
 def test_startup_names_the_mode(run):
