@@ -86,11 +86,13 @@ def main() -> None:
     token = args.token or os.urandom(16).hex()
     port = _free_port()
     name = f"analyst-env-latency-{port}"
-    subprocess.run(
+    started = subprocess.run(
         ["docker", "run", "-d", "--name", name, "-e", f"ANALYST_ENV_TOKEN={token}",
          "-p", f"127.0.0.1:{port}:8000", *args.docker_options, args.image],
-        check=True, capture_output=True,
+        capture_output=True, text=True,
     )
+    if started.returncode != 0:
+        raise SystemExit(f"docker run failed (DOCKER_HOST={os.environ.get('DOCKER_HOST')}): {started.stderr.strip()}")
     try:
         url = f"http://127.0.0.1:{port}"
         ready_s = _wait_healthy(url)
