@@ -1,0 +1,190 @@
+"""The published image, run as a hub Space runs it, against the sandbox and gold-leak probes.
+
+The image is built from the repository's Dockerfile (deploy/image/build.sh: a Debian
+bookworm stand-in base where Docker Hub is out of reach) and started with `docker run`
+as a Space does: no extra capabilities, Docker's default seccomp profile, the
+Dockerfile's uid 1000, the token in the environment, the port published on 127.0.0.1.
+Every probe of tests/probes.py then runs over the protocol. Each run option set is a
+parameter, so it is visible which protections hold with which options:
+
+| id | options | mode it should give |
+|---|---|---|
+| `space` | none (hub Spaces; Kubernetes `restricted` allows no more) | `landlock` |
+| `userns` | `--security-opt seccomp=unconfined --security-opt systempaths=unconfined` | `userns` |
+| `full` | `-u 0 --cap-add SYS_ADMIN --cap-add NET_ADMIN --security-opt seccomp=unconfined` | `full` |
+
+Skipped, with the reason, when no Docker engine answers and none can be started
+(deploy/image/engine.sh needs root and Debian's docker.io); .ci/image starts one, so it
+runs in CI. ANALYST_ENV_IMAGE=<tag> uses a built image instead of building;
+ANALYST_ENV_IMAGE_RUNS=space,full picks option sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import probes
+import pytest
+
+pytestmark = pytest.mark.live
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "image-probe-token-" + os.urandom(12).hex()
+RUNS = {
+    "space": ([], "landlock"),
+    "userns": (["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"], "userns"),
+    "full": (
+        ["-u", "0", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined"],
+        "full",
+    ),
+}
+CHOSEN = [r for r in os.environ.get("ANALYST_ENV_IMAGE_RUNS", ",".join(RUNS)).split(",") if r]
+
+
+def _docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A Docker engine that answers (started by deploy/image/engine.sh if need be), or a skip."""
+    if subprocess.run(["sh", "-c", "command -v docker"], capture_output=True).returncode != 0:
+        pytest.skip("no docker client (apt-get install docker.io)")
+    started = subprocess.run([str(REPO / "deploy/image/engine.sh")], capture_output=True, text=True, timeout=120)
+    if started.returncode != 0:
+        pytest.skip(f"no Docker engine answers and none could be started: {started.stderr.strip()[-500:]}")
+    with pytest.MonkeyPatch.context() as mp:
+        if started.stdout.strip():
+            mp.setenv("DOCKER_HOST", started.stdout.strip())
+        yield
+
+
+@pytest.fixture(scope="session")
+def image(engine) -> str:
+    """The image under test: $ANALYST_ENV_IMAGE, or built now from this tree's Dockerfile."""
+    if os.environ.get("ANALYST_ENV_IMAGE"):
+        return os.environ["ANALYST_ENV_IMAGE"]
+    built = subprocess.run([str(REPO / "deploy/image/build.sh")], capture_output=True, text=True, timeout=1800)
+    assert built.returncode == 0, built.stderr[-3000:]
+    return dict(line.split("=", 1) for line in built.stdout.splitlines() if "=" in line)["IMAGE"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Container:
+    """One `docker run` of the image; the probes' view of the server's side goes through docker exec."""
+
+    def __init__(self, image: str, options: list[str]) -> None:
+        self.port = _free_port()
+        self.name = f"analyst-env-probe-{os.getpid()}-{self.port}"
+        _docker(
+            "run", "-d", "--name", self.name, "-e", f"ANALYST_ENV_TOKEN={TOKEN}",
+            "-p", f"127.0.0.1:{self.port}:8000", *options, image,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def inspect(self) -> dict:
+        return json.loads(_docker("inspect", self.name).stdout)[0]
+
+    def running(self) -> bool:
+        info = self.inspect()
+        return info["State"]["Running"] and info["RestartCount"] == 0
+
+    def exec(self, *argv: str) -> subprocess.CompletedProcess:
+        return _docker("exec", self.name, *argv, check=False)
+
+    def exists(self, path: str) -> bool:
+        return self.exec("test", "-e", path).returncode == 0
+
+    def logs(self) -> str:
+        done = _docker("logs", "--tail", "60", self.name, check=False)
+        return done.stdout + done.stderr
+
+    def remove(self) -> None:
+        _docker("rm", "-f", self.name, check=False)
+
+
+@pytest.fixture(scope="module", params=CHOSEN)
+def run(request, image):
+    """The container for one option set, with the probes' Target for it."""
+    options, mode = RUNS[request.param]
+    container = Container(image, options)
+    try:
+        try:
+            probes.wait_healthy(probes.Target(container.url, TOKEN, [], [], [], server_alive=container.running), 120)
+        except AssertionError as exc:
+            state = container.inspect()["State"]
+            errors = [line for line in container.logs().splitlines() if "Error" in line][-4:]
+            pytest.fail(f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}): {errors}")
+        package = container.exec("python", "-c", "import analyst_env, os; print(os.path.dirname(analyst_env.__file__))")
+        assert package.returncode == 0, package.stderr
+        package_dir = package.stdout.strip()
+        network = container.inspect()["NetworkSettings"]
+        ip, gateway = network["IPAddress"], network["Gateway"]
+        secret = ["/app/env", package_dir, "/var/cache/analyst_env", "/var/lib/analyst_env"]
+        target = probes.Target(
+            url=container.url,
+            token=TOKEN,
+            secret_paths=secret,
+            listen_addresses=[("127.0.0.1", 8000), (ip, 8000), (gateway, container.port)],
+            protected_write_dirs=["/", "/etc", "/home/user", "/usr/local/bin", "/var/tmp", *secret],
+            exists_on_server=container.exists,
+            server_alive=container.running,
+        )
+        yield request.param, mode, container, target
+    finally:
+        print(f"--- {request.param}: last log lines ---\n{container.logs()}")
+        container.remove()
+
+
+def test_runs_as_published(run):
+    """The Dockerfile's user (uid 1000) serves; without a token the server would refuse 0.0.0.0."""
+    name, _, container, _ = run
+    uid = container.exec("sh", "-c", "cat /proc/1/status | grep ^Uid")
+    expected = "0" if "-u" in RUNS[name][0] else "1000"
+    assert uid.stdout.split()[1] == expected, uid.stdout
+
+
+def test_sandbox_reports_the_mode_in_force(run):
+    name, mode, container, target = run
+    report = probes.sandbox_report(target)
+    assert report["backend"] == "local"
+    isolation = report["protections"].get("isolation")
+    assert isolation == mode, report
+
+
+def test_startup_names_the_mode(run):
+    """The server's start-up output says which isolation mode is in force (what /sandbox reports)."""
+    _, _, container, target = run
+    isolation = probes.sandbox_report(target)["protections"].get("isolation")
+    lines = [line for line in container.logs().splitlines() if "isolation" in line.lower() and str(isolation) in line]
+    assert lines, f"no start-up line names the isolation mode {isolation!r}"
+
+
+def test_probe_targets_are_reachable_outside_the_sandbox(run):
+    """Control: what the network probe must not reach is reachable from the container itself."""
+    _, _, container, target = run
+    for host, port in target.listen_addresses[:2]:
+        reached = container.exec("python", "-c", f"import socket; socket.create_connection(({host!r}, {port}), timeout=3)")
+        assert reached.returncode == 0, f"{host}:{port} unreachable even outside the sandbox: {reached.stderr}"
+
+
+def test_protected_paths_hold_something_on_the_server_side(run):
+    """Control: what the file probes must not read or write exists and is not empty for the server."""
+    _, _, container, target = run
+    for path in target.secret_paths:
+        listed = container.exec("sh", "-c", f"ls -A {path} | head -1")
+        assert listed.returncode == 0 and listed.stdout.strip(), f"{path} is missing or empty in the image"
+
+
+@pytest.mark.parametrize("probe", probes.PROBES, ids=lambda p: p.__name__.removeprefix("probe_"))
+def test_probe(run, probe):
+    _, _, _, target = run
+    probe(target)
