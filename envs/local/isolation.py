@@ -296,6 +296,22 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
+def _only_own_slot(slot: str) -> None:
+    """In this kernel's mount namespace, ``/slots`` holds its own slot and no other.
+
+    Slots are mounted for the zygote under one shared ``/slots``; where kernels
+    share a uid (``userns``) permissions would not keep one out of another's, so
+    the directory is covered by an empty tmpfs and only the own slot bound back.
+    """
+    keep = os.open(slot, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        sc.mount("tmpfs", rootview.SLOTS_DIR, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0711,size=4k")
+        os.mkdir(slot, 0o711)
+        sc.mount(f"/proc/self/fd/{keep}", slot, None, sc.MS_BIND)
+    finally:
+        os.close(keep)
+
+
 def _drop_capabilities() -> None:
     header = struct.pack("Ii", _CAPABILITY_VERSION_3, 0)
     data = bytes(24)  # two zeroed {effective, permitted, inheritable} sets
@@ -345,6 +361,7 @@ def confine_child(
     if mode in NAMESPACE_MODES:
         sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWNS | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
         sc.mount(None, "/", None, sc.MS_REC | sc.MS_SLAVE)
+        _only_own_slot(slot)
         tmp = os.path.join(slot, "tmp")
         sc.mount(tmp, "/tmp", None, sc.MS_BIND)
         if os.path.isdir("/dev/shm"):
@@ -366,6 +383,13 @@ def confine_child(
     _set_limit(resource.RLIMIT_CPU, CPU_TIME_LIMIT_S)
     os.umask(0o077)
     seccomp.set_no_new_privs()
+    if mode in NAMESPACE_MODES:
+        # Kernels of one zygote share its PID namespace (and in ``userns`` one uid):
+        # Landlock's scoping keeps each from signalling, tracing or reading the memory
+        # of the others and of the zygote, and from their abstract unix sockets.
+        procctl.set_dumpable(False)
+        if landlock.abi() >= 6:
+            landlock.restrict_scope()
     if mode == "landlock":
         procctl.set_dumpable(False)  # fork keeps the zygote's flag; said again so it never depends on that
         landlock.restrict(list(readable), [slot])

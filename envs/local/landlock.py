@@ -100,6 +100,24 @@ def plan(exposed: list[str], hidden: list[str]) -> list[str]:
     return rules
 
 
+def restrict_scope() -> None:
+    """Only scope this process (ABI 6): no signals to, and no abstract unix sockets of, processes outside it.
+
+    Filesystem and network access are left as they are (the namespace modes
+    already confine them); the domain also bars tracing and reading the memory
+    of processes outside it.
+
+    Raises:
+        OSError: Landlock below ABI 6, or a step was refused.
+    """
+    attr = struct.pack("=3Q", 0, 0, _SCOPES)
+    ruleset = _syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    try:
+        _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
 def restrict(read_only: list[str], writable: list[str]) -> int:
     """Restrict this process (and what it starts) to the rules above; returns the ABI in force.
 

@@ -227,6 +227,38 @@ def test_user_namespace_fallback() -> None:
         backend.close()
 
 
+@pytest.mark.skipif(not ROOT, reason="simulates the unprivileged path from root (a user namespace without host privileges)")
+def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
+    """In ``userns`` every kernel has the same uid: the slot view and Landlock scoping keep them apart."""
+    backend = LocalSandboxBackend(isolation="userns", standbys=0)
+    try:
+        victim, attacker = backend.start("default", files={}), backend.start("default", files={})
+        victim.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)
+        victim_inside = int(value(victim, "import os; os.getpid()"))
+        out = value(
+            attacker,
+            "import os, glob\nseen = [sorted(os.listdir('/slots'))]\n"
+            f"for path in {[victim.workdir + '/secret.txt', f'/proc/{victim_inside}/cwd/secret.txt', f'/proc/{victim_inside}/environ']!r}:\n"
+            "    try:\n        open(path).read(); seen.append('READ')\n"
+            "    except OSError as e:\n        seen.append(type(e).__name__)\n"
+            f"for pid in [{victim_inside}, 1]:\n"
+            "    try:\n        os.kill(pid, 9); seen.append('KILLED')\n"
+            "    except OSError as e:\n        seen.append(type(e).__name__)\n"
+            "seen",
+        )
+        assert "READ" not in out and "KILLED" not in out, out
+        assert out.startswith(f"[[{os.path.basename(os.path.dirname(attacker.workdir))!r}]")  # only its own slot
+        attacker.run_shell("kill -9 -1", timeout_s=5)
+        assert value(victim, "open('secret.txt').read()") == "'s3cret'"
+        third = backend.start("default", files={})  # the zygote still forks
+        assert value(third, "1 + 1") == "2"
+        third.close()
+        victim.close()
+        attacker.close()
+    finally:
+        backend.close()
+
+
 def test_invalid_configuration_is_rejected() -> None:
     with pytest.raises(ValueError, match="isolation mode"):
         LocalSandboxBackend(isolation="chroot")
