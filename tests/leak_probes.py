@@ -51,7 +51,15 @@ def server_modules():
     return [m for m in sys.modules if m.startswith(("analyst_env.datasets", "analyst_env.verifiers", "analyst_env.server"))]
 
 def hidden_paths():
-    return [p for p in HIDDEN if os.path.exists(p)]
+    """Hidden directories whose contents can be listed (covered ones are empty, refused ones raise)."""
+    seen = []
+    for path in HIDDEN:
+        try:
+            if os.listdir(path):
+                seen.append(path)
+        except OSError:
+            pass
+    return seen
 
 def token_in_environment():
     return TOKEN in repr(dict(os.environ))

@@ -147,6 +147,13 @@ class LocalSandboxBackend:
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
         self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
+        for path in self.hidden_paths:
+            # Made now: a directory created after the zygote built its view (the task cache
+            # on the first reset) would not be covered there.
+            try:
+                os.makedirs(path, exist_ok=True)
+            except OSError:
+                pass
         self._free_uids = list(self._uid_range.uids) if self._uid_range else []
         self._slot_counter = 0
         self._max_slots = max_slots

@@ -118,7 +118,7 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
     """/envs on the Modal backend: the build publishes the recipe's image, and a bound reset runs in it."""
     import httpx
 
-    settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path))
+    settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path), allow_builds=True)
     resolve = recipe_resolver(tmp_path / "envs" / "images", "modal")  # what make_backend passes
     backend = ModalSandboxBackend(resolve, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
     runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])

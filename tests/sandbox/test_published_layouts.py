@@ -3,7 +3,7 @@
 The installed layout is what the Dockerfile, a wheel and a hub Space ship: the
 package sits in the very site-packages directory kernels import pandas from.
 The suite builds a wheel of this checkout, installs it into a venv of its own
-(outside /tmp, which the sandbox replaces; dependencies come from the test
+(``.venv/published-layouts``, outside /tmp, which the sandbox replaces; dependencies come from the test
 venv as a plain path entry, so the checkout's editable finder is not active
 there), starts the server from it with ``--token`` on its command line, and
 runs the probes of ``leak_probes`` in an episode: no server code importable,
@@ -30,7 +30,9 @@ from analyst_env.client.local_server import free_port
 
 pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]
-BUILD = REPO / "build" / "published-layouts"
+# Under .venv like the verifiers venv: ignored by git and by `openenv validate`'s source digest
+# (a venv holds symlinks, which the digest refuses).
+BUILD = REPO / ".venv" / "published-layouts"
 TOKEN = "probe-token-7f3a9c"
 
 
