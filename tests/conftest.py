@@ -19,6 +19,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 from analyst_env.server.app import build_app
+from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 
@@ -38,6 +39,14 @@ def runtime(settings, tiny_dataset):
     rt = Runtime(settings, datasets=[tiny_dataset])
     yield rt
     rt.close()
+
+
+@pytest.fixture
+def env(runtime):
+    """An ``AnalystEnvironment`` on the shared runtime, closed after the test."""
+    environment = AnalystEnvironment(runtime)
+    yield environment
+    environment.close()
 
 
 @pytest.fixture(scope="session")

@@ -151,3 +151,10 @@ def host_pid(namespace: str, pid: int) -> int:
         if int(nspid[-1]) == pid:
             return int(entry)
     raise LookupError(f"no process {pid} in {namespace}")
+
+
+def call(env, tool: str, **arguments):
+    """One tool step on an in-process ``AnalystEnvironment``."""
+    from analyst_env.models import CallToolAction
+
+    return env.step(CallToolAction(tool_name=tool, arguments=arguments))

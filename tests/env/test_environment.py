@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from analyst_env.models import AnalystResetObservation, CallToolAction, ListToolsAction
+from analyst_env.models import AnalystResetObservation, ListToolsAction
 from analyst_env.server.environment import AnalystEnvironment
-from support import SECRET_TOTAL
+from support import SECRET_TOTAL, call
 
 EXPECTED_TOOLS = {
     "add_and_execute_code_cell",
@@ -25,15 +25,6 @@ EXPECTED_TOOLS = {
 }
 
 
-@pytest.fixture
-def env(runtime):
-    environment = AnalystEnvironment(runtime)
-    yield environment
-    environment.close()
-
-
-def call(env, tool, **arguments):
-    return env.step(CallToolAction(tool_name=tool, arguments=arguments))
 
 
 def text(obs) -> str:

@@ -8,11 +8,10 @@ import types
 import pytest
 from pydantic import ValidationError
 
-from analyst_env.models import CallToolAction
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
-from support import SECRET_TOTAL
+from support import SECRET_TOTAL, call
 
 HOOKS = "hv_process_reward_hooks"
 SEEN: list[tuple] = []
@@ -62,9 +61,6 @@ def env_with(settings, runtime, tiny_dataset):
     for env in made:
         env.close()
 
-
-def call(env, tool, **arguments):
-    return env.step(CallToolAction(tool_name=tool, arguments=arguments))
 
 
 def test_off_by_default(runtime):

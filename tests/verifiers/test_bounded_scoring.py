@@ -10,10 +10,9 @@ import resource
 import time
 
 import pytest
+from support import call
 
 from analyst_env.datasets.task import VerifierSpec
-from analyst_env.models import CallToolAction
-from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.episode import Limits
 from analyst_env.server.settings import Settings
 from analyst_env.server.verification import answer_too_large
@@ -85,15 +84,6 @@ def test_the_answer_cap_is_a_setting_and_reaches_the_verdict():
     assert refused.reward == 0.0 and "12 bytes, over the limit of 10 bytes" in refused.detail
 
 
-@pytest.fixture
-def env(runtime):
-    environment = AnalystEnvironment(runtime)
-    yield environment
-    environment.close()
-
-
-def call(env, tool, **arguments):
-    return env.step(CallToolAction(tool_name=tool, arguments=arguments))
 
 
 def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):

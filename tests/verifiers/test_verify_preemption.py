@@ -9,20 +9,10 @@ that writes an invalid number scores 0, not a clamped 1.
 from __future__ import annotations
 
 import pytest
-
-from analyst_env.models import CallToolAction
-from analyst_env.server.environment import AnalystEnvironment
+from support import call
 
 
-@pytest.fixture
-def env(runtime):
-    environment = AnalystEnvironment(runtime)
-    yield environment
-    environment.close()
 
-
-def call(env, tool, **arguments):
-    return env.step(CallToolAction(tool_name=tool, arguments=arguments))
 
 
 PLANTS = {
