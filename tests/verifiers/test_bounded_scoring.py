@@ -9,7 +9,6 @@ from __future__ import annotations
 import resource
 import time
 
-import pytest
 from support import call
 
 from analyst_env.datasets.task import VerifierSpec
