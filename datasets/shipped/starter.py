@@ -19,8 +19,8 @@ existing tasks stay put. Files and a ``manifest.json`` are cached per generator 
 and seed, so only the first load in a cache pays for generation.
 
 Example:
-    >>> ds = load_starter()  # doctest: +SKIP
-    >>> len(ds.tasks) >= 300  # doctest: +SKIP
+    >>> ds = load_starter()
+    >>> len(ds.tasks) >= 300
     True
 """
 
