@@ -116,7 +116,11 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     print(f"  web UI: http://{shown}:{args.port}/web   (tasks, play, live sessions, replay)", flush=True)
     from analyst_env.server.drain import DrainingServer
 
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=100 * 2**20)
+    from analyst_env.server.json_logs import uvicorn_log_config
+
+    log_config = uvicorn_log_config(settings.log_format) or uvicorn.config.LOGGING_CONFIG
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                            ws_max_size=100 * 2**20, log_config=log_config)
     DrainingServer(config, app.state.sockets, settings.drain_timeout_s).run()  # SIGTERM drains, then returns
     return 0
 

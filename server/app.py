@@ -32,6 +32,7 @@ from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.envs_routes import mount_envs
 from analyst_env.server.http_mcp import install_http_mcp
 from analyst_env.server.http_reset import install_http_reset
+from analyst_env.server.metrics import mount_metrics  # noqa: E402
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.server.web import mount_web
@@ -67,6 +68,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
+    mount_metrics(app, runtime)  # /metrics for Prometheus (after /envs: it counts builds)
 
     def protections() -> dict:
         report = getattr(runtime.backend, "protections", None)
@@ -101,9 +103,15 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     @app.get("/ready", tags=["Health"])
     async def readiness() -> JSONResponse:
-        """Readiness: 200 ``{"status": "ready"}``, or 503 ``{"status": "draining"}`` once shutdown began."""
+        """Readiness: 200 ``{"status": "ready"}``; 503 ``{"status": "draining"}`` once shutdown
+        began, or ``{"status": "full", ...}`` at ``--max-sessions`` (a load balancer then sends
+        new sessions to other replicas)."""
         if sockets.draining:
             return JSONResponse({"status": "draining"}, status_code=503)
+        live, limit = len(app.state.env_server._sessions), settings.max_sessions
+        if live >= limit:
+            full = {"status": "full", "live_sessions": live, "max_sessions": limit}
+            return JSONResponse(full, status_code=503)
         return JSONResponse({"status": "ready"})
 
     async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories

@@ -45,6 +45,11 @@ from analyst_env.models import (
 )
 from analyst_env.server.episode import Episode
 from analyst_env.server.live import LiveHub
+from analyst_env.server.metrics import (  # noqa: E402
+    ServerMetrics,
+    metered_reset,
+    metered_tool_call,
+)
 from analyst_env.server.process_reward import score_step
 from analyst_env.server.envs_binding import resolve_image
 from analyst_env.server.reset_options import ResetOptions
@@ -93,6 +98,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         self._closed = False  # set by close(): a closed session never starts a sandbox again
 
     # ── episode lifecycle ───────────────────────────────────────────────────
+    @metered_reset
     def reset(
         self,
         seed: int | None = None,
@@ -138,6 +144,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 if failed:
                     status, message = "error", f"Setup command failed: {failed}"
             except SandboxError as exc:
+                ServerMetrics.for_runtime(runtime).sandbox_failures.labels("reset").inc()
                 status, message = "error", f"Sandbox failed to start: {exc}"
             if status == "error":
                 episode.finish(0.0, "setup_failed")
@@ -261,6 +268,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return EnvironmentMetadata(name="analyst_env", description=description, version=__version__)
 
     # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
+    @metered_tool_call
     def _invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
         episode = self._episode
         if episode is None and self._closed:
@@ -290,6 +298,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             try:
                 output = tool.run(episode, **args)
             except SandboxError as exc:
+                ServerMetrics.for_runtime(self._runtime).sandbox_failures.labels("step").inc()
                 output = ToolOutput(text=f"Error: the sandbox failed: {exc}", is_error=True)
         finally:
             self._enforce_step_limit(episode)

@@ -94,6 +94,10 @@ class Settings(BaseModel):
     trajectories_kept: int = Field(
         default=10_000, ge=0, description="Recorded episodes kept; the oldest files beyond this are deleted (0: all)"
     )
+    log_format: str = Field(
+        default="text", pattern="^(text|json)$",
+        description="Log lines: text, or json (one object per line, for log collectors)",
+    )
     process_reward: str | None = Field(
         default=None,
         description="'module:function' scoring every tool step into metadata['process_reward'] (off when unset)",

@@ -206,6 +206,11 @@ class LocalSandboxBackend:
             info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
         return info
 
+    def standby_count(self) -> int:
+        """Kernels forked, isolated and ready to hand out now, over all images (``/metrics``)."""
+        with self._lock:
+            return sum(len(ready) for ready in self._ready.values())
+
     def _degraded(self) -> str:
         """What this mode normally gives but this host could not (empty when nothing is missing)."""
         if self._cgroups is not None and self._cgroups.failure:
