@@ -49,6 +49,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.workers < 1:
+        print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
+    if args.workers > 1:  # a supervisor: the workers make their own backends
+        from analyst_env.server.workers import supervise
+
+        serve_args = args.argv[args.argv.index("serve") + 1:]
+        return supervise(serve_args, args.host, args.port, args.workers)
     from analyst_env.envs.sandbox import SandboxError
 
     try:
@@ -115,13 +123,18 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
     print(f"  web UI: http://{shown}:{args.port}/web   (tasks, play, live sessions, replay)", flush=True)
     from analyst_env.server.drain import DrainingServer
-
     from analyst_env.server.json_logs import uvicorn_log_config
 
     log_config = uvicorn_log_config(settings.log_format) or uvicorn.config.LOGGING_CONFIG
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             ws_max_size=100 * 2**20, log_config=log_config)
-    DrainingServer(config, app.state.sockets, settings.drain_timeout_s).run()  # SIGTERM drains, then returns
+    server = DrainingServer(config, app.state.sockets, settings.drain_timeout_s)
+    if args.listen_fd is None:
+        server.run()  # SIGTERM drains, then returns
+    else:  # a worker of `serve --workers N`: accept on the supervisor's socket
+        from analyst_env.server.workers import inherited_socket
+
+        server.run(sockets=[inherited_socket(args.listen_fd)])
     return 0
 
 
@@ -300,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--allow-builds", action="store_true",
                        help="Allow /envs to create and build sandbox environments without a token")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="Server processes sharing the port, each with its own sandboxes "
+                       "and --max-sessions (default 1; docs/operations.md)")
+    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # set for workers
     serve.set_defaults(func=cmd_serve)
 
     tasks = sub.add_parser("tasks", help="List datasets, or the tasks of one")
@@ -363,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # serve --workers re-runs it
     return args.func(args)
 
 

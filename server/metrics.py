@@ -18,12 +18,15 @@
 Label values come from closed sets (tool names the server knows, exception class
 names, error types): a policy that calls a thousand made-up tool names must not
 create a thousand time series. Each ``Runtime`` has its own registry, so several
-apps in one process (tests, ``eval``) never mix their counts.
+apps in one process (tests, ``eval``) never mix their counts. Under ``serve --workers``
+every worker answers with the sum over all workers (``server/workers.py``).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import threading
 import time
 import weakref
@@ -31,9 +34,14 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+log = logging.getLogger(__name__)
+#: Set by ``serve --workers`` for its workers (``server/workers.py``): metrics are summed.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Seconds: a standby hand-out is ~1 ms, a cold zygote seconds, a long cell up to the timeout.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -95,6 +103,10 @@ class ServerMetrics:
         The gauges are the scraped app's own (its sessions), so they are read from a
         registry made per app: apps sharing a runtime share only the counters.
         """
+        if os.environ.get(MULTIPROC_ENV):  # serve --workers: every worker's values, summed
+            summed = CollectorRegistry()
+            MultiProcessCollector(summed)
+            return generate_latest(summed), CONTENT_TYPE_LATEST
         per_app = CollectorRegistry()
         per_app.register(_ScrapeTimeCollector(gauges))
         return generate_latest(self.registry) + generate_latest(per_app), CONTENT_TYPE_LATEST
@@ -109,6 +121,51 @@ class _ScrapeTimeCollector:
 
     def collect(self) -> Iterable[Metric]:
         return self._read()
+
+
+class _SharedGauges:
+    """Multiprocess mode: this worker's gauges written where every worker's scrape sums them.
+
+    Sessions, frames and standbys add up over the workers; the rest (the session limit
+    is per worker, builds are shared state) is the largest value of a live worker.
+    """
+
+    SUMMED = frozenset({"analyst_env_sessions_live", "analyst_env_sessions_max",
+                        "analyst_env_frames_in_flight", "analyst_env_standby_kernels"})
+    LABELS = {"analyst_env_environment_builds": ("status",)}
+
+    def __init__(self, read: Callable[[], Iterable[Metric]]) -> None:
+        self._read = read
+        self._gauges: dict[str, Gauge] = {}
+        self._seen: dict[str, set[tuple[str, ...]]] = {}
+
+    def refresh(self) -> None:
+        for family in self._read():
+            labels = self.LABELS.get(family.name, ())
+            gauge = self._gauges.get(family.name)
+            if gauge is None:
+                mode = "livesum" if family.name in self.SUMMED else "livemax"
+                gauge = self._gauges[family.name] = Gauge(
+                    family.name, family.documentation, labels, registry=None,
+                    multiprocess_mode=mode)
+            if not labels:
+                gauge.set(family.samples[0].value)
+                continue
+            seen = self._seen.setdefault(family.name, set())
+            now = {tuple(s.labels[k] for k in labels): s.value for s in family.samples}
+            for values in seen - set(now):  # a status no environment has any more
+                gauge.labels(*values).set(0)
+            for values, value in now.items():
+                gauge.labels(*values).set(value)
+            seen.update(now)
+
+    def run_forever(self, period_s: float = 1.0) -> None:
+        while True:
+            try:
+                self.refresh()
+            except Exception as exc:  # a scrape must never take the server down
+                log.warning("could not refresh the shared gauges: %s", exc)
+            time.sleep(period_s)
 
 
 def metered_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
@@ -195,6 +252,14 @@ def mount_metrics(app: Any, runtime: Any) -> None:
 
     metrics = ServerMetrics.for_runtime(runtime)
     gauges = server_gauges(app, runtime)
+
+    async def share_gauges() -> None:  # serve --workers: publish this worker's gauges
+        if os.environ.get(MULTIPROC_ENV):
+            shared = _SharedGauges(gauges)
+            shared.refresh()
+            threading.Thread(target=shared.run_forever, name="metrics-gauges", daemon=True).start()
+
+    app.router.on_startup.append(share_gauges)
 
     @app.get("/metrics", tags=["Health"], include_in_schema=False)
     def prometheus_metrics() -> Response:

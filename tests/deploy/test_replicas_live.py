@@ -30,6 +30,8 @@ import websockets
 from deploy.haproxy_process import HAProxyProcess
 from server.serve_process import ServeProcess
 
+from analyst_env.benchmarks.servers import process_tree
+
 pytestmark = [
     pytest.mark.live,
     pytest.mark.skipif(shutil.which("haproxy") is None,
@@ -68,26 +70,16 @@ class Session:
         return session
 
 
+def start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
 def descendants(root: int) -> set[tuple[int, str]]:
     """``(pid, start time)`` of every process below ``root`` (start times tell pid reuse apart)."""
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    started: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        children[int(fields[1])].append(int(entry))
-        started[int(entry)] = fields[19]
-    found, stack = set(), [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add((child, started[child]))
-            stack.append(child)
-    return found
+    return {(pid, start) for pid in process_tree(root)[1:] if (start := start_time(pid))}
 
 
 def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
