@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
+from deploy.polling import wait_for
 
 from analyst_env.client.local_server import free_port
 
@@ -51,18 +51,21 @@ class HAProxyProcess:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([binary, "-db", "-f", str(self.config)], stdout=self._log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def passes_requests() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"haproxy exited: {self.log_path.read_text()}")
             try:
-                if httpx.get(f"{self.url}/ready", timeout=2).status_code == 200:
-                    return self
+                return httpx.get(f"{self.url}/ready", timeout=2).status_code == 200
             except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.__exit__()
-        raise RuntimeError(f"haproxy did not pass requests: {self.log_path.read_text()}")
+                return False
+
+        try:
+            wait_for(passes_requests, 30, "haproxy did not pass requests to a replica")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
 
     def server_states(self) -> dict[str, str]:
         """``{"r0": "UP" | "DOWN" | ..., ...}`` from the statistics page's CSV."""

@@ -21,13 +21,13 @@ import json
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import websockets
 from deploy.haproxy_process import HAProxyProcess
+from deploy.polling import wait_for
 from server.serve_process import ServeProcess
 
 from analyst_env.benchmarks.servers import process_tree
@@ -82,7 +82,7 @@ def descendants(root: int) -> set[tuple[int, str]]:
     return {(pid, start) for pid in process_tree(root)[1:] if (start := start_time(pid))}
 
 
-def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
+def still_running(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
     left = set()
     for pid, start in processes:
         try:
@@ -97,13 +97,6 @@ def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
 def cgroups_of(pid: int) -> list[str]:
     """The cgroup directories a local backend of server ``pid`` made (``analyst-env-<pid>-*``)."""
     return [str(p) for p in Path("/sys/fs/cgroup").glob(f"**/analyst-env-{pid}-*") if p.is_dir()]
-
-
-def wait_until(predicate, timeout_s: float, message: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, message
-        time.sleep(0.2)
 
 
 def test_three_replicas_spread_sessions_and_survive_losing_one(tmp_path):
@@ -164,7 +157,7 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
         results = await asyncio.gather(*(still_served(s) for s in survivors))
         assert all("42" in r for r in results)
 
-        await asyncio.to_thread(wait_until, lambda: balancer.server_states().get("r0") == "DOWN",
+        await asyncio.to_thread(wait_for, lambda: balancer.server_states().get("r0") == "DOWN",
                                 30, "haproxy did not mark the killed replica down")
         fresh = await asyncio.gather(*(opened() for _ in range(30)))
         assert {s.replica for s in fresh} <= {"r1", "r2"}
@@ -173,8 +166,8 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
 
     asyncio.run(scenario())
 
-    wait_until(lambda: not alive(victim_tree), 30,
-               f"processes of the killed replica survive it: {alive(victim_tree)}")
+    wait_for(lambda: not still_running(victim_tree), 30,
+               f"processes of the killed replica survive it: {still_running(victim_tree)}")
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(victim.scratch) not in mounts and str(victim.root) not in mounts
     # A SIGKILL leaves the backend's scratch directory, but nothing in it: empty folders only.
@@ -186,7 +179,7 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
     replacement.port, replacement.url = victim.port, victim.url
     with replacement:
         assert not [p for p in victim_cgroups if os.path.isdir(p)], "stale cgroups not swept"
-        wait_until(lambda: balancer.server_states().get("r0") == "UP", 30,
+        wait_for(lambda: balancer.server_states().get("r0") == "UP", 30,
                    "the restarted replica did not rejoin the balancer")
 
         async def lands_everywhere() -> set[str]:

@@ -19,8 +19,10 @@ import time
 import httpx
 import pytest
 import websockets
+from deploy.polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from server.serve_process import ServeProcess
+from support import alive
 
 from analyst_env.benchmarks.servers import process_tree
 
@@ -49,16 +51,6 @@ def uid_ranges_seen(url: str, tries: int = 40) -> set[str]:
 def at_least(items, count: int):
     """``items`` if it holds ``count`` of them, else None (for ``wait_for``)."""
     return items if len(items) >= count else None
-
-
-def wait_for(predicate, timeout_s: float, message: str):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, message
-        time.sleep(0.3)
 
 
 def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
@@ -111,7 +103,7 @@ def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
     assert "Traceback" not in log, log[-3000:]
     assert len(workers) == 2
     time.sleep(0.5)
-    left = [p for p in tree if _alive(p)]
+    left = [p for p in tree if alive(p)]
     assert not left, f"processes left after the supervisor exited: {left}"
 
 
@@ -122,15 +114,7 @@ def test_workers_of_a_killed_supervisor_drain_and_exit(tmp_path):
         tree = wait_for(lambda: at_least(process_tree(supervisor), 5), 60, "workers and zygotes")
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=10)
-        wait_for(lambda: not [p for p in tree if _alive(p)], 60,
+        wait_for(lambda: not [p for p in tree if alive(p)], 60,
                  "the workers must drain and exit when their supervisor is killed")
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/health", timeout=5)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
