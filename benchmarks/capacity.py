@@ -35,9 +35,11 @@ from analyst_env.benchmarks.measure import (
 from analyst_env.benchmarks.servers import analyst_server, process_tree
 
 RESET = json.dumps({"type": "reset", "data": {"task_id": "starter-sales-000"}})
-BUSY = ("import numpy as np, pandas as pd\n"
-        "big = pd.DataFrame(np.random.default_rng(0).random((200_000, 5)), columns=list('abcde'))\n"
-        "big.describe()")
+BUSY = (
+    "import numpy as np, pandas as pd\n"
+    "big = pd.DataFrame(np.random.default_rng(0).random((200_000, 5)), columns=list('abcde'))\n"
+    "big.describe()"
+)
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -67,8 +69,9 @@ async def busy_pss_per_episode(ws_url: str, episodes: int, pss) -> float:
     return (after - before) / episodes
 
 
-async def cpu_per_step_ms(ws_url: str, pid: int, clients: int,
-                          duration_s: float) -> tuple[float, float]:
+async def cpu_per_step_ms(
+    ws_url: str, pid: int, clients: int, duration_s: float
+) -> tuple[float, float]:
     """(server CPU ms per trivial cell, wall steps/s) with ``clients`` sessions stepping."""
     sessions = await open_episodes(ws_url, RESET, clients)
     steps = 0
@@ -115,11 +118,14 @@ def measure(idle: int, busy: int, clients: int, duration_s: float) -> dict[str, 
         pid = server.proc.pid
 
         async def all_figures() -> dict[str, float]:
-            out = {"idle_pss_mib": await idle_pss_per_episode(ws_url, RESET, idle, server.pss_mib),
-                   "busy_pss_mib": await busy_pss_per_episode(ws_url, busy, server.pss_mib)}
+            out = {
+                "idle_pss_mib": await idle_pss_per_episode(ws_url, RESET, idle, server.pss_mib),
+                "busy_pss_mib": await busy_pss_per_episode(ws_url, busy, server.pss_mib),
+            }
             step_ms, steps_s = await cpu_per_step_ms(ws_url, pid, clients, duration_s)
-            out.update(cpu_ms_per_step=step_ms, steps_per_core_s=1000 / step_ms,
-                       wall_steps_s=steps_s)
+            out.update(
+                cpu_ms_per_step=step_ms, steps_per_core_s=1000 / step_ms, wall_steps_s=steps_s
+            )
             episode_ms = await cpu_per_episode_ms(ws_url, pid, clients, duration_s)
             out.update(cpu_ms_per_episode=episode_ms, episodes_per_core_s=1000 / episode_ms)
             out["server_pss_mib_after"] = server.pss_mib()

@@ -44,8 +44,24 @@ log = logging.getLogger(__name__)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Seconds: a standby hand-out is ~1 ms, a cold zygote seconds, a long cell up to the timeout.
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-                   30.0, 60.0, 180.0)
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    180.0,
+)
 OTHER = "other"  # the label value for anything outside a known set
 
 _by_runtime: weakref.WeakKeyDictionary[Any, ServerMetrics] = weakref.WeakKeyDictionary()
@@ -59,29 +75,56 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         self.known_tools = frozenset(known_tools)
         reg = self.registry
-        self.resets = Counter("analyst_env_resets", "Episodes reset, by outcome (error: the "
-                              "sandbox or the task's setup failed)", ["status"], registry=reg)
-        self.steps = Counter("analyst_env_steps", "Tool calls handled (refused ones included), "
-                             "by tool", ["tool"], registry=reg)
-        self.errors = Counter("analyst_env_errors", "Resets and tool calls refused, by operation "
-                              "and reason", ["operation", "reason"], registry=reg)
-        self.sandbox_failures = Counter("analyst_env_sandbox_failures", "Sandboxes that failed "
-                                        "to start (reset) or failed during a tool call (step)",
-                                        ["stage"], registry=reg)
-        self.kernel_restarts = Counter("analyst_env_kernel_restarts", "Kernels replaced during a "
-                                       "cell: it died (killed, out of memory) or ran past the "
-                                       "timeout", ["reason"], registry=reg)
+        self.resets = Counter(
+            "analyst_env_resets",
+            "Episodes reset, by outcome (error: the sandbox or the task's setup failed)",
+            ["status"],
+            registry=reg,
+        )
+        self.steps = Counter(
+            "analyst_env_steps",
+            "Tool calls handled (refused ones included), by tool",
+            ["tool"],
+            registry=reg,
+        )
+        self.errors = Counter(
+            "analyst_env_errors",
+            "Resets and tool calls refused, by operation and reason",
+            ["operation", "reason"],
+            registry=reg,
+        )
+        self.sandbox_failures = Counter(
+            "analyst_env_sandbox_failures",
+            "Sandboxes that failed to start (reset) or failed during a tool call (step)",
+            ["stage"],
+            registry=reg,
+        )
+        self.kernel_restarts = Counter(
+            "analyst_env_kernel_restarts",
+            "Kernels replaced during a "
+            "cell: it died (killed, out of memory) or ran past the "
+            "timeout",
+            ["reason"],
+            registry=reg,
+        )
         for stage in ("reset", "step"):  # shown at 0 before the first failure
             self.sandbox_failures.labels(stage)
         for reason in ("died", "timeout"):
             self.kernel_restarts.labels(reason)
         for status in ("ready", "error"):
             self.resets.labels(status)
-        self.reset_seconds = Histogram("analyst_env_reset_seconds", "Reset duration: task "
-                                       "choice, sandbox start, setup", buckets=LATENCY_BUCKETS,
-                                       registry=reg)
-        self.step_seconds = Histogram("analyst_env_step_seconds", "Tool call duration in the "
-                                      "environment", buckets=LATENCY_BUCKETS, registry=reg)
+        self.reset_seconds = Histogram(
+            "analyst_env_reset_seconds",
+            "Reset duration: task choice, sandbox start, setup",
+            buckets=LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.step_seconds = Histogram(
+            "analyst_env_step_seconds",
+            "Tool call duration in the environment",
+            buckets=LATENCY_BUCKETS,
+            registry=reg,
+        )
 
     @classmethod
     def for_runtime(cls, runtime: Any) -> ServerMetrics:
@@ -130,8 +173,14 @@ class _SharedGauges:
     is per worker, builds are shared state) is the largest value of a live worker.
     """
 
-    SUMMED = frozenset({"analyst_env_sessions_live", "analyst_env_sessions_max",
-                        "analyst_env_frames_in_flight", "analyst_env_standby_kernels"})
+    SUMMED = frozenset(
+        {
+            "analyst_env_sessions_live",
+            "analyst_env_sessions_max",
+            "analyst_env_frames_in_flight",
+            "analyst_env_standby_kernels",
+        }
+    )
     LABELS = {"analyst_env_environment_builds": ("status",)}
 
     def __init__(self, read: Callable[[], Iterable[Metric]]) -> None:
@@ -146,8 +195,8 @@ class _SharedGauges:
             if gauge is None:
                 mode = "livesum" if family.name in self.SUMMED else "livemax"
                 gauge = self._gauges[family.name] = Gauge(
-                    family.name, family.documentation, labels, registry=None,
-                    multiprocess_mode=mode)
+                    family.name, family.documentation, labels, registry=None, multiprocess_mode=mode
+                )
             if not labels:
                 gauge.set(family.samples[0].value)
                 continue
@@ -217,23 +266,34 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
 
     def read() -> Iterable[Metric]:
         server, sockets = app.state.env_server, app.state.sockets
-        yield _gauge("analyst_env_sessions_live", "Sessions open now (WebSocket, /mcp and parked)",
-                     len(server._sessions))
-        yield _gauge("analyst_env_sessions_max", "Sessions this server accepts (--max-sessions)",
-                     runtime.settings.max_sessions)
-        yield _gauge("analyst_env_frames_in_flight", "WebSocket frames being handled now",
-                     sockets.in_flight)
-        yield _gauge("analyst_env_draining", "1 once shutdown began (no new sessions)",
-                     int(sockets.draining))
+        yield _gauge(
+            "analyst_env_sessions_live",
+            "Sessions open now (WebSocket, /mcp and parked)",
+            len(server._sessions),
+        )
+        yield _gauge(
+            "analyst_env_sessions_max",
+            "Sessions this server accepts (--max-sessions)",
+            runtime.settings.max_sessions,
+        )
+        yield _gauge(
+            "analyst_env_frames_in_flight", "WebSocket frames being handled now", sockets.in_flight
+        )
+        yield _gauge(
+            "analyst_env_draining", "1 once shutdown began (no new sessions)", int(sockets.draining)
+        )
         standbys = getattr(runtime.backend, "standby_count", None)
         if standbys is not None:
-            yield _gauge("analyst_env_standby_kernels", "Pre-forked kernels ready to hand out",
-                         standbys())
+            yield _gauge(
+                "analyst_env_standby_kernels", "Pre-forked kernels ready to hand out", standbys()
+            )
         service = getattr(app.state, "environments", None)
         if service is not None:
-            builds = GaugeMetricFamily("analyst_env_environment_builds",
-                                       "Sandbox environments (/envs) by build status",
-                                       labels=["status"])
+            builds = GaugeMetricFamily(
+                "analyst_env_environment_builds",
+                "Sandbox environments (/envs) by build status",
+                labels=["status"],
+            )
             statuses = Tally(service.state(r)["status"] for r in service.list())
             for status, count in sorted(statuses.items()):
                 builds.add_metric([status], count)

@@ -84,18 +84,28 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
             if proc.poll() is None:
                 proc.send_signal(sig if len(stopping) == 1 else signal.SIGKILL)
 
-    procs = [subprocess.Popen(command, env=env, pass_fds=(sock.fileno(),),
-                              preexec_fn=_drain_with_parent) for _ in range(workers)]
+    procs = [
+        subprocess.Popen(command, env=env, pass_fds=(sock.fileno(),), preexec_fn=_drain_with_parent)
+        for _ in range(workers)
+    ]
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    print(f"analyst-env: {workers} workers (pids {', '.join(str(p.pid) for p in procs)}) on "
-          f"{host}:{port}", file=sys.stderr, flush=True)
+    print(
+        f"analyst-env: {workers} workers (pids {', '.join(str(p.pid) for p in procs)}) on "
+        f"{host}:{port}",
+        file=sys.stderr,
+        flush=True,
+    )
     failed = False
     try:
         while any(proc.poll() is None for proc in procs):
             for proc in procs:
                 if proc.poll() is not None and proc.returncode != 0 and not stopping:
-                    print(f"analyst-env: worker {proc.pid} exited with {proc.returncode}; "
-                          "stopping the others", file=sys.stderr, flush=True)
+                    print(
+                        f"analyst-env: worker {proc.pid} exited with {proc.returncode}; "
+                        "stopping the others",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     failed = True
                     stop(signal.SIGTERM)
             time.sleep(0.2)

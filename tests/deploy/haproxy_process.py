@@ -49,8 +49,9 @@ class HAProxyProcess:
         binary = shutil.which("haproxy")
         assert binary, "haproxy is not installed"
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary, "-db", "-f", str(self.config)], stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [binary, "-db", "-f", str(self.config)], stdout=self._log, stderr=subprocess.STDOUT
+        )
 
         def passes_requests() -> bool:
             if self.proc.poll() is not None:

@@ -9,8 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout_s: float, message: str,
-             every_s: float = 0.3) -> T:
+def wait_for(predicate: Callable[[], T], timeout_s: float, message: str, every_s: float = 0.3) -> T:
     """The first truthy value of ``predicate()``; past the deadline the test fails: ``message``."""
     deadline = time.monotonic() + timeout_s
     while True:

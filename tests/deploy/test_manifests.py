@@ -117,9 +117,12 @@ def test_remote_deployment_meets_the_restricted_pod_security_profile():
 def test_hpa_scales_on_a_gauge_the_server_exports():
     (hpa,) = documents(KUBERNETES / "hpa.yaml")
     metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
-    app = SimpleNamespace(state=SimpleNamespace(
-        env_server=SimpleNamespace(_sessions={"a": None, "b": None}),
-        sockets=SimpleNamespace(in_flight=0, draining=False)))
+    app = SimpleNamespace(
+        state=SimpleNamespace(
+            env_server=SimpleNamespace(_sessions={"a": None, "b": None}),
+            sockets=SimpleNamespace(in_flight=0, draining=False),
+        )
+    )
     runtime = SimpleNamespace(settings=Settings(max_sessions=256), backend=object())
     exported = {family.name: family for family in server_gauges(app, runtime)()}
     assert exported[metric].samples[0].value == 2
@@ -143,11 +146,16 @@ def test_compose_replicas_use_real_settings_and_drain_before_being_killed():
     assert any(v.startswith("./haproxy.cfg:") for v in balancer["volumes"])
 
 
-@pytest.mark.skipif(shutil.which("haproxy") is None,
-                    reason="haproxy is not installed (.ci/run installs it)")
+@pytest.mark.skipif(
+    shutil.which("haproxy") is None, reason="haproxy is not installed (.ci/run installs it)"
+)
 def test_haproxy_configuration_is_accepted_by_haproxy():
-    checked = subprocess.run(["haproxy", "-c", "-f", str(DEPLOY / "compose" / "haproxy.cfg")],
-                             capture_output=True, text=True, timeout=30)
+    checked = subprocess.run(
+        ["haproxy", "-c", "-f", str(DEPLOY / "compose" / "haproxy.cfg")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     cfg = (DEPLOY / "compose" / "haproxy.cfg").read_text()
     assert "option httpchk GET /ready" in cfg and "/ready" in OPEN_PATHS

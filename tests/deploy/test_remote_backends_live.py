@@ -56,9 +56,11 @@ def test_a_server_on_the_real_backend_runs_and_scores_an_episode(tmp_path, backe
             ws_url = server.url.replace("http://", "ws://") + "/ws"
             async with websockets.connect(ws_url, open_timeout=60, max_size=None) as ws:
                 replies = []
-                for frame in (json.dumps({"type": "reset", "data": {"task_id": TASK}}),
-                              call("add_and_execute_code_cell", code="print(6 * 7)"),
-                              call("final_answer", answer=oracle)):
+                for frame in (
+                    json.dumps({"type": "reset", "data": {"task_id": TASK}}),
+                    call("add_and_execute_code_cell", code="print(6 * 7)"),
+                    call("final_answer", answer=oracle),
+                ):
                     await ws.send(frame)
                     replies.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=900)))
                 return replies

@@ -34,8 +34,10 @@ from analyst_env.benchmarks.servers import process_tree
 
 pytestmark = [
     pytest.mark.live,
-    pytest.mark.skipif(shutil.which("haproxy") is None,
-                       reason="haproxy is not installed (.ci/run installs it with apt-get)"),
+    pytest.mark.skipif(
+        shutil.which("haproxy") is None,
+        reason="haproxy is not installed (.ci/run installs it with apt-get)",
+    ),
 ]
 
 SESSIONS = 300
@@ -44,8 +46,11 @@ REPLICA_HEADER = "X-Analyst-Env-Replica"
 
 
 def cell(source: str) -> str:
-    action = {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-              "arguments": {"code": source}}
+    action = {
+        "type": "call_tool",
+        "tool_name": "add_and_execute_code_cell",
+        "arguments": {"code": source},
+    }
     return json.dumps({"type": "step", "data": action})
 
 
@@ -157,8 +162,12 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
         results = await asyncio.gather(*(still_served(s) for s in survivors))
         assert all("42" in r for r in results)
 
-        await asyncio.to_thread(wait_for, lambda: balancer.server_states().get("r0") == "DOWN",
-                                30, "haproxy did not mark the killed replica down")
+        await asyncio.to_thread(
+            wait_for,
+            lambda: balancer.server_states().get("r0") == "DOWN",
+            30,
+            "haproxy did not mark the killed replica down",
+        )
         fresh = await asyncio.gather(*(opened() for _ in range(30)))
         assert {s.replica for s in fresh} <= {"r1", "r2"}
         for s in [*survivors, *fresh]:
@@ -166,8 +175,11 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
 
     asyncio.run(scenario())
 
-    wait_for(lambda: not still_running(victim_tree), 30,
-               f"processes of the killed replica survive it: {still_running(victim_tree)}")
+    wait_for(
+        lambda: not still_running(victim_tree),
+        30,
+        f"processes of the killed replica survive it: {still_running(victim_tree)}",
+    )
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(victim.scratch) not in mounts and str(victim.root) not in mounts
     # A SIGKILL leaves the backend's scratch directory, but nothing in it: empty folders only.
@@ -179,8 +191,11 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
     replacement.port, replacement.url = victim.port, victim.url
     with replacement:
         assert not [p for p in victim_cgroups if os.path.isdir(p)], "stale cgroups not swept"
-        wait_for(lambda: balancer.server_states().get("r0") == "UP", 30,
-                   "the restarted replica did not rejoin the balancer")
+        wait_for(
+            lambda: balancer.server_states().get("r0") == "UP",
+            30,
+            "the restarted replica did not rejoin the balancer",
+        )
 
         async def lands_everywhere() -> set[str]:
             opened = [await Session.open(ws_url) for _ in range(6)]

@@ -34,8 +34,11 @@ TASK = "starter-sales-000"
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:
     text = httpx.get(f"{url}/metrics", timeout=10).text
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def uid_ranges_seen(url: str, tries: int = 40) -> set[str]:
@@ -54,14 +57,27 @@ def at_least(items, count: int):
 
 
 def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
-    with ServeProcess(tmp_path, "--workers", "2", "--max-sessions", "20",
-                      "--log-level", "warning") as server:
+    with ServeProcess(
+        tmp_path, "--workers", "2", "--max-sessions", "20", "--log-level", "warning"
+    ) as server:
         supervisor = server.proc.pid
-        workers = wait_for(lambda: len(process_tree(supervisor)) >= 5 and [
-            p for p in process_tree(supervisor) if p != supervisor and
-            open(f"/proc/{p}/cmdline").read().count("--listen-fd")], 60, "two workers")
-        ranges = wait_for(lambda: at_least(uid_ranges_seen(server.url), 2), 60,
-                          "both workers must accept connections on the port")
+        workers = wait_for(
+            lambda: (
+                len(process_tree(supervisor)) >= 5
+                and [
+                    p
+                    for p in process_tree(supervisor)
+                    if p != supervisor and open(f"/proc/{p}/cmdline").read().count("--listen-fd")
+                ]
+            ),
+            60,
+            "two workers",
+        )
+        ranges = wait_for(
+            lambda: at_least(uid_ranges_seen(server.url), 2),
+            60,
+            "both workers must accept connections on the port",
+        )
         if None not in ranges:  # `full` isolation: per-slot uids from disjoint ranges
             (a0, a1), (b0, b1) = sorted(tuple(map(int, r.split("-"))) for r in ranges)
             assert a1 < b0, f"overlapping uid ranges {ranges}"
@@ -86,11 +102,17 @@ def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
         totals = scrape(server.url)
         assert totals[("analyst_env_resets_total", (("status", "ready"),))] == SESSIONS
         assert totals[("analyst_env_sessions_max", ())] == 40, "20 per worker"
-        wait_for(lambda: scrape(server.url)[("analyst_env_sessions_live", ())] == 0, 10,
-                 "the gauge follows the closed sessions")
+        wait_for(
+            lambda: scrape(server.url)[("analyst_env_sessions_live", ())] == 0,
+            10,
+            "the gauge follows the closed sessions",
+        )
         recorded = tmp_path / "state" / "trajectories"
-        wait_for(lambda: at_least(list(recorded.glob("*.jsonl")), SESSIONS), 10,
-                 "one trajectory per episode, in the one state directory")
+        wait_for(
+            lambda: at_least(list(recorded.glob("*.jsonl")), SESSIONS),
+            10,
+            "one trajectory per episode, in the one state directory",
+        )
         for _ in range(4):  # the /web replay of either worker lists every worker's episodes
             with httpx.Client() as client:
                 listed = client.get(f"{server.url}/web/api/trajectories", timeout=10).json()
@@ -114,7 +136,10 @@ def test_workers_of_a_killed_supervisor_drain_and_exit(tmp_path):
         tree = wait_for(lambda: at_least(process_tree(supervisor), 5), 60, "workers and zygotes")
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=10)
-        wait_for(lambda: not [p for p in tree if alive(p)], 60,
-                 "the workers must drain and exit when their supervisor is killed")
+        wait_for(
+            lambda: not [p for p in tree if alive(p)],
+            60,
+            "the workers must drain and exit when their supervisor is killed",
+        )
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/health", timeout=5)

@@ -50,8 +50,9 @@ async def frame(ws, message: dict) -> dict:
 
 def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
     env = {"ANALYST_ENV_LOG_FORMAT": "json"}
-    with ServeProcess(tmp_path, "--token", TOKEN, "--max-sessions", "2", "--log-level", "info",
-                      env=env) as server:
+    with ServeProcess(
+        tmp_path, "--token", TOKEN, "--max-sessions", "2", "--log-level", "info", env=env
+    ) as server:
         ws_url = server.url.replace("http://", "ws://") + f"/ws?token={TOKEN}"
         assert httpx.get(f"{server.url}/metrics").status_code == 401, "metrics need the token"
         before = scrape(server.url)
@@ -63,8 +64,9 @@ def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
 
         async def episodes():
             async with websockets.connect(ws_url) as first:
-                assert (await frame(first, {"type": "reset", "data": {"task_id": TASK}}))["type"] \
-                    == "observation"
+                assert (await frame(first, {"type": "reset", "data": {"task_id": TASK}}))[
+                    "type"
+                ] == "observation"
                 ran = await frame(first, call("add_and_execute_code_cell", code="print(6 * 7)"))
                 assert "42" in json.dumps(ran)
                 await frame(first, call("no_such_tool_1"))
@@ -79,9 +81,13 @@ def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
                     full = httpx.get(f"{server.url}/ready")
                     assert full.status_code == 503
                     assert full.json() == {"status": "full", "live_sessions": 2, "max_sessions": 2}
-                    died = await frame(second, call("add_and_execute_code_cell",
-                                                    code="import os, signal\n"
-                                                         "os.kill(os.getpid(), signal.SIGKILL)"))
+                    died = await frame(
+                        second,
+                        call(
+                            "add_and_execute_code_cell",
+                            code="import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+                        ),
+                    )
                     assert "KernelDied" in json.dumps(died)
                 await asyncio.sleep(0.5)  # the second session's teardown
                 assert httpx.get(f"{server.url}/ready").status_code == 200
@@ -110,11 +116,13 @@ def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
 
     lines = [line for line in log.splitlines() if line.startswith("{")]
     records = [json.loads(line) for line in lines]
-    assert any(r["logger"] == "uvicorn.error" and "Uvicorn running" in r["message"]
-               for r in records)
+    assert any(
+        r["logger"] == "uvicorn.error" and "Uvicorn running" in r["message"] for r in records
+    )
     access = [r for r in records if r["logger"] == "uvicorn.access"]
-    assert {"path": "/metrics", "status": 401} in [{"path": r["path"], "status": r["status"]}
-                                                    for r in access]
+    assert {"path": "/metrics", "status": 401} in [
+        {"path": r["path"], "status": r["status"]} for r in access
+    ]
     assert TOKEN not in log
     stray = [line for line in log.splitlines() if "INFO:" in line or "WARNING:" in line]
     assert not stray, f"text log lines in JSON mode: {stray[:3]}"
