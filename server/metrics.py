@@ -193,9 +193,13 @@ class _SharedGauges:
             labels = self.LABELS.get(family.name, ())
             gauge = self._gauges.get(family.name)
             if gauge is None:
-                mode = "livesum" if family.name in self.SUMMED else "livemax"
+                summed = family.name in self.SUMMED
                 gauge = self._gauges[family.name] = Gauge(
-                    family.name, family.documentation, labels, registry=None, multiprocess_mode=mode
+                    family.name,
+                    family.documentation,
+                    labels,
+                    registry=None,
+                    multiprocess_mode="livesum" if summed else "livemax",
                 )
             if not labels:
                 gauge.set(family.samples[0].value)
