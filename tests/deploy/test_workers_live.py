@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import time
 
@@ -51,6 +52,19 @@ def uid_ranges_seen(url: str, tries: int = 40) -> set[str]:
     return seen
 
 
+def worker_pids(supervisor: int) -> list[int]:
+    """The supervisor's children that serve on its socket (``--listen-fd``)."""
+    found = []
+    for pid in process_tree(supervisor)[1:]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"--listen-fd" in f.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 def at_least(items, count: int):
     """``items`` if it holds ``count`` of them, else None (for ``wait_for``)."""
     return items if len(items) >= count else None
@@ -61,18 +75,7 @@ def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
         tmp_path, "--workers", "2", "--max-sessions", "20", "--log-level", "warning"
     ) as server:
         supervisor = server.proc.pid
-        workers = wait_for(
-            lambda: (
-                len(process_tree(supervisor)) >= 5
-                and [
-                    p
-                    for p in process_tree(supervisor)
-                    if p != supervisor and open(f"/proc/{p}/cmdline").read().count("--listen-fd")
-                ]
-            ),
-            60,
-            "two workers",
-        )
+        workers = wait_for(lambda: at_least(worker_pids(supervisor), 2), 60, "two workers")
         ranges = wait_for(
             lambda: at_least(uid_ranges_seen(server.url), 2),
             60,
@@ -127,6 +130,18 @@ def test_two_workers_share_the_port_and_count_as_one_server(tmp_path):
     time.sleep(0.5)
     left = [p for p in tree if alive(p)]
     assert not left, f"processes left after the supervisor exited: {left}"
+
+
+def test_a_worker_that_dies_stops_the_others_and_the_supervisor_fails(tmp_path):
+    with ServeProcess(tmp_path, "--workers", "2", "--log-level", "warning") as server:
+        supervisor = server.proc.pid
+        workers = wait_for(lambda: at_least(worker_pids(supervisor), 2), 60, "two workers")
+        tree = process_tree(supervisor)
+        os.kill(workers[0], signal.SIGKILL)
+        assert server.proc.wait(timeout=60) == 1, "the process manager must see a failure"
+        wait_for(lambda: not [p for p in tree if alive(p)], 60, "the other worker must stop")
+        log = server.log()
+    assert f"worker {workers[0]} exited with -9; stopping the others" in log
 
 
 def test_workers_of_a_killed_supervisor_drain_and_exit(tmp_path):
