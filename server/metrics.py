@@ -5,7 +5,7 @@
 * counters: ``analyst_env_resets_total{status}`` (``ready``, ``error``: a sandbox or
   setup failure), ``analyst_env_steps_total{tool}`` (tool calls over ``/ws``, HTTP
   ``/step`` and ``/mcp``), ``analyst_env_errors_total{operation,reason}`` (resets
-  and tool calls refused: unknown task, bad arguments, unknown tool, ...) and
+  and tool calls refused: unknown task, bad arguments, unknown tool, ...),
   ``analyst_env_sandbox_failures_total{stage}`` (a sandbox that failed to start or
   failed during a step) and ``analyst_env_kernel_restarts_total{reason}`` (a cell's
   kernel replaced: it ``died`` or ran past the ``timeout``);
@@ -101,9 +101,7 @@ class ServerMetrics:
         )
         self.kernel_restarts = Counter(
             "analyst_env_kernel_restarts",
-            "Kernels replaced during a "
-            "cell: it died (killed, out of memory) or ran past the "
-            "timeout",
+            "Kernels replaced during a cell: it died (killed, out of memory) or ran past the timeout",
             ["reason"],
             registry=reg,
         )
