@@ -101,7 +101,7 @@ class ServerMetrics:
         )
         self.kernel_restarts = Counter(
             "analyst_env_kernel_restarts",
-            "Kernels replaced during a cell: it died (killed, out of memory) or ran past the timeout",
+            "Kernels replaced during a cell: it died (killed, out of memory) or timed out",
             ["reason"],
             registry=reg,
         )
