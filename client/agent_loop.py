@@ -63,10 +63,11 @@ async def play_episode(
     Returns:
         ``task_id``, ``episode_id``, ``reward``, ``end_reason`` (the server's
         ``final_answer``/``step_limit``, or ``no_tool_call``, ``max_turns``,
-        ``token_budget``, ``truncated_reply``, ``model_error``, ``env_error``,
+        ``token_budget``, ``truncated_reply``, ``policy_error``, ``model_error``, ``env_error``,
         ``reset_failed``),
         ``turns``, ``tool_calls``, ``tools`` (calls per tool name),
-        ``malformed_calls``, ``unknown_tool_calls``, ``prompt_tokens``,
+        ``malformed_calls``, ``unknown_tool_calls``, ``tool_errors`` (calls the server
+        answered with an error), ``prompt_tokens``,
         ``completion_tokens``, ``retries`` (of model requests), ``duration_s``, and
         ``error`` (what broke) plus ``transient`` (whether re-running could help)
         when something broke.
@@ -82,6 +83,7 @@ async def play_episode(
         "tools": {},
         "malformed_calls": 0,
         "unknown_tool_calls": 0,
+        "tool_errors": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "retries": 0,
@@ -149,6 +151,9 @@ async def _play(
         messages.append(reply.message())
         native = bool(reply.tool_calls)
         calls = _native_calls(reply.tool_calls) if native else parse_tool_calls(reply.content)
+        if reply.error is not None:
+            row.update(end_reason="policy_error", error=reply.error)
+            return
         if not calls:
             truncated = reply.finish_reason == "length"
             row["end_reason"] = "truncated_reply" if truncated else "no_tool_call"
@@ -166,6 +171,9 @@ async def _play(
                 row["unknown_tool_calls"] += 1
             result = await env.step(CallToolAction(tool_name=name, arguments=arguments))
             responses.append(result.observation.text)
+            outcome = result.observation.result
+            failed = isinstance(outcome, dict) and bool(outcome.get("is_error"))
+            row["tool_errors"] += failed or result.observation.error is not None
             if result.done:
                 _ended(row, result)
                 return

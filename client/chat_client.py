@@ -52,6 +52,8 @@ class ChatReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     attempts: int = 1
+    error: str | None = None
+    """Set by a scripted policy that cannot go on (one of its steps failed): ends the episode."""
 
     def message(self) -> dict[str, Any]:
         """The turn as an assistant message to send back in the conversation."""

@@ -84,7 +84,7 @@ class ScriptedPolicy:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         last = messages[-1]
         if turn and last["role"] == "tool" and str(last["content"]).startswith("Error"):
-            return ChatReply(content=f"step {plan[turn - 1].tool} failed: {last['content']}")
+            return ChatReply(error=f"step {plan[turn - 1].tool} failed: {last['content']}")
         if turn >= len(plan):
             return ChatReply(content="the script is over")
         step = plan[turn]

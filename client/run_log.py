@@ -60,8 +60,9 @@ def run_id_for(config: dict[str, Any]) -> str:
 
 def episode_id_for(run_id: str, task_id: str, sample: int) -> str:
     """The episode id of one sample: unique per run, short enough for trajectory file names."""
-    digest = hashlib.sha256(f"{run_id}\0{task_id}".encode()).hexdigest()[:12]
-    return f"eval-{run_id[-10:]}-{digest}-s{sample}"
+    run = hashlib.sha256(run_id.encode()).hexdigest()[:8]
+    task = hashlib.sha256(f"{run_id}\0{task_id}".encode()).hexdigest()[:12]
+    return f"eval-{run}-{task}-s{sample}"
 
 
 class RunLog:

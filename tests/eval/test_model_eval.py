@@ -104,7 +104,7 @@ def test_malformed_native_calls_are_answered_and_the_episode_goes_on(
 def test_unknown_tools_get_the_servers_error(standin, env_url, eval_tasks, tmp_path):
     standin.use("unknown-tool")
     row = rows_of(evaluate(standin, env_url, eval_tasks[:1], tmp_path))["tiny-csv"]
-    assert row["reward"] == 1.0 and row["unknown_tool_calls"] == 1
+    assert row["reward"] == 1.0 and row["unknown_tool_calls"] == 1 and row["tool_errors"] == 1
     assert row["tools"] == {"drop_database": 1, "final_answer": 1}
     told = standin.requests_for(eval_tasks[0])[1]["messages"][-1]["content"]
     assert "Unknown tool: 'drop_database'" in told

@@ -1,4 +1,4 @@
-"""The Runs page's JSON routes on the real server: runs written by ``run_eval`` into its state dir."""
+"""The Runs page's JSON routes on the real server, over runs that ``run_eval`` wrote there."""
 
 from __future__ import annotations
 
