@@ -201,7 +201,9 @@ def _native_calls(raw_calls: list[dict[str, Any]]) -> list[dict[str, Any] | str]
     """Native ``tool_calls`` as ``{"name", "arguments"}`` dicts, or an error string per bad one."""
     calls: list[dict[str, Any] | str] = []
     for raw in raw_calls:
-        function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+        function = raw.get("function")
+        if not isinstance(function, dict):
+            function = {}
         name = function.get("name")
         if not isinstance(name, str) or not name:
             calls.append("a tool call must name a function")

@@ -200,16 +200,21 @@ def _detail(answer: httpx.Response) -> str:
     return text[:300] + ("…" if len(text) > 300 else "") if text else answer.reason_phrase
 
 
+def _of_type(value: Any, kind: type, default: Any) -> Any:
+    """``value`` if it is a ``kind``, else ``default``: endpoints send nulls and odd shapes."""
+    return value if isinstance(value, kind) else default
+
+
 def _parse_reply(data: dict[str, Any], attempts: int) -> ChatReply:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ChatError(f"the answer has no choices: {str(data)[:200]}")
     choice = choices[0]
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+    message = _of_type(choice.get("message"), dict, {})
+    usage = _of_type(data.get("usage"), dict, {})
+    calls = _of_type(message.get("tool_calls"), list, [])
     return ChatReply(
-        content=message.get("content") if isinstance(message.get("content"), str) else "",
+        content=_of_type(message.get("content"), str, ""),
         tool_calls=[c for c in calls if isinstance(c, dict)],
         finish_reason=choice.get("finish_reason"),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),

@@ -107,7 +107,7 @@ def render_html(report: dict[str, Any]) -> str:
     who = model.get("name") or report.get("policy") or "?"
     tokens = report.get("tokens") or {}
     pass_k = report.get("pass_at_k") or {}
-    headline = [
+    headline: list[list[Any]] = [
         ["dataset", report.get("dataset")],
         ["policy / model", who],
         ["endpoint", model.get("url") or "–"],

@@ -164,60 +164,12 @@ async def run_eval(
         "tasks_planned": len(tasks),
     }
     log = RunLog(run_dir / LOG_NAME, header, fresh=settings.fresh)
-    try:
-        done = log.finished()
-        if on_start is not None:
-            on_start(sum(1 for k in done if k[1] < settings.samples))
-        if settings.model is not None:
-            rows = await _run_model(settings, tasks, base_url, headers, on_result, log, run_id)
-        else:
-            rows = await evaluate(
-                base_url,
-                tasks,
-                settings.policy or "null",
-                concurrency=settings.concurrency,
-                headers=headers,
-                on_result=on_result,
-                samples=settings.samples,
-                max_turns=settings.max_turns,
-                token_budget=settings.token_budget,
-                seed=settings.seed,
-                log=log,
-                run_id=run_id,
-            )
-    finally:
-        log.close()
-    run = {**log.header, "finished_at": time.time()}
-    report = build_report(run, latest_rows(rows))
-    report["finished_at"] = run["finished_at"]
-    write_reports(report, run_dir, json_path)
-    return report, run_dir
 
-
-async def _run_model(settings, tasks, base_url, headers, on_result, log, run_id):
-    api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-    chat = ChatClient(
-        settings.model_url,
-        settings.model,
-        api_key=api_key,
-        timeout_s=settings.request_timeout_s,
-        retries=settings.retries,
-        backoff_s=settings.retry_backoff_s,
-        sampling=settings.sampling(),
-    )
-    async with chat:
-        tool_format = settings.tool_format
-        if tool_format == "auto":
-            tool_format = "native" if await chat.supports_native_tools() else "text"
-        log.header["model"] = {
-            "name": settings.model,
-            "url": settings.model_url,
-            "tool_format": tool_format,
-        }
+    async def play(policy: str | ModelPolicy) -> list[dict[str, Any]]:
         return await evaluate(
             base_url,
             tasks,
-            ModelPolicy(chat, tool_format),
+            policy,
             concurrency=settings.concurrency,
             headers=headers,
             on_result=on_result,
@@ -228,6 +180,44 @@ async def _run_model(settings, tasks, base_url, headers, on_result, log, run_id)
             log=log,
             run_id=run_id,
         )
+
+    try:
+        done = log.finished()
+        if on_start is not None:
+            on_start(sum(1 for k in done if k[1] < settings.samples))
+        if settings.model is None:
+            rows = await play(settings.policy or "null")
+        else:
+            async with chat_client(settings) as chat:
+                tool_format = settings.tool_format
+                if tool_format == "auto":
+                    tool_format = "native" if await chat.supports_native_tools() else "text"
+                log.header["model"] = {
+                    "name": settings.model,
+                    "url": settings.model_url,
+                    "tool_format": tool_format,
+                }
+                rows = await play(ModelPolicy(chat, tool_format))
+    finally:
+        log.close()
+    run = {**log.header, "finished_at": time.time()}
+    report = build_report(run, latest_rows(rows))
+    report["finished_at"] = run["finished_at"]
+    write_reports(report, run_dir, json_path)
+    return report, run_dir
+
+
+def chat_client(settings: EvalSettings) -> ChatClient:
+    """The client of the run's model endpoint (the API key read from ``--api-key-env``)."""
+    return ChatClient(
+        settings.model_url or "",
+        settings.model or "",
+        api_key=os.environ.get(settings.api_key_env) if settings.api_key_env else None,
+        timeout_s=settings.request_timeout_s,
+        retries=settings.retries,
+        backoff_s=settings.retry_backoff_s,
+        sampling=settings.sampling(),
+    )
 
 
 def write_reports(

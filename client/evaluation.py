@@ -12,7 +12,7 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from analyst_env.client.agent_loop import Policy, play_episode
@@ -49,7 +49,7 @@ async def run_episode(
     task: Task,
     answer: str,
     headers: dict[str, str] | None,
-    steps: list[ToolCall] = (),
+    steps: Sequence[ToolCall] = (),
     *,
     record: FrameSink | None = None,
 ) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class RunLog:
 
     def finished(self) -> dict[tuple[str, int], dict[str, Any]]:
         """Episodes not to play again: the newest row per (task, sample), unless transient."""
-        done = {}
+        done: dict[tuple[str, int], dict[str, Any]] = {}
         for row in self.previous:
             key = (row["task_id"], int(row.get("sample", 0)))
             if row.get("transient"):
