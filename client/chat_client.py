@@ -115,13 +115,15 @@ class ChatClient:
         return _parse_reply(data, attempts)
 
     async def supports_native_tools(self) -> bool:
-        """Whether the endpoint accepts a ``tools`` list (one tiny request).
+        """Whether the endpoint accepts a ``tools`` list (one short request, two if not).
 
-        A 400/404/422 answer to a request that only differs by its ``tools`` means
-        it does not (vLLM without a tool parser, llama.cpp without ``--jinja``).
+        A 400/404/422 answer to a request with ``tools`` means it does not (vLLM
+        without a tool parser, llama.cpp without ``--jinja``) only if the same
+        request without ``tools`` is accepted; otherwise the endpoint refuses the
+        model or the settings, and that error is raised.
 
         Raises:
-            ChatError: The endpoint is unreachable or failing (not a tools question).
+            ChatError: The endpoint is unreachable, failing, or refuses the request itself.
         """
         probe = {
             "type": "function",
@@ -135,13 +137,12 @@ class ChatClient:
             "model": self.model,
             "messages": [{"role": "user", "content": "Say ok."}],
             **self.sampling,
-            "max_tokens": 1,
-            "tools": [probe],
         }
         try:
-            await self._post(body)
+            await self._post({**body, "tools": [probe]})
         except ChatError as exc:
             if exc.status in (400, 404, 422):
+                await self._post(body)  # raises when the request fails without tools too
                 return False
             raise
         return True

@@ -86,6 +86,9 @@ class StandIn:
     async def _complete(self, request: Request) -> JSONResponse:
         body = await request.json()
         messages = body["messages"]
+        if self.script == "no-such-model":
+            message = f"The model `{body.get('model')}` does not exist."
+            return JSONResponse({"error": {"message": message}}, status_code=404)
         if body.get("tools") and not self.native_tools:
             return JSONResponse(
                 {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice'}},

@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from analyst_env.client.chat_client import ChatError
 from analyst_env.client.eval_run import EvalSettings, run_eval
 from analyst_env.client.prompts import SYSTEM_PROMPT, task_prompt
 from analyst_env.client.run_log import episode_id_for
@@ -165,6 +166,12 @@ def test_a_down_endpoint_fails_transiently_and_the_run_resumes(
     assert again["mean_reward"] == 1.0 and again["errors"] == 0 and again["episodes"] == 3
     log = (tmp_path / "runs" / report["run_id"] / "log.jsonl").read_text().splitlines()
     assert len(log) == 1 + 3 + 3  # the header, the failed episodes, their re-runs
+
+
+def test_an_endpoint_that_refuses_the_model_stops_the_run(standin, env_url, eval_tasks, tmp_path):
+    standin.use("no-such-model")
+    with pytest.raises(ChatError, match="HTTP 404.*does not exist"):
+        evaluate(standin, env_url, eval_tasks, tmp_path)
 
 
 def test_samples_give_unbiased_pass_at_k(standin, env_url, eval_tasks, tmp_path):
