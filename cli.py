@@ -201,6 +201,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         bar.close()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: the {tally['n']} episode(s) finished in this run are kept in its log "
+              f"under {settings.runs_dir}; run the same command again to resume", file=sys.stderr)
+        return 130
     bar.close()
     for task in [t for t in result["tasks"] if "error" in t][:10]:
         print(f"  {task['task_id']}: {task['error']}", file=sys.stderr)

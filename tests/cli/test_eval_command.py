@@ -99,7 +99,9 @@ def test_an_interrupted_run_resumes_where_it_stopped(standin, tmp_path):
             assert first.poll() is None, first.communicate()
             time.sleep(0.1)
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=120)
+        _, stderr = first.communicate(timeout=120)
+        assert first.returncode == 130 and b"run the same command again to resume" in stderr
+        assert b"Traceback" not in stderr
     finally:
         if first.poll() is None:
             first.kill()
