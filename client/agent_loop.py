@@ -149,11 +149,11 @@ async def _play(
         row["completion_tokens"] += reply.completion_tokens
         row["retries"] += reply.attempts - 1
         messages.append(reply.message())
-        native = bool(reply.tool_calls)
-        calls = _native_calls(reply.tool_calls) if native else parse_tool_calls(reply.content)
         if reply.error is not None:
             row.update(end_reason="policy_error", error=reply.error)
             return
+        native = bool(reply.tool_calls)
+        calls = _native_calls(reply.tool_calls) if native else parse_tool_calls(reply.content)
         if not calls:
             truncated = reply.finish_reason == "length"
             row["end_reason"] = "truncated_reply" if truncated else "no_tool_call"

@@ -15,8 +15,10 @@ import pytest
 
 from analyst_env.client.chat_client import ChatError
 from analyst_env.client.eval_run import EvalSettings, run_eval
+from analyst_env.client.evaluation import evaluate as evaluate_policy
 from analyst_env.client.prompts import SYSTEM_PROMPT, task_prompt
 from analyst_env.client.run_log import episode_id_for
+from analyst_env.datasets.task import ToolCall
 from analyst_env.server.trajectories import read_trajectory, trajectories_dir
 
 pytestmark = pytest.mark.live
@@ -199,3 +201,15 @@ def test_the_prompt_is_the_trainers_prompt(standin, env_url, eval_tasks, tmp_pat
     with AnalystEnv(base_url=env_url).sync() as env:
         obs = env.reset(task_id="tiny-csv").observation
     assert user == task_prompt(obs.instruction, obs.files)
+
+
+def test_oracle_and_null_are_policies_of_the_same_loop(env_url, eval_tasks):
+    oracle = asyncio.run(evaluate_policy(env_url, eval_tasks, "oracle", samples=2))
+    null = asyncio.run(evaluate_policy(env_url, eval_tasks, "null"))
+    assert [r["reward"] for r in oracle] == [1.0] * 6 and {r["sample"] for r in oracle} == {0, 1}
+    assert [r["reward"] for r in null] == [0.0] * 3
+    assert all(r["end_reason"] == "final_answer" and "error" not in r for r in oracle + null)
+    broken = eval_tasks[0].model_copy(update={"oracle_steps": [ToolCall(tool="no_such_tool")]})
+    (row,) = asyncio.run(evaluate_policy(env_url, [broken], "oracle"))
+    assert row["end_reason"] == "policy_error" and row["reward"] == 0.0
+    assert row["error"].startswith("step no_such_tool failed: Error: Unknown tool")
