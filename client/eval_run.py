@@ -9,6 +9,7 @@ it when asked).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -149,7 +150,7 @@ async def run_eval(
     config = {**settings.config(), "tasks": task_digest(tasks)}
     run_id = settings.run_name or run_id_for(config)
     run_dir = Path(settings.runs_dir).expanduser() / run_id
-    header = {
+    header: dict[str, Any] = {
         "run_id": run_id,
         "config": config,
         "started_at": time.time(),
@@ -163,43 +164,40 @@ async def run_eval(
         "token_budget": settings.token_budget,
         "tasks_planned": len(tasks),
     }
-    log = RunLog(run_dir / LOG_NAME, header, fresh=settings.fresh)
-
-    async def play(policy: str | ModelPolicy) -> list[dict[str, Any]]:
-        return await evaluate(
-            base_url,
-            tasks,
-            policy,
-            concurrency=settings.concurrency,
-            headers=headers,
-            on_result=on_result,
-            samples=settings.samples,
-            max_turns=settings.max_turns,
-            token_budget=settings.token_budget,
-            seed=settings.seed,
-            log=log,
-            run_id=run_id,
-        )
-
-    try:
-        done = log.finished()
-        if on_start is not None:
-            on_start(sum(1 for k in done if k[1] < settings.samples))
-        if settings.model is None:
-            rows = await play(settings.policy or "null")
-        else:
-            async with chat_client(settings) as chat:
-                tool_format = settings.tool_format
-                if tool_format == "auto":
-                    tool_format = "native" if await chat.supports_native_tools() else "text"
-                log.header["model"] = {
-                    "name": settings.model,
-                    "url": settings.model_url,
-                    "tool_format": tool_format,
-                }
-                rows = await play(ModelPolicy(chat, tool_format))
-    finally:
-        log.close()
+    async with contextlib.AsyncExitStack() as stack:
+        policy: str | ModelPolicy = settings.policy or "null"
+        if settings.model is not None:  # settle the endpoint before a run directory exists
+            chat = await stack.enter_async_context(chat_client(settings))
+            tool_format = settings.tool_format
+            if tool_format == "auto":
+                tool_format = "native" if await chat.supports_native_tools() else "text"
+            header["model"] = {
+                "name": settings.model,
+                "url": settings.model_url,
+                "tool_format": tool_format,
+            }
+            policy = ModelPolicy(chat, tool_format)
+        log = RunLog(run_dir / LOG_NAME, header, fresh=settings.fresh)
+        log.header["model"] = header.get("model")
+        try:
+            if on_start is not None:
+                on_start(sum(1 for key in log.finished() if key[1] < settings.samples))
+            rows = await evaluate(
+                base_url,
+                tasks,
+                policy,
+                concurrency=settings.concurrency,
+                headers=headers,
+                on_result=on_result,
+                samples=settings.samples,
+                max_turns=settings.max_turns,
+                token_budget=settings.token_budget,
+                seed=settings.seed,
+                log=log,
+                run_id=run_id,
+            )
+        finally:
+            log.close()
     run = {**log.header, "finished_at": time.time()}
     report = build_report(run, latest_rows(rows))
     report["finished_at"] = run["finished_at"]

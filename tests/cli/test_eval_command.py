@@ -178,3 +178,4 @@ def test_an_unreachable_endpoint_is_reported_not_crashed(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "connection failed" in proc.stderr and "after 2 attempts" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists()  # no empty run is left behind

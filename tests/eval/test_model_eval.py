@@ -174,6 +174,7 @@ def test_an_endpoint_that_refuses_the_model_stops_the_run(standin, env_url, eval
     standin.use("no-such-model")
     with pytest.raises(ChatError, match="HTTP 404.*does not exist"):
         evaluate(standin, env_url, eval_tasks, tmp_path)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_samples_give_unbiased_pass_at_k(standin, env_url, eval_tasks, tmp_path):
