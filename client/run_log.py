@@ -113,7 +113,10 @@ class RunLog:
 
 
 def read_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-    """The header and episode rows of a log (a torn last line skipped); None without a header."""
+    """The header and episode rows of a log; None without a header.
+
+    Lines that are not JSON (a torn last line) or not a usable episode row are skipped.
+    """
     header = None
     rows = []
     with open(path, encoding="utf-8") as fh:
@@ -126,10 +129,21 @@ def read_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | 
                 continue
             if record.get("type") == "run" and header is None:
                 header = record
-            elif record.get("type") == "episode" and "task_id" in record:
+            elif record.get("type") == "episode" and _is_row(record):
                 record.pop("type")
                 rows.append(record)
     return (header, rows) if header is not None else None
+
+
+def _is_row(record: dict[str, Any]) -> bool:
+    """An episode line the reports can use: a task id, a numeric reward, an integer sample."""
+    reward, sample = record.get("reward"), record.get("sample", 0)
+    return (
+        isinstance(record.get("task_id"), str)
+        and isinstance(reward, int | float)
+        and not isinstance(reward, bool)
+        and isinstance(sample, int)
+    )
 
 
 def latest_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -83,7 +83,13 @@ def test_a_partial_run_shows_what_it_has(two_runs, env_url, eval_state_dir):
     partial = runs_dir(eval_state_dir) / "partial-run"
     partial.mkdir(exist_ok=True)
     lines = log.read_text().splitlines()
-    (partial / "log.jsonl").write_text("\n".join(lines[:3]) + '\n{"type": "episode", "tor')
+    junk = [
+        '{"type": "episode", "task_id": 7, "reward": 1}',
+        '{"type": "episode", "task_id": "x"}',
+        "[1, 2]",
+        '{"type": "episode", "tor',
+    ]
+    (partial / "log.jsonl").write_text("\n".join([*lines[:3], *junk]))
     report = httpx.get(f"{env_url}/web/api/runs/partial-run").json()
     assert report["episodes"] == 2 and not report["complete"] and not report["has_html"]
     assert httpx.get(f"{env_url}/web/api/runs/partial-run/report.html").status_code == 404
