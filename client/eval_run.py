@@ -76,9 +76,14 @@ class EvalSettings:
             )
         if self.tool_format not in ("auto", "native", "text"):
             raise ValueError("--tool-format must be auto, native or text")
-        for name in ("samples", "max_turns", "concurrency"):
-            if getattr(self, name) < 1:
+        for name in ("samples", "max_turns", "concurrency", "limit", "token_budget", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.retries < 0 or self.retry_backoff_s < 0 or self.request_timeout_s <= 0:
+            raise ValueError(
+                "--retries and --retry-backoff cannot be negative, --request-timeout must be > 0"
+            )
         if self.api_key_env and not os.environ.get(self.api_key_env):
             raise ValueError(f"--api-key-env {self.api_key_env}: that variable is not set")
         if self.run_name is not None and slug(self.run_name, 120) != self.run_name:

@@ -136,6 +136,11 @@ def test_an_interrupted_run_resumes_where_it_stopped(standin, tmp_path):
             "NO_SUCH_VAR_17: that variable is not set",
         ),
         (["--policy", "oracle", "--split", "nope"], "no tasks in split 'nope'"),
+        (["--policy", "oracle", "--limit", "-1"], "--limit must be at least 1"),
+        (
+            ["--model", "m", "--model-url", "http://127.0.0.1:9/v1", "--retries", "-1"],
+            "--retries and --retry-backoff cannot be negative",
+        ),
     ],
 )
 def test_bad_settings_are_refused_with_a_reason(tmp_path, args, says):
