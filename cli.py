@@ -162,43 +162,74 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
     from tqdm import tqdm
 
-    from analyst_env.client.evaluation import evaluate, report
+    from analyst_env.client.chat_client import ChatError
+    from analyst_env.client.eval_run import EvalSettings, run_eval, select_tasks
+    from analyst_env.client.run_log import RunMismatch, runs_dir
     from analyst_env.datasets import load_dataset
 
-    tasks = load_dataset(args.dataset).tasks
-    if args.limit:
-        tasks = tasks[: args.limit]
+    settings = EvalSettings(
+        dataset=args.dataset, policy=args.policy, model=args.model, model_url=args.model_url,
+        api_key_env=args.api_key_env, tool_format=args.tool_format, samples=args.samples,
+        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+        seed=args.seed, max_turns=args.max_turns, token_budget=args.token_budget,
+        split=args.split, limit=args.limit, concurrency=args.concurrency,
+        request_timeout_s=args.request_timeout, retries=args.retries,
+        retry_backoff_s=args.retry_backoff, run_name=args.run_name, fresh=args.fresh,
+        runs_dir=args.runs_dir or str(runs_dir(_settings(args).state_dir)),
+    )
+    try:
+        settings.check()
+        tasks = select_tasks(load_dataset(args.dataset).tasks, args.split, args.limit)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-    bar = tqdm(total=len(tasks), desc=f"{args.policy} on {args.dataset}", unit="task", file=sys.stderr)
+    who = args.model or args.policy
+    bar = tqdm(total=len(tasks) * args.samples, desc=f"{who} on {args.dataset}", unit="ep",
+               file=sys.stderr)
+    tally = {"n": 0, "solved": 0, "reward": 0.0}
 
-    def progress(_row: dict[str, Any]) -> None:
+    def progress(row: dict[str, Any]) -> None:
+        tally["n"] += 1
+        tally["solved"] += row["reward"] >= 1.0
+        tally["reward"] += row["reward"]
+        bar.set_postfix(acc=f"{tally['solved'] / tally['n']:.3f}",
+                        reward=f"{tally['reward'] / tally['n']:.3f}", refresh=False)
         bar.update(1)
 
-    def run(url: str) -> list[dict[str, Any]]:
-        return asyncio.run(
-            evaluate(url, tasks, args.policy, concurrency=args.concurrency, headers=headers, on_result=progress)
-        )
+    def run(url: str):
+        return asyncio.run(run_eval(settings, tasks, url, headers=headers, on_result=progress,
+                                    on_start=bar.update, json_path=args.json))
 
-    if args.url:
-        rows = run(args.url)
-    else:
-        from analyst_env.client.local_server import BackgroundServer
-        from analyst_env.server.app import build_app
+    try:
+        if args.url:
+            result, run_dir = run(args.url)
+        else:
+            from analyst_env.client.local_server import BackgroundServer
+            from analyst_env.server.app import build_app
 
-        settings = _settings(args).model_copy(update={"max_sessions": max(args.concurrency, 1)})
-        with BackgroundServer(build_app(settings)) as url:
-            rows = run(url)
+            served = _settings(args).model_copy(update={"max_sessions": args.concurrency + 2})
+            with BackgroundServer(build_app(served)) as url:
+                result, run_dir = run(url)
+    except (RunMismatch, ChatError, ValueError) as exc:
+        bar.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: the {tally['n']} episode(s) finished in this run are kept in its log "
+              f"under {settings.runs_dir}; run the same command again to resume", file=sys.stderr)
+        return 130
     bar.close()
-    result = report(args.dataset, args.policy, rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-    failed = [r for r in rows if "error" in r]
-    for r in failed[:10]:
-        print(f"  {r['task_id']}: {r['error']}", file=sys.stderr)
-    print(f"{args.policy} on {args.dataset}: n={result['n']} mean_reward={result['mean_reward']:.4f} errors={len(failed)}")
+    for task in [t for t in result["tasks"] if "error" in t][:10]:
+        print(f"  {task['task_id']}: {task['error']}", file=sys.stderr)
+    pass_k = " ".join(f"pass@{k}={v:.4f}" for k, v in result["pass_at_k"].items())
+    print(f"{who} on {args.dataset}: n={result['n']} mean_reward={result['mean_reward']:.4f} "
+          f"{pass_k} errors={result['errors']}")
+    print(f"run {result['run_id']}: {run_dir}/report.html", file=sys.stderr)
     return 0
 
 
@@ -325,14 +356,36 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--json", action="store_true", help="Print the public task specs as JSON")
     tasks.set_defaults(func=cmd_tasks)
 
-    ev = sub.add_parser("eval", help="Run a fixed policy over a dataset through the protocol")
-    ev.add_argument("--dataset", required=True)
-    ev.add_argument("--policy", required=True, choices=["oracle", "null"])
-    ev.add_argument("--url", help="Evaluate against this server (default: start one in-process)")
-    ev.add_argument("--json", help="Write the report here")
-    ev.add_argument("--concurrency", type=int, default=8, help="Episodes in flight (default 8)")
+    ev = sub.add_parser("eval", help="Evaluate a model (or the oracle/null policy) on a dataset")
+    ev.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
+    who = ev.add_mutually_exclusive_group(required=True)
+    who.add_argument("--policy", choices=["oracle", "null"], help="A scripted policy")
+    who.add_argument("--model", help="The model name sent to --model-url")
+    ev.add_argument("--model-url", help="OpenAI-compatible endpoint base, e.g. http://host:8000/v1")
+    ev.add_argument("--api-key-env", help="Environment variable holding the endpoint's API key")
+    ev.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
+                    help="native tool calls, the text <tool_call> form, or auto (probe)")
+    ev.add_argument("--samples", type=int, default=1, help="Episodes per task, for pass@k")
+    ev.add_argument("--temperature", type=float)
+    ev.add_argument("--top-p", type=float)
+    ev.add_argument("--max-tokens", type=int, help="Completion tokens per reply")
+    ev.add_argument("--seed", type=int, help="Sampling seed (sent to the endpoint) and reset seed")
+    ev.add_argument("--max-turns", type=int, default=20, help="Replies per episode (default 20)")
+    ev.add_argument("--token-budget", type=int, help="Completion tokens per episode")
+    ev.add_argument("--split", help="Only this split")
     ev.add_argument("--limit", type=int, help="Only the first N tasks")
+    ev.add_argument("--url", help="Evaluate against this server (default: start one in-process)")
     ev.add_argument("--token", help="Bearer token for --url")
+    ev.add_argument("--json", help="Also write the report here (and the HTML report beside it)")
+    ev.add_argument("--concurrency", type=int, default=8, help="Episodes in flight (default 8)")
+    ev.add_argument("--request-timeout", type=float, default=300.0,
+                    help="Seconds per model request (default 300)")
+    ev.add_argument("--retries", type=int, default=4, help="Retries of a 429, 5xx or timeout")
+    ev.add_argument("--retry-backoff", type=float, default=1.0,
+                    help="First retry wait in seconds, doubled each retry (default 1)")
+    ev.add_argument("--runs-dir", help="Where runs live (default: <state_dir>/runs)")
+    ev.add_argument("--run-name", help="Name the run (default: derived from its settings)")
+    ev.add_argument("--fresh", action="store_true", help="Start the run over instead of resuming")
     ev.set_defaults(func=cmd_eval)
 
     va = sub.add_parser(

@@ -1,27 +1,27 @@
-"""Drive whole episodes over the protocol with a fixed policy and collect rewards.
+"""Drive whole episodes over the protocol and collect rewards: ``analyst-env eval``'s engine.
 
-``oracle`` submits each task's known-good answer and ``null`` an empty one:
-together they check that a served dataset is solvable (oracle 1.0) and that
-its scorer cannot be gamed by saying nothing (null 0.0). The gold answers are
-read locally from the same dataset; the server never reveals them.
+:func:`evaluate` plays every task ``samples`` times with one policy (a model
+behind a chat endpoint, or the scripted ``oracle``/``null``) through the agent
+loop, a bounded number at a time, appending each row to the run's log as it
+finishes. :func:`run_episode` is the frame-recording runner ``validate`` uses
+to scan every frame of an oracle or null episode for leaked gold values. The
+gold answers are read locally from the same dataset; the server never reveals
+them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from analyst_env.client.agent_loop import Policy, play_episode
 from analyst_env.client.analyst_client import AnalystEnv
+from analyst_env.client.eval_report import task_facets
+from analyst_env.client.policies import ScriptedPolicy
+from analyst_env.client.run_log import RunLog, episode_id_for
 from analyst_env.datasets import Task
 from analyst_env.datasets.task import ToolCall
-
-POLICIES: dict[str, Callable[[Task], tuple[list[ToolCall], str]]] = {
-    "oracle": lambda task: (task.oracle_steps, task.oracle_answer),
-    "null": lambda task: ([], ""),
-}
-"""Each policy maps a task to (tool calls to make, answer to submit)."""
-
 
 FrameSink = Callable[[str, dict[str, Any]], None]
 """Receives each frame's data as it arrives: ``(label, data)``; see :func:`run_episode`."""
@@ -49,7 +49,7 @@ async def run_episode(
     task: Task,
     answer: str,
     headers: dict[str, str] | None,
-    steps: list[ToolCall] = (),
+    steps: Sequence[ToolCall] = (),
     *,
     record: FrameSink | None = None,
 ) -> dict[str, Any]:
@@ -71,7 +71,9 @@ async def run_episode(
         ``"reward_breakdown"`` / ``"end_reason"`` when the final observation has them.
     """
     sink = record or (lambda _label, _data: None)
-    async with _RecordingEnv(base_url=base_url, headers=headers, message_timeout_s=300, sink=sink) as env:
+    async with _RecordingEnv(
+        base_url=base_url, headers=headers, message_timeout_s=300, sink=sink
+    ) as env:
 
         async def ended(row: dict[str, Any]) -> dict[str, Any]:
             if record is not None:
@@ -84,20 +86,30 @@ async def run_episode(
             env.label = "state:reset"
             await env.state()
         if first.done:
-            return await ended({"task_id": task.id, "reward": 0.0, "error": first.observation.message})
+            return await ended(
+                {"task_id": task.id, "reward": 0.0, "error": first.observation.message}
+            )
         for i, step in enumerate(steps):
             env.label = f"step:{i}:{step.tool}"
             out = await env.call_tool(step.tool, **step.arguments)
-            failed = out.observation.error is not None or (out.observation.result or {}).get("is_error")
+            failed = out.observation.error is not None or (out.observation.result or {}).get(
+                "is_error"
+            )
             if failed or out.done:
                 reason = out.observation.text
                 return await ended(
-                    {"task_id": task.id, "reward": 0.0, "error": f"step {step.tool} failed: {reason}"}
+                    {
+                        "task_id": task.id,
+                        "reward": 0.0,
+                        "error": f"step {step.tool} failed: {reason}",
+                    }
                 )
         env.label = "final_answer"
         result = await env.final_answer(answer)
         if result.observation.error is not None:
-            return await ended({"task_id": task.id, "reward": 0.0, "error": result.observation.error.message})
+            return await ended(
+                {"task_id": task.id, "reward": 0.0, "error": result.observation.error.message}
+            )
         row: dict[str, Any] = {"task_id": task.id, "reward": float(result.reward or 0.0)}
         metadata = result.observation.metadata or {}
         for key in ("reward_breakdown", "end_reason"):
@@ -109,40 +121,61 @@ async def run_episode(
 async def evaluate(
     base_url: str,
     tasks: Iterable[Task],
-    policy: str,
+    policy: str | Policy,
     *,
     concurrency: int = 8,
     headers: dict[str, str] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    samples: int = 1,
+    max_turns: int = 20,
+    token_budget: int | None = None,
+    seed: int | None = None,
+    log: RunLog | None = None,
+    run_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run one episode per task with ``policy``; results in task order."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choose from {sorted(POLICIES)}")
-    choose = POLICIES[policy]
+    """Play ``samples`` episodes per task with ``policy`` in the agent loop; rows in task order.
+
+    Args:
+        base_url: The environment server.
+        tasks: The tasks (read locally: the scripted policies need their gold).
+        policy: ``"oracle"``, ``"null"`` or a :class:`~analyst_env.client.agent_loop.Policy`.
+        concurrency: Episodes in flight.
+        on_result: Called with each row as its episode finishes (a progress bar).
+        samples: Episodes per task (sample ``k`` of a task is row ``sample=k``).
+        log: The run's log: finished episodes in it are not played again, and
+            every new row is appended to it as soon as it exists.
+        run_id: Names the episodes (``episode_id_for``) so the trajectory store's
+            recordings can be found from the run.
+    """
+    if isinstance(policy, str):
+        policy = ScriptedPolicy(policy)
+    if samples < 1 or concurrency < 1:
+        raise ValueError("samples and concurrency must be at least 1")
+    tasks = list(tasks)
+    done = log.finished() if log is not None else {}
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(task: Task) -> dict[str, Any]:
+    async def one(task: Task, sample: int) -> dict[str, Any]:
+        if (task.id, sample) in done:
+            return done[task.id, sample]
         async with gate:
-            try:
-                steps, answer = choose(task)
-                row = await run_episode(base_url, task, answer, headers, steps)
-            except Exception as exc:  # a failed episode is a data point, not a crash
-                row = {"task_id": task.id, "reward": 0.0, "error": f"{type(exc).__name__}: {exc}"}
+            episode_id = episode_id_for(run_id, task.id, sample) if run_id else None
+            row = await play_episode(
+                base_url,
+                task,
+                policy,
+                headers=headers,
+                episode_id=episode_id,
+                seed=seed,
+                max_turns=max_turns,
+                token_budget=token_budget,
+            )
+        row = {"sample": sample, **task_facets(task), **row}
+        if log is not None:
+            log.append(row)
         if on_result is not None:
             on_result(row)
         return row
 
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
-
-
-def report(dataset: str, policy: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON report: dataset, policy, n, mean_reward and per-task rewards."""
-    n = len(rows)
-    return {
-        "dataset": dataset,
-        "policy": policy,
-        "n": n,
-        "mean_reward": sum(r["reward"] for r in rows) / n if n else 0.0,
-        "errors": sum(1 for r in rows if "error" in r),
-        "tasks": rows,
-    }
+    jobs = [one(task, k) for task in tasks for k in range(samples)]
+    return list(await asyncio.gather(*jobs))

@@ -18,7 +18,6 @@ Usage inside SkyRL's Ray entrypoint::
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,32 +25,11 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.prompts import hermes_tools_prompt, task_prompt
+from analyst_env.client.tool_calls import parse_tool_calls, tool_responses_text
+
+__all__ = ["AnalystSkyRLEnv", "export_parquet", "parse_tool_calls", "register"]
 
 ENV_CLASS = "analyst_env"
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-
-
-def parse_tool_calls(text: str) -> list[dict[str, Any] | str]:
-    """The ``<tool_call>`` blocks of ``text``: a ``{"name", "arguments"}`` dict each, or an error string."""
-    calls: list[dict[str, Any] | str] = []
-    for body in _TOOL_CALL.findall(text):
-        try:
-            call = json.loads(body)
-        except json.JSONDecodeError as exc:
-            calls.append(f"invalid JSON in <tool_call>: {exc}")
-            continue
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            calls.append('a <tool_call> must be {"name": ..., "arguments": {...}}')
-            continue
-        args = call.get("arguments") or {}
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                calls.append("the arguments of a <tool_call> must be a JSON object")
-                continue
-        calls.append({"name": call["name"], "arguments": args})
-    return calls
 
 
 class AnalystSkyRLEnv(BaseTextEnv):
@@ -117,8 +95,7 @@ class AnalystSkyRLEnv(BaseTextEnv):
         done = self.done or not calls or self.turns >= self.max_turns
         observations = []
         if responses and not done:
-            body = "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in responses)
-            observations = [{"role": "user", "content": body}]
+            observations = [{"role": "user", "content": tool_responses_text(responses)}]
         return BaseTextEnvStepOutput(
             observations=observations,
             reward=self.reward if done else 0.0,

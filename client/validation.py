@@ -9,8 +9,8 @@ A dataset is sound when, for each task, through the real server:
   verifier is deterministic);
 - **leak**: no gold value reaches the agent before it answers (below).
 
-Episodes run with :func:`analyst_env.client.evaluation.run_episode`, the same
-runner ``analyst-env eval`` uses; a task's three runs go one after another
+Episodes run with :func:`analyst_env.client.evaluation.run_episode`, which
+hands every frame to the leak scan; a task's three runs go one after another
 (oracle, null, repeat), tasks run concurrently.
 
 **The null run** is: reset, ``list_files``, ``final_answer("")``. The

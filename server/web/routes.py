@@ -30,6 +30,7 @@ from analyst_env.server.live import LiveHub
 from analyst_env.server.runtime import Runtime, TaskNotFoundError
 from analyst_env.server.web.previews import head_preview
 from analyst_env.server.web.replay import TrajectoryNotFound, list_trajectories, load_trajectory
+from analyst_env.server.web.runs import runs_router
 from analyst_env.server.web.stream import live_router
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -113,6 +114,7 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
             raise HTTPException(404, str(exc)) from None
 
     app.include_router(router)
+    app.include_router(runs_router(settings.state_dir), tags=["Web UI"])
     app.include_router(live_router(LiveHub.for_runtime(runtime)), tags=["Web UI"])
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
 

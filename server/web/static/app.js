@@ -87,6 +87,7 @@ const routes = [
   [/^#\/replay$/, viewReplayList, "replay"],
   [/^#\/replay\/(.+)$/, viewReplay, "replay"],
   [/^#\/envs$/, viewEnvs, "envs"],
+  ...RUN_ROUTES,
 ];
 
 async function route() {

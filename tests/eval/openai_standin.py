@@ -1,0 +1,211 @@
+"""A stand-in for an OpenAI-compatible model server, playing scripted policies.
+
+No model endpoint is reachable from the test machine, so this real HTTP server
+(FastAPI under uvicorn on a loopback port) answers ``POST /v1/chat/completions``
+the way vLLM or OpenAI do, and ``analyst-env eval`` talks to it with the very
+client it uses for real endpoints. What it answers is a script, chosen with
+:meth:`StandIn.use`; every request is kept in :attr:`StandIn.requests` so a test
+can check what the model was shown (the prompt, the tools, the tool results).
+
+The scripts know each task's gold (the test side reads it from the dataset);
+they find the task by the instruction at the start of the first user turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from analyst_env.client.local_server import BackgroundServer
+from analyst_env.client.tool_calls import parse_tool_calls
+from analyst_env.datasets import Task
+
+
+class StandIn:
+    """The stand-in server: ``with StandIn(tasks) as s: ... s.url + "/v1"``.
+
+    Args:
+        tasks: The tasks the scripts may be asked about (their gold answers).
+    """
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.tasks = tasks
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.use("oracle")
+        app = FastAPI()
+        app.post("/v1/chat/completions")(self._complete)
+        self._server = BackgroundServer(app)
+
+    def use(
+        self,
+        script: str,
+        *,
+        native_tools: bool = True,
+        delay_s: float = 0.0,
+        fail_first: list[int] = (),
+    ) -> None:
+        """Answer with ``script`` from now on; forget earlier requests.
+
+        Args:
+            native_tools: Accept a ``tools`` list (else answer it with a 400, like vLLM
+                started without a tool parser).
+            delay_s: Sleep this long before the first attempt at each turn.
+            fail_first: HTTP statuses to answer the first attempts at each turn with.
+        """
+        with self.lock:
+            self.script = script
+            self.native_tools = native_tools
+            self.delay_s = delay_s
+            self.fail_first = list(fail_first)
+            self.requests = []
+            self.attempts: Counter[str] = Counter()
+
+    def __enter__(self) -> StandIn:
+        self.url = self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.__exit__(*exc)
+
+    def requests_for(self, task: Task) -> list[dict[str, Any]]:
+        """The completion requests of the episodes of ``task``."""
+        return [
+            r
+            for r in self.requests
+            if _task_text(r["messages"]).startswith(task.instruction.strip())
+        ]
+
+    # ── the endpoint ──────────────────────────────────────────────────────────
+    async def _complete(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        messages = body["messages"]
+        if self.script == "no-such-model":
+            message = f"The model `{body.get('model')}` does not exist."
+            return JSONResponse({"error": {"message": message}}, status_code=404)
+        if body.get("tools") and not self.native_tools:
+            return JSONResponse(
+                {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice'}},
+                status_code=400,
+            )
+        if messages[0]["content"] == "Say ok.":  # the client's probe for native tools
+            return _answer("ok")
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        key = f"{_task_text(messages)[:200]}|{turn}"
+        with self.lock:
+            self.requests.append(body)
+            attempt = self.attempts[key]
+            self.attempts[key] += 1
+        if attempt < len(self.fail_first):
+            status = self.fail_first[attempt]
+            headers = {"Retry-After": "0"} if status == 429 else {}
+            return JSONResponse({"error": {"message": "busy"}}, status_code=status, headers=headers)
+        if attempt == 0 and self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        text = body.get("tools") is None
+        return getattr(self, f"_script_{self.script.replace('-', '_')}")(
+            self._task(messages), messages, turn, text
+        )
+
+    def _task(self, messages: list[dict[str, Any]]) -> Task:
+        prompt = _task_text(messages)
+        matches = [t for t in self.tasks if prompt.startswith(t.instruction.strip())]
+        if not matches:
+            raise LookupError(f"no task starts the prompt {prompt[:80]!r}")
+        return max(matches, key=lambda t: len(t.instruction))
+
+    # ── scripts: (task, messages, turn, text form?) -> a chat completion ───────
+    def _script_oracle(self, task, messages, turn, text):
+        plan = [(s.tool, s.arguments) for s in task.oracle_steps]
+        plan.append(("final_answer", {"answer": task.oracle_answer}))
+        return _call(*plan[min(turn, len(plan) - 1)], text=text)
+
+    def _script_malformed(self, task, messages, turn, text):
+        if turn == 0:
+            return _raw_call("add_and_execute_code_cell", '{"code": "1 +', text=text)
+        if turn == 1:
+            return _raw_call("", "{}", text=text)
+        return _call("final_answer", {"answer": task.oracle_answer}, text=text)
+
+    def _script_unknown_tool(self, task, messages, turn, text):
+        if turn == 0:
+            return _call("drop_database", {"really": True}, text=text)
+        return _call("final_answer", {"answer": task.oracle_answer}, text=text)
+
+    def _script_chatty(self, task, messages, turn, text):
+        return _answer(f"I believe the answer is {task.oracle_answer}.")
+
+    def _script_rambler(self, task, messages, turn, text):
+        return _answer(
+            "all work and no play " * 20_000, finish_reason="length", completion_tokens=4096
+        )
+
+    def _script_lister(self, task, messages, turn, text):
+        return _call("list_files", {}, text=text, completion_tokens=1000)
+
+    def _script_alternate(self, task, messages, turn, text):
+        """Right in every second episode of a task, wrong in the others."""
+        with self.lock:
+            episode = self.attempts[f"{task.id}#episodes"]
+            self.attempts[f"{task.id}#episodes"] += 1
+        answer = task.oracle_answer if episode % 2 else "-1"
+        return _call("final_answer", {"answer": answer}, text=text)
+
+    def _script_wrong(self, task, messages, turn, text):
+        return _call("final_answer", {"answer": "-1"}, text=text)
+
+
+def _task_text(messages: list[dict[str, Any]]) -> str:
+    return next((m["content"] for m in messages if m["role"] == "user"), "").strip()
+
+
+def _answer(
+    content: str,
+    *,
+    finish_reason: str = "stop",
+    completion_tokens: int = 7,
+    tool_calls: list[dict[str, Any]] | None = None,
+) -> JSONResponse:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return JSONResponse(
+        {
+            "id": "chatcmpl-standin",
+            "object": "chat.completion",
+            "model": "standin",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": 100,
+                "completion_tokens": completion_tokens,
+                "total_tokens": 100 + completion_tokens,
+            },
+        }
+    )
+
+
+def _raw_call(name: str, arguments: str, *, text: bool, completion_tokens: int = 20):
+    if text:  # the text form of a broken call: a block that is not JSON
+        return _answer(
+            f'<tool_call>{{"name": "{name}", "arguments": {arguments}</tool_call>',
+            completion_tokens=completion_tokens,
+        )
+    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return _answer(
+        "", finish_reason="tool_calls", tool_calls=[call], completion_tokens=completion_tokens
+    )
+
+
+def _call(name: str, arguments: dict[str, Any], *, text: bool, completion_tokens: int = 20):
+    if text:
+        block = json.dumps({"name": name, "arguments": arguments})
+        content = f"Let me do that.\n<tool_call>\n{block}\n</tool_call>"
+        assert parse_tool_calls(content)  # the stand-in writes what the parser reads
+        return _answer(content, completion_tokens=completion_tokens)
+    return _raw_call(name, json.dumps(arguments), text=False, completion_tokens=completion_tokens)
