@@ -189,7 +189,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
     from tqdm import tqdm
 
-    from analyst_env.client.validation import format_table, report, summary, validate
+    from analyst_env.client.validation import (
+        format_probes,
+        format_table,
+        report,
+        summary,
+        validate,
+    )
     from analyst_env.datasets import load_dataset
 
     if args.concurrency < 1:
@@ -232,6 +238,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  FAIL {failure['task_id']} [{failure['check']}]: {failure['reason']}", file=sys.stderr)
     for broken in result["broken_upstream"]:
         print(f"  broken upstream {broken['task_id']}: {broken['gold_status']}", file=sys.stderr)
+    print(format_probes(result))
     print(summary(result))
     return 1 if result["failed"] else 0
 

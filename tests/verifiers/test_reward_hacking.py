@@ -22,6 +22,7 @@ import pytest
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.task import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
+from analyst_env.verifiers.adversarial import probe_task, probes_for, summarize
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -268,6 +269,52 @@ def test_every_text_scorer_handles_capped_nasty_answers_quickly(starter, task_id
         started = time.monotonic()
         assert score(task, answer) == 0.0, name
         assert time.monotonic() - started < 2.0, f"{task.verifier.name} took too long on {name}"
+
+
+# --- the generated probes (the ones ``analyst-env validate`` runs) on every real task ---
+
+def _assert_probes_hold(tasks, expect_scorers):
+    results = [probe_task(task) for task in tasks]
+    for task, result in zip(tasks, results):
+        assert result.adversarial_nonzero == [], (task.id, result.adversarial_nonzero)
+        if task.metadata.get("gold_status", "ok") == "ok":
+            assert result.natural_failed == [], (task.id, result.natural_failed)
+    table = summarize(results)
+    assert expect_scorers <= set(table)
+    for name in expect_scorers:
+        assert table[name]["adversarial_tried"] >= 3 * table[name]["tasks"] > 0, name
+    return table
+
+
+def test_generated_probes_hold_on_every_starter_task(starter):
+    table = _assert_probes_hold(list(starter.values()), {"numeric", "exact", "set", "list", "dabench",
+                                                         "workbook_match"})
+    assert all(table[name]["natural_tried"] > 0 for name in ("numeric", "exact", "set", "list", "dabench"))
+
+
+def test_generated_hedges_include_the_gold_and_natural_forms_are_the_documented_ones(starter):
+    adversarial, natural = probes_for(starter["starter-sales-000"])
+    assert "Either 640436.2 or 256171.68" in [p.answer for p in adversarial]
+    assert {"256,171.68", "256\u202f171.68", "256171.68 (rounded)", "256171.680"} <= {p.answer for p in natural}
+    assert {"", "all of them", "nan", "1e309"} <= {p.answer for p in adversarial}
+
+
+def test_a_year_offered_as_a_candidate_is_a_hedge_not_an_aside(starter):
+    task = starter["starter-sales-000"]  # found by the generated probes: 1963 was set aside as a year
+    for hedge in ["Either 1963 or 256171.68", "1963, 256171.68", "256171.68 or 2022", "1963 - 256171.68"]:
+        assert score(task, hedge) == 0.0, hedge
+    for aside in ["256171.68 for 2022", "2022: 256171.68", "In 2022 and 2023 the total was 256171.68"]:
+        assert score(task, aside) == 1.0, aside
+
+
+@pytest.mark.parametrize(
+    "spec,scorers",
+    [("dabench", {"dabench"}), ("tablebench", {"tablebench"}), ("dacode", {"dacode_text", "dacode_csv"}),
+     ("spider_dev", {"sql_execution"}), ("kaggledbqa", {"sql_execution"}), ("sheetcopilot", {"workbook_match"})],
+)
+def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers):
+    fmt = {"spider_dev": "spider"}.get(spec, spec)
+    _assert_probes_hold(load_dataset(f"{fmt}:{shared(spec)}").tasks, scorers)
 
 
 # --- shared benchmarks (skipped without the data) ---
