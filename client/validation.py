@@ -59,10 +59,16 @@ runs only the reset observation and the state right after reset are scanned.
 The null run is scanned entirely: the reset observation, the state after reset,
 the ``list_files`` observation, the final observation and the final state.
 
-Tasks whose metadata carries a ``gold_status`` other than ``"ok"`` (loaders set
-it to the evidence, e.g. ``"error: no such column"``, when the upstream gold
-itself is broken) are still run and reported, under ``broken_upstream`` with
-that evidence, and do not fail the validation; they are never dropped.
+**Quarantine.** Tasks whose metadata carries a ``gold_status`` other than
+``"ok"`` (loaders set it to the evidence, e.g. ``"error: no such column"`` or
+``"reference formulas wrong: ..."``, see :mod:`analyst_env.datasets.gold_audit`)
+are still run and reported, under ``broken_upstream`` with that evidence, and
+do not fail the validation; they are never dropped. Validation adds one
+finding of its own: an upstream task (one whose loader records a
+``gold_status``) that its untouched initial state already solves, i.e. whose
+null run scores above 0, is quarantined as ``"solved by its initial state:
+..."``. A task of our own with that fault fails the ``null`` check instead: it
+is ours to fix. ``quarantine`` in the report counts them by reason.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ from typing import Any
 
 from analyst_env.client.evaluation import run_episode
 from analyst_env.datasets import Task, describe_file
+from analyst_env.datasets.gold_audit import GOLD_OK
 from analyst_env.datasets.task import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 
@@ -86,8 +93,6 @@ CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural")
 NULL_STEPS = [ToolCall(tool="list_files")]
 """The null run's tool calls before it submits the empty answer."""
 
-GOLD_OK = "ok"
-"""The ``metadata["gold_status"]`` loaders give a task whose upstream gold is sound."""
 
 MIN_GOLD_CHARS = 3
 COMMON_VALUES = frozenset(
@@ -326,6 +331,8 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
             run = failure["check"] if failure["check"] in plans else "null"
             failure["reward_breakdown"] = runs[run].get("reward_breakdown")
     gold_status = task.metadata.get("gold_status")
+    if gold_status == GOLD_OK and any(f["check"] == "null" for f in failures):
+        gold_status = f"solved by its initial state: the null run scored {_cell(runs['null'].get('reward'))}"
     if gold_status not in (None, GOLD_OK):
         row["status"] = "broken_upstream"
         row["gold_status"] = gold_status
@@ -379,9 +386,19 @@ def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
         "passed": sum(r["status"] == "pass" for r in rows),
         "failed": failed,
         "broken_upstream": broken,
+        "quarantine": quarantine_counts(broken),
         "scorers": summarize(ProbeResult(**r["probes"]) for r in rows if "probes" in r),
         "tasks": rows,
     }
+
+
+def quarantine_counts(broken: list[Row]) -> dict[str, int]:
+    """Quarantined tasks by reason (the evidence up to its first colon)."""
+    counts: dict[str, int] = {}
+    for row in broken:
+        reason = str(row["gold_status"]).split(":")[0]
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _cell(reward: float | None) -> str:
@@ -407,10 +424,13 @@ def format_table(rows: list[Row]) -> str:
 def summary(result: dict[str, Any]) -> str:
     """One line: counts of passed, failed and broken-upstream tasks."""
     failed_tasks = len({f["task_id"] for f in result["failed"]})
-    return (
+    line = (
         f"validate {result['dataset']}: n={result['n']} passed={result['passed']} "
         f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])}"
     )
+    if result.get("quarantine"):
+        line += " (quarantined: " + ", ".join(f"{k} {v}" for k, v in result["quarantine"].items()) + ")"
+    return line
 
 
 def format_probes(result: dict[str, Any]) -> str:

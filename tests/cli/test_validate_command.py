@@ -276,3 +276,20 @@ def test_a_gold_written_into_shared_text_is_a_leak():
     frames = {"null": [("reset", {"observation": {"available_tools": catalogue}})], "oracle": [], "repeat": []}
     where, checked = _leak(task, frames)
     assert checked >= 1 and where is not None and "34.65" in where
+
+
+# ── quarantine: upstream tasks their initial state already solves ──────────────
+def test_an_upstream_task_solved_by_its_initial_state_is_quarantined(tmp_path, capsys, tiny, served):
+    csv = tiny["tiny-csv"]
+    # The hook passes on the untouched files: the null run earns 1.0 without doing anything.
+    solved = csv.model_copy(update={"id": "hv-solved-upstream", "verify": ["test -f sales.csv"],
+                                    "metadata": {"source": "somebench", "gold_status": "ok"}})
+    ours = solved.model_copy(update={"id": "hv-solved-ours", "metadata": {"source": "ours"}})
+    code, report, output = validate(tmp_path, capsys, served("solved", [csv, solved, ours]))
+    assert code == 1, output  # our own task is ours to fix: it fails the null check
+    assert [(f["task_id"], f["check"]) for f in report["failed"]] == [("hv-solved-ours", "null")]
+    (quarantined,) = report["broken_upstream"]
+    assert quarantined["task_id"] == "hv-solved-upstream"
+    assert quarantined["gold_status"] == "solved by its initial state: the null run scored 1"
+    assert report["quarantine"] == {"solved by its initial state": 1}
+    assert "quarantined: solved by its initial state 1" in output
