@@ -256,7 +256,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             return 2
         tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
         try:
-            dirs = export(tasks, args.out, grader_requirement=args.grader_requirement)
+            dirs = export(tasks, args.out, grader_requirement=args.grader_requirement,
+                          base_image=args.base_image, wheelhouse=args.wheelhouse)
         except (RuntimeError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -350,6 +351,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--grader-requirement", default=None,
         help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip requirement "
         "(installed at verification; needs network). Default: a wheel built from the running package",
+    )
+    harbor.add_argument(
+        "--base-image", default="python:3.11-slim",
+        help="the image each task's Dockerfile builds FROM (default python:3.11-slim; "
+        "e.g. the local tag deploy/image/base.sh makes where Docker Hub is out of reach)",
+    )
+    harbor.add_argument(
+        "--wheelhouse", default=None,
+        help="a folder of wheels for the image's packages: copied into each task's build "
+        "context and installed from there only (no package index at build time)",
     )
     harbor.set_defaults(func=cmd_export)
     traj = what.add_parser("trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)")
