@@ -412,3 +412,29 @@ def test_sql_execution_handles_capped_nasty_answers_quickly(town_db):
         started = time.monotonic()
         assert _sql(town_db, answer) == 0.0, name
         assert time.monotonic() - started < 2.0, f"sql_execution took too long on {name}"
+
+
+IN_PROCESS_GOLDS = {"numeric": 256171.68, "exact": "2023-05", "set": ["a", "b"], "list": ["a", "b"],
+                    "dabench": [["n", "1"]], "dacode_text": {"a": [1]},
+                    "tablebench": {"answer": "12, x", "metric": "EM"}}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS_GOLDS))
+def test_scorers_run_in_the_server_cost_little_on_the_nastiest_short_answers(name):
+    """What scoring in process may cost the server: kilobytes and milliseconds, whatever the answer."""
+    import tracemalloc
+
+    from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits
+
+    assert set(IN_PROCESS_GOLDS) == IN_PROCESS_SCORERS
+    size = ScoringLimits().in_process_max_bytes
+    for shape, answer in NASTY.items():
+        answer = answer.encode()[:size].decode(errors="ignore")
+        started = time.monotonic()
+        judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
+        assert time.monotonic() - started < 0.25, f"{name} took too long on {shape}"
+        tracemalloc.start()
+        judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 2 * 1024 * 1024, f"{name} allocated {peak} bytes on {shape}"
