@@ -46,7 +46,9 @@ GOLD_OK = "ok"
 
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _LOOKUP = re.compile(r"\b(VLOOKUP|HLOOKUP|MATCH)\s*\(", re.I)
-_REF = re.compile(r"(?:(?P<sheet>'[^']+'|[A-Za-z_][\w.]*)!)?(?P<range>\$?[A-Z]{1,3}\$?\d+(?::\$?[A-Z]{1,3}\$?\d+)?)")
+_REF = re.compile(
+    r"(?:(?P<sheet>'[^']+'|[A-Za-z_][\w.]*)!)?(?P<range>\$?[A-Z]{1,3}\$?\d+(?::\$?[A-Z]{1,3}\$?\d+)?)"
+)
 _CELL = re.compile(r"(\$?)([A-Z]{1,3})(\$?)(\d+)")
 
 
@@ -139,8 +141,10 @@ def unsorted_approximate_lookups(book, ws) -> list[str]:
                     continue
                 keys = _lookup_keys(book, ws.title, args[1], name)
                 if keys and [_excel_key(k) for k in keys] != sorted(_excel_key(k) for k in keys):
-                    found.append(f"{ws.title}!{cell.coordinate} ({name} approximate match over unsorted "
-                                 f"{args[1]})")
+                    found.append(
+                        f"{ws.title}!{cell.coordinate} ({name} approximate match over unsorted "
+                        f"{args[1]})"
+                    )
                     break
     return found
 
@@ -150,7 +154,11 @@ def _template(formula: str, row: int, column: int) -> str:
 
     def relative(m: re.Match[str]) -> str:
         col_abs, col, row_abs, r = m.groups()
-        c = f"C{column_index_from_string(col)}" if col_abs else f"C[{column_index_from_string(col) - column}]"
+        c = (
+            f"C{column_index_from_string(col)}"
+            if col_abs
+            else f"C[{column_index_from_string(col) - column}]"
+        )
         rr = f"R{r}" if row_abs else f"R[{int(r) - row}]"
         return rr + c
 
@@ -164,7 +172,9 @@ def inconsistent_formulas(ws, min_run: int = 3) -> list[str]:
     for row in ws.iter_rows():
         for cell in row:
             if isinstance(cell.value, str) and cell.value.startswith("="):
-                columns.setdefault(cell.column, []).append((cell.row, _template(cell.value, cell.row, cell.column)))
+                columns.setdefault(cell.column, []).append(
+                    (cell.row, _template(cell.value, cell.row, cell.column))
+                )
     for column, cells in columns.items():
         runs, run = [], [cells[0]]
         for previous, current in zip(cells, cells[1:]):
@@ -182,7 +192,9 @@ def inconsistent_formulas(ws, min_run: int = 3) -> list[str]:
                 odd = min(counts, key=counts.get)
                 row_number = next(r for r, t in run if t == odd)
                 cell = ws.cell(row_number, column).coordinate
-                found.append(f"{ws.title}!{cell} (differs from the {len(run) - 1} formulas around it)")
+                found.append(
+                    f"{ws.title}!{cell} (differs from the {len(run) - 1} formulas around it)"
+                )
     return found
 
 

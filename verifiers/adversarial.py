@@ -40,12 +40,36 @@ from analyst_env.verifiers.scorers import judge
 from analyst_env.verifiers.verdict import VerifyContext
 from analyst_env.verifiers.workbook_match import MAX_UNPACKED_BYTES
 
-JUNK = ["", " ", "all of them", "none", "nan", "inf", "-inf", "1e309", "{}", "[]", "null",
-        "I don't know", "the answer", "?"]
+JUNK = [
+    "",
+    " ",
+    "all of them",
+    "none",
+    "nan",
+    "inf",
+    "-inf",
+    "1e309",
+    "{}",
+    "[]",
+    "null",
+    "I don't know",
+    "the answer",
+    "?",
+]
 """Answers that say nothing; no scorer may reward them."""
 
-PROBED = ("dabench", "dacode_csv", "dacode_text", "exact", "list", "numeric", "set",
-          "sql_execution", "tablebench", "workbook_match")
+PROBED = (
+    "dabench",
+    "dacode_csv",
+    "dacode_text",
+    "exact",
+    "list",
+    "numeric",
+    "set",
+    "sql_execution",
+    "tablebench",
+    "workbook_match",
+)
 """The scorers this module knows the answers of. Others (``llm_judge``, which needs its
 service, and scorers a project registers itself) are reported as not probed."""
 
@@ -87,7 +111,7 @@ def _grouped(text: str, sep: str) -> str | None:
         return None
     digits = match.group(2)
     head = len(digits) % 3 or 3
-    groups = [digits[:head]] + [digits[i:i + 3] for i in range(head, len(digits), 3)]
+    groups = [digits[:head]] + [digits[i : i + 3] for i in range(head, len(digits), 3)]
     return match.group(1) + sep.join(groups) + (match.group(3) or "")
 
 
@@ -95,17 +119,24 @@ def numeric_probes(gold_text: str, gold: float) -> tuple[list[Probe], list[Probe
     """(adversarial, natural) answers for a number task whose oracle says ``gold_text``."""
     w = f"{_wrong_number(gold):.2f}".rstrip("0").rstrip(".")
     adversarial = [
-        Probe("either-or", f"Either {w} or {gold_text}"), Probe("or", f"{gold_text} or {w}"),
-        Probe("pair", f"{w}, {gold_text}"), Probe("list", f"[{w}, {gold_text}, {w}1]"),
-        Probe("range", f"{w} - {gold_text}"), Probe("between", f"Between {w} and {gold_text}"),
-        Probe("maybe", f"maybe {gold_text}, maybe {w}"), Probe("slash", f"{gold_text}/{w}"),
-        Probe("wrong", w), Probe("digits-run-together", gold_text.replace(".", "")),
+        Probe("either-or", f"Either {w} or {gold_text}"),
+        Probe("or", f"{gold_text} or {w}"),
+        Probe("pair", f"{w}, {gold_text}"),
+        Probe("list", f"[{w}, {gold_text}, {w}1]"),
+        Probe("range", f"{w} - {gold_text}"),
+        Probe("between", f"Between {w} and {gold_text}"),
+        Probe("maybe", f"maybe {gold_text}, maybe {w}"),
+        Probe("slash", f"{gold_text}/{w}"),
+        Probe("wrong", w),
+        Probe("digits-run-together", gold_text.replace(".", "")),
     ]
     if "." not in gold_text and "e" not in gold_text.lower() and gold_text.lstrip("-"):
         adversarial.pop()  # an integer has no decimal point to drop
     natural = [
-        Probe("plain", gold_text), Probe("sentence", f"The answer is {gold_text}."),
-        Probe("bold", f"**{gold_text}**"), Probe("rounding-note", f"{gold_text} (rounded)"),
+        Probe("plain", gold_text),
+        Probe("sentence", f"The answer is {gold_text}."),
+        Probe("bold", f"**{gold_text}**"),
+        Probe("rounding-note", f"{gold_text} (rounded)"),
         Probe("date-beside", f"{gold_text} on 2022-12-31"),
         Probe("trailing-zero", gold_text + ("0" if "." in gold_text else ".0")),
     ]
@@ -119,44 +150,62 @@ def numeric_probes(gold_text: str, gold: float) -> tuple[list[Probe], list[Probe
 # ── text, sets, lists ──
 def text_probes(gold: str) -> tuple[list[Probe], list[Probe]]:
     other = "Unknown" if gold.lower() != "unknown" else "Other"
-    adversarial = [Probe("or", f"{gold} or {other}"), Probe("pair", f"{gold}, {other}"),
-                   Probe("wrong", other)]
+    adversarial = [
+        Probe("or", f"{gold} or {other}"),
+        Probe("pair", f"{gold}, {other}"),
+        Probe("wrong", other),
+    ]
     if len(gold) >= 4:
         adversarial.append(Probe("prefix", gold[: len(gold) // 2]))
-    natural = [Probe("quoted", f"'{gold}'."), Probe("bold", f"**{gold}**"),
-               Probe("period", f"{gold}."), Probe("case", gold.upper())]
+    natural = [
+        Probe("quoted", f"'{gold}'."),
+        Probe("bold", f"**{gold}**"),
+        Probe("period", f"{gold}."),
+        Probe("case", gold.upper()),
+    ]
     return adversarial, natural
 
 
 def collection_probes(items: list[str], ordered: bool) -> tuple[list[Probe], list[Probe]]:
     quoted = ", ".join(f'"{i}"' for i in items)
     adversarial = [
-        Probe("superset", f'[{quoted}, "Other"]'), Probe("nested", f"[[{quoted}]]"),
+        Probe("superset", f'[{quoted}, "Other"]'),
+        Probe("nested", f"[[{quoted}]]"),
         Probe("space-joined", " ".join(items)),
     ]
     if len(items) > 1:
         adversarial.append(Probe("subset", "[" + ", ".join(f'"{i}"' for i in items[:-1]) + "]"))
         if ordered and items[::-1] != items:
-            adversarial.append(Probe("reversed", "[" + ", ".join(f'"{i}"' for i in items[::-1]) + "]"))
-    natural = [Probe("json", f"[{quoted}]"), Probe("lowercase", ", ".join(i.lower() for i in items)),
-               Probe("numbered", "\n".join(f"{n}. {i}" for n, i in enumerate(items, 1))),
-               Probe("in-prose", f"They are [{quoted}].")]
+            adversarial.append(
+                Probe("reversed", "[" + ", ".join(f'"{i}"' for i in items[::-1]) + "]")
+            )
+    natural = [
+        Probe("json", f"[{quoted}]"),
+        Probe("lowercase", ", ".join(i.lower() for i in items)),
+        Probe("numbered", "\n".join(f"{n}. {i}" for n, i in enumerate(items, 1))),
+        Probe("in-prose", f"They are [{quoted}]."),
+    ]
     if not ordered:
         natural.append(Probe("other-order", ", ".join(items[::-1])))
-        natural.append(Probe("repeated", f"[{quoted}, \"{items[0]}\"]"))
+        natural.append(Probe("repeated", f'[{quoted}, "{items[0]}"]'))
     return adversarial, natural
 
 
 def dabench_probes(parts: list[list[str]], oracle: str) -> tuple[list[Probe], list[Probe]]:
     wrong = " ".join(f"@{n}[-12345.678]" for n, _ in parts)
-    adversarial = [Probe("wrong-then-right", f"{wrong} {oracle}"),
-                   Probe("right-then-wrong", f"{oracle} {wrong}"),
-                   Probe("no-format", " ".join(f"{n} {v}" for n, v in parts)),
-                   Probe("nan", " ".join(f"@{n}[nan]" for n, _ in parts))]
+    adversarial = [
+        Probe("wrong-then-right", f"{wrong} {oracle}"),
+        Probe("right-then-wrong", f"{oracle} {wrong}"),
+        Probe("no-format", " ".join(f"{n} {v}" for n, v in parts)),
+        Probe("nan", " ".join(f"@{n}[nan]" for n, _ in parts)),
+    ]
     if len(parts) > 1:
         adversarial.append(Probe("missing-part", " ".join(oracle.split()[:-1])))
-    natural = [Probe("plain", oracle), Probe("in-prose", f"Results: {oracle}."),
-               Probe("agreeing-repeat", f"{oracle} {oracle}")]
+    natural = [
+        Probe("plain", oracle),
+        Probe("in-prose", f"Results: {oracle}."),
+        Probe("agreeing-repeat", f"{oracle} {oracle}"),
+    ]
     return adversarial, natural
 
 
@@ -175,8 +224,11 @@ _HUGE: list[bytes] = []
 def workbook_probes(name: str, task_files: dict[str, str]) -> list[Probe]:
     if not _HUGE:
         _HUGE.append(_unpacks_huge())
-    probes = [Probe("no-file", "done", {}), Probe("not-a-zip", "done", {name: b"PK\x03\x04 not a zip"}),
-              Probe("zip-bomb", "done", {name: _HUGE[0]})]
+    probes = [
+        Probe("no-file", "done", {}),
+        Probe("not-a-zip", "done", {name: b"PK\x03\x04 not a zip"}),
+        Probe("zip-bomb", "done", {name: _HUGE[0]}),
+    ]
     for other, path in sorted(task_files.items()):
         if not other.endswith((".xlsx", ".xlsm")):
             with open(path, "rb") as fh:
@@ -188,9 +240,9 @@ def workbook_probes(name: str, task_files: dict[str, str]) -> list[Probe]:
 # ── per task ──
 def _sql_values(task: Task) -> tuple[list[Probe], list[Probe], set[str]]:
     """SQL probes from the gold query's own result, and the junk that result makes correct."""
-    from analyst_env.verifiers.sql_execution import SqlRunError, _database, run_readonly
+    from analyst_env.verifiers.sql_execution import SqlRunError, database_path, run_readonly
 
-    path = _database(VerifyContext(task_files=dict(task.files)), task.verifier.params.get("db"))
+    path = database_path(VerifyContext(task_files=dict(task.files)), task.verifier.params.get("db"))
     try:
         rows = [list(r) for r in run_readonly(path, task.answer, max_rows=50)] if path else None
     except SqlRunError:
@@ -199,9 +251,11 @@ def _sql_values(task: Task) -> tuple[list[Probe], list[Probe], set[str]]:
         return [Probe("trailing", "SELECT 'zz-probe'")], [], set()
     width = len(rows[0]) if rows else 1
     marker = ", ".join(["'zz-probe'"] * width)
-    adversarial = [Probe("trailing", f"SELECT {marker}"),
-                   Probe("gold-union", f"{task.answer.rstrip().rstrip(';')} UNION ALL SELECT {marker}"),
-                   Probe("superset-rows", repr(rows + [["zz-probe"] * width]))]
+    adversarial = [
+        Probe("trailing", f"SELECT {marker}"),
+        Probe("gold-union", f"{task.answer.rstrip().rstrip(';')} UNION ALL SELECT {marker}"),
+        Probe("superset-rows", repr(rows + [["zz-probe"] * width])),
+    ]
     if len(rows) > 1:
         adversarial.append(Probe("subset-rows", repr(rows[:-1])))
     natural = [Probe("gold-sql", task.answer), Probe("values-literal", repr(rows))]
@@ -237,13 +291,23 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
         adversarial, natural, correct = _sql_values(task)
         junk = [p for p in junk if p.answer.strip().lower() not in correct]
     elif name == "tablebench" and isinstance(gold, dict):
-        adversarial = [Probe("empty-final", "Final Answer:"), Probe("all", "Final Answer: all of them")]
+        adversarial = [
+            Probe("empty-final", "Final Answer:"),
+            Probe("all", "Final Answer: all of them"),
+        ]
         if gold.get("metric") == "ROUGE-L":
             junk, adversarial = _rouge_safe(junk, str(gold.get("answer"))), adversarial[:1]
         natural = [Probe("oracle", oracle)]
     elif name == "dacode_text":
-        adversarial = [Probe("empty-object", "{}"), Probe("keys-only", "{" + ", ".join(
-            f'"{k}": null' for k in (gold[0] if isinstance(gold, list) else gold)) + "}")]
+        adversarial = [
+            Probe("empty-object", "{}"),
+            Probe(
+                "keys-only",
+                "{"
+                + ", ".join(f'"{k}": null' for k in (gold[0] if isinstance(gold, list) else gold))
+                + "}",
+            ),
+        ]
         natural = [Probe("oracle", oracle), Probe("in-prose", f"Here it is: {oracle}")]
     else:
         adversarial, natural = [], []
@@ -299,10 +363,18 @@ def summarize(results: Iterable[ProbeResult]) -> dict[str, dict[str, Any]]:
     tried / scored 1."""
     table: dict[str, dict[str, Any]] = {}
     for r in results:
-        row = table.setdefault(r.scorer, {
-            "tasks": 0, "adversarial_tried": 0, "adversarial_scored_0": 0,
-            "natural_tried": 0, "natural_scored_1": 0, "not_probed": {}, "note": None,
-        })
+        row = table.setdefault(
+            r.scorer,
+            {
+                "tasks": 0,
+                "adversarial_tried": 0,
+                "adversarial_scored_0": 0,
+                "natural_tried": 0,
+                "natural_scored_1": 0,
+                "not_probed": {},
+                "note": None,
+            },
+        )
         if not r.probed:
             row["not_probed"][r.note] = row["not_probed"].get(r.note, 0) + 1
             continue
@@ -313,5 +385,6 @@ def summarize(results: Iterable[ProbeResult]) -> dict[str, dict[str, Any]]:
         row["natural_tried"] += r.natural_tried
         row["natural_scored_1"] += r.natural_tried - len(r.natural_failed)
     return dict(sorted(table.items()))
+
 
 __all__ = ["JUNK", "PROBED", "Probe", "ProbeResult", "probe_task", "probes_for", "summarize"]

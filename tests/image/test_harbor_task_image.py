@@ -19,10 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from image.test_published_image import REPO, engine  # noqa: F401  (the shared engine fixture)
-
 from analyst_env.client.harbor_export import export
 from analyst_env.datasets import load_dataset
+from image.test_published_image import REPO, engine  # noqa: F401  (the shared engine fixture)
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(2400)]  # the first build installs from PyPI
 IMAGE = "analyst-env-harbor-task:test"
@@ -34,7 +33,9 @@ def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def base(engine) -> str:  # noqa: F811
-    made = subprocess.run([str(REPO / "deploy/image/base.sh")], capture_output=True, text=True, timeout=1800)
+    made = subprocess.run(
+        [str(REPO / "deploy/image/base.sh")], capture_output=True, text=True, timeout=1800
+    )
     if made.returncode != 0:
         pytest.skip(f"no local base image could be made: {made.stderr.strip()[-500:]}")
     return made.stdout.strip().splitlines()[-1]
@@ -42,22 +43,35 @@ def base(engine) -> str:  # noqa: F811
 
 @pytest.fixture(scope="module")
 def task_dir(base, tmp_path_factory) -> Path:
-    task = next(t for t in load_dataset("starter").tasks if t.verifier.name == "numeric" and t.files)
+    task = next(
+        t for t in load_dataset("starter").tasks if t.verifier.name == "numeric" and t.files
+    )
     (root,) = export([task], tmp_path_factory.mktemp("harbor-image"), base_image=base)
     dockerfile = (root / "environment" / "Dockerfile").read_text()
     assert dockerfile.startswith(f"FROM {base}\n")
-    built = _docker("build", "--network", "host", "-t", IMAGE, str(root / "environment"), timeout=1800)
+    built = _docker(
+        "build", "--network", "host", "-t", IMAGE, str(root / "environment"), timeout=1800
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     return root
 
 
 def _run(task_dir: Path, script: str) -> subprocess.CompletedProcess:
-    mounts = ["-v", f"{task_dir / 'tests'}:/tests:ro", "-v", f"{task_dir / 'solution'}:/solution:ro"]
-    return _docker("run", "--rm", "--network", "none", *mounts, IMAGE, "sh", "-c", script, timeout=600)
+    mounts = [
+        "-v",
+        f"{task_dir / 'tests'}:/tests:ro",
+        "-v",
+        f"{task_dir / 'solution'}:/solution:ro",
+    ]
+    return _docker(
+        "run", "--rm", "--network", "none", *mounts, IMAGE, "sh", "-c", script, timeout=600
+    )
 
 
 def test_the_oracle_scores_1_in_the_built_image(task_dir):
-    ran = _run(task_dir, "sh /solution/solve.sh && sh /tests/test.sh && cat /logs/verifier/reward.txt")
+    ran = _run(
+        task_dir, "sh /solution/solve.sh && sh /tests/test.sh && cat /logs/verifier/reward.txt"
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert float(ran.stdout.strip().splitlines()[-1]) == 1.0
 
@@ -70,8 +84,10 @@ def test_no_answer_scores_0_in_the_built_image(task_dir):
 
 def test_the_image_holds_neither_the_grader_nor_the_gold(task_dir):
     gold = json.loads((task_dir / "tests" / "task.json").read_text())["oracle_answer"]
-    script = ("python -I -c 'import analyst_env' 2>/dev/null && echo GRADER; ls /; "
-              f"grep -rlF {json.dumps(gold)} /home/user/input /workdir /logs | sed 's/^/HOLDS /'; true")
+    script = (
+        "python -I -c 'import analyst_env' 2>/dev/null && echo GRADER; ls /; "
+        f"grep -rlF {json.dumps(gold)} /home/user/input /workdir /logs | sed 's/^/HOLDS /'; true"
+    )
     ran = _docker("run", "--rm", "--network", "none", IMAGE, "sh", "-c", script)
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.split()

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.gold_audit import (
     contradicting_labels,
@@ -57,9 +56,14 @@ def test_an_approximate_lookup_over_unsorted_keys_is_found():
     assert unsorted_approximate_lookups(book, book["Sheet1"]) == []
 
 
-@pytest.mark.parametrize("formula", ["=VLOOKUP(A{row}, Sheet1!$A$1:$B$11, 2, FALSE)",
-                                     "=VLOOKUP(A{row},Sheet1!$A$1:$B$11,2,0)",
-                                     "=INDEX(Sheet1!$B$1:$B$11, MATCH(A{row}, Sheet1!$A$1:$A$11, 0))"])
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "=VLOOKUP(A{row}, Sheet1!$A$1:$B$11, 2, FALSE)",
+        "=VLOOKUP(A{row},Sheet1!$A$1:$B$11,2,0)",
+        "=INDEX(Sheet1!$B$1:$B$11, MATCH(A{row}, Sheet1!$A$1:$A$11, 0))",
+    ],
+)
 def test_exact_lookups_are_sound(formula):
     book = _weeks_book(formula)
     assert unsorted_approximate_lookups(book, book["Sheet2"]) == []
@@ -80,7 +84,9 @@ def test_an_approximate_lookup_over_sorted_keys_is_sound():
 def test_one_formula_unlike_its_column_is_found():
     book = openpyxl.Workbook()
     ws = book.active
-    for row, (city, col) in enumerate([("Berkeley", 3), ("Denver", 3), ("Kansas City", 3), ("Chicago", 2)], 2):
+    for row, (city, col) in enumerate(
+        [("Berkeley", 3), ("Denver", 3), ("Kansas City", 3), ("Chicago", 2)], 2
+    ):
         ws.cell(row, 2, f'=VLOOKUP("{city}", Sheet1!$A$1:$E$71,{col},0)')
         ws.cell(row, 3, f"=B{row}*2")
     assert inconsistent_formulas(ws) == ["Sheet!B5 (differs from the 3 formulas around it)"]
@@ -89,14 +95,18 @@ def test_one_formula_unlike_its_column_is_found():
 def test_columns_that_vary_throughout_or_are_short_are_not_flagged():
     book = openpyxl.Workbook()
     ws = book.active
-    for row, formula in enumerate(["=SUM(A1:A9)", "=AVERAGE(A1:A9)", "=MAX(A1:A9)", "=MIN(A1:A9)"], 1):
+    for row, formula in enumerate(
+        ["=SUM(A1:A9)", "=AVERAGE(A1:A9)", "=MAX(A1:A9)", "=MIN(A1:A9)"], 1
+    ):
         ws.cell(row, 2, formula)  # a summary block: every formula different
     ws["D1"], ws["D2"] = "=A1+1", "=A2*3"  # two formulas are no run
     assert inconsistent_formulas(ws) == []
 
 
 def test_labels_that_give_one_name_two_values_contradict_themselves():
-    assert contradicting_labels([("n", "3"), ("m", "1"), ("n", "4"), ("m", "1.0")]) == ["n is both '3' and '4'"]
+    assert contradicting_labels([("n", "3"), ("m", "1"), ("n", "4"), ("m", "1.0")]) == [
+        "n is both '3' and '4'"
+    ]
     assert contradicting_labels([("n", "3"), ("n", "3.0"), ("k", "x")]) == []
 
 
@@ -110,15 +120,24 @@ def test_starter_references_are_sound(tmp_path):
 
 def test_sheetcopilot_quarantines_exactly_its_two_wrong_references():
     tasks = load_dataset(f"sheetcopilot:{shared('sheetcopilot')}").tasks
-    wrong = {t.id: t.metadata["gold_status"] for t in tasks if t.metadata["gold_status"].startswith("reference")}
+    wrong = {
+        t.id: t.metadata["gold_status"]
+        for t in tasks
+        if t.metadata["gold_status"].startswith("reference")
+    }
     assert set(wrong) == {"sheetcopilot-Tax-3", "sheetcopilot-EntireShippingCosts-13"}
     assert "VLOOKUP approximate match over unsorted" in wrong["sheetcopilot-Tax-3"]
-    assert "Sheet2!B5 (differs from the 3 formulas around it)" in wrong["sheetcopilot-EntireShippingCosts-13"]
+    assert (
+        "Sheet2!B5 (differs from the 3 formulas around it)"
+        in wrong["sheetcopilot-EntireShippingCosts-13"]
+    )
 
 
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
 def test_the_right_values_score_0_against_the_quarantined_tax_reference():
-    task = {t.id: t for t in load_dataset(f"sheetcopilot:{shared('sheetcopilot')}").tasks}["sheetcopilot-Tax-3"]
+    task = {t.id: t for t in load_dataset(f"sheetcopilot:{shared('sheetcopilot')}").tasks}[
+        "sheetcopilot-Tax-3"
+    ]
     book = openpyxl.load_workbook(task.files["Tax.xlsx"])
     sales = {row[0]: row[1] for row in book["Sheet1"].iter_rows(min_row=2, values_only=True)}
     out = book.create_sheet("Sheet2")
