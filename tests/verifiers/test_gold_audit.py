@@ -9,8 +9,6 @@ values really do score 0 against the reference.
 from __future__ import annotations
 
 import io
-import os
-from pathlib import Path
 
 import openpyxl
 import pytest
@@ -23,16 +21,6 @@ from analyst_env.datasets.gold_audit import (
 )
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.recalc import soffice_path
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def shared(name: str) -> Path:
-    root = os.environ.get("ANALYST_ENV_SHARED_DATASETS") or REPO_ROOT / ".." / "shared" / "datasets"
-    path = Path(root).resolve() / name
-    if not path.is_dir():
-        pytest.skip(f"shared benchmark data {name} not found at {path}")
-    return path
 
 
 def _weeks_book(lookup: str):
@@ -118,7 +106,7 @@ def test_starter_references_are_sound(tmp_path):
             assert workbook_reference_problems(ref["path"]) == [], task.id
 
 
-def test_sheetcopilot_quarantines_exactly_its_two_wrong_references():
+def test_sheetcopilot_quarantines_exactly_its_two_wrong_references(shared):
     tasks = load_dataset(f"sheetcopilot:{shared('sheetcopilot')}").tasks
     wrong = {
         t.id: t.metadata["gold_status"]
@@ -134,7 +122,7 @@ def test_sheetcopilot_quarantines_exactly_its_two_wrong_references():
 
 
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
-def test_the_right_values_score_0_against_the_quarantined_tax_reference():
+def test_the_right_values_score_0_against_the_quarantined_tax_reference(shared):
     task = {t.id: t for t in load_dataset(f"sheetcopilot:{shared('sheetcopilot')}").tasks}[
         "sheetcopilot-Tax-3"
     ]

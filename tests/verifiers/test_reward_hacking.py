@@ -10,31 +10,19 @@ every text scorer well under a second, and a huge workbook is refused unopened.
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import time
 import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
-
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.task import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.adversarial import probe_task, probes_for, summarize
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CAP = 65_536
-
-
-def shared(name: str) -> Path:
-    root = os.environ.get("ANALYST_ENV_SHARED_DATASETS") or REPO_ROOT / ".." / "shared" / "datasets"
-    path = Path(root).resolve() / name
-    if not path.is_dir():
-        pytest.skip(f"shared benchmark data {name} not found at {path}")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -312,14 +300,14 @@ def test_a_year_offered_as_a_candidate_is_a_hedge_not_an_aside(starter):
     [("dabench", {"dabench"}), ("tablebench", {"tablebench"}), ("dacode", {"dacode_text", "dacode_csv"}),
      ("spider_dev", {"sql_execution"}), ("kaggledbqa", {"sql_execution"}), ("sheetcopilot", {"workbook_match"})],
 )
-def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers):
+def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers, shared):
     fmt = {"spider_dev": "spider"}.get(spec, spec)
     _assert_probes_hold(load_dataset(f"{fmt}:{shared(spec)}").tasks, scorers)
 
 
 # --- shared benchmarks (skipped without the data) ---
 
-def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes():
+def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(shared):
     tasks = {t.id: t for t in load_dataset(f"spider:{shared('spider_dev')}").tasks}
     task = tasks["spider-dev-0000"]  # SELECT count(*) FROM singer
     db = task.files[task.verifier.params["db"]]
@@ -338,7 +326,7 @@ def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes():
     assert score(task, blobs) == 0.0
 
 
-def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks():
+def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks(shared):
     dacode = [t for t in load_dataset(f"dacode:{shared('dacode')}").tasks if t.verifier.name == "dacode_text"]
     for task in dacode:
         assert score(task, task.oracle_answer) == 1.0 or task.metadata.get("gold_status", "ok") != "ok", task.id
@@ -350,7 +338,7 @@ def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks():
         assert score(task, "Final Answer:") == 0.0, task.id
 
 
-def test_dabench_repeats_cannot_hedge_on_the_real_questions():
+def test_dabench_repeats_cannot_hedge_on_the_real_questions(shared):
     tasks = load_dataset(f"dabench:{shared('dabench')}").tasks
     for task in tasks[:40]:
         assert score(task, task.oracle_answer) == 1.0, task.id
