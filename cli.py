@@ -237,7 +237,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
     from tqdm import tqdm
 
-    from analyst_env.client.validation import format_table, report, summary, validate
+    from analyst_env.client.validation import (
+        format_probes,
+        format_table,
+        report,
+        summary,
+        validate,
+    )
     from analyst_env.datasets import load_dataset
 
     if args.concurrency < 1:
@@ -280,6 +286,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  FAIL {failure['task_id']} [{failure['check']}]: {failure['reason']}", file=sys.stderr)
     for broken in result["broken_upstream"]:
         print(f"  broken upstream {broken['task_id']}: {broken['gold_status']}", file=sys.stderr)
+    print(format_probes(result))
     print(summary(result))
     return 1 if result["failed"] else 0
 
@@ -297,7 +304,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             return 2
         tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
         try:
-            dirs = export(tasks, args.out, grader_requirement=args.grader_requirement)
+            dirs = export(tasks, args.out, grader_requirement=args.grader_requirement,
+                          base_image=args.base_image, wheelhouse=args.wheelhouse)
         except (RuntimeError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -417,6 +425,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--grader-requirement", default=None,
         help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip requirement "
         "(installed at verification; needs network). Default: a wheel built from the running package",
+    )
+    harbor.add_argument(
+        "--base-image", default="python:3.11-slim",
+        help="the image each task's Dockerfile builds FROM (default python:3.11-slim; "
+        "e.g. the local tag deploy/image/base.sh makes where Docker Hub is out of reach)",
+    )
+    harbor.add_argument(
+        "--wheelhouse", default=None,
+        help="a folder of wheels for the image's packages: copied into each task's build "
+        "context and installed from there only (no package index at build time)",
     )
     harbor.set_defaults(func=cmd_export)
     traj = what.add_parser("trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)")

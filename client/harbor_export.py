@@ -10,7 +10,10 @@ Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
 - ``task.toml``: name, metadata (``gold_answer``, ``difficulty_level``, ``source``), timeouts, resources;
 - ``environment/Dockerfile`` and ``environment/data/``: the task's files copied to
   ``/home/user/input``, setup hooks run there, and the grader's public
-  dependencies installed; **not** the grader itself and nothing of ``tests/``;
+  dependencies installed; **not** the grader itself and nothing of ``tests/``.
+  The Dockerfile builds ``FROM python:3.11-slim`` or the ``--base-image`` given,
+  and refers to nothing outside its build context: with ``--wheelhouse DIR`` the
+  wheels are copied into ``environment/wheels/`` and installed from there only;
 - ``tests/test.sh``, ``tests/task.json`` and ``tests/grader/``: Harbor copies
   ``tests/`` into the container only when verification starts, so the agent can
   neither read the gold nor patch the grader. ``test.sh`` installs the grader
@@ -147,14 +150,28 @@ def grader_dependencies() -> list[str]:
     return sorted(r for r in found if "extra ==" not in r and "extra==" not in r)
 
 
-def _dockerfile(task: Task) -> str:
-    dependencies = " ".join(shlex.quote(r) for r in grader_dependencies())
-    lines = [
-        "FROM python:3.11-slim",
-        "RUN pip install --no-cache-dir pandas numpy scikit-learn openpyxl duckdb matplotlib "
-        + dependencies,
-        "RUN mkdir -p /home/user/input /workdir /logs/verifier",
-    ]
+BASE_IMAGE = "python:3.11-slim"
+"""The image every exported task builds FROM unless ``--base-image`` names another."""
+
+ANALYST_PACKAGES = ["pandas", "numpy", "scikit-learn", "openpyxl", "duckdb", "matplotlib"]
+"""What the agent is told is installed (``instruction.md``), besides the grader's dependencies."""
+
+
+def _dockerfile(task: Task, base_image: str = BASE_IMAGE, wheelhouse: bool = False) -> str:
+    """The task image: the base, the analysis packages and the grader's dependencies, the data.
+
+    With a wheelhouse, pip installs only from ``environment/wheels/`` (copied in from the
+    build context, ``--no-index``): the build needs no package index at all.
+    """
+    packages = " ".join(shlex.quote(r) for r in [*ANALYST_PACKAGES, *grader_dependencies()])
+    if wheelhouse:
+        install = [
+            "COPY wheels/ /tmp/wheels/",
+            f"RUN pip install --no-cache-dir --no-index --find-links /tmp/wheels {packages} && rm -rf /tmp/wheels",
+        ]
+    else:
+        install = [f"RUN pip install --no-cache-dir {packages}"]
+    lines = [f"FROM {base_image}", *install, "RUN mkdir -p /home/user/input /workdir /logs/verifier"]
     if task.verifier.name == "workbook_match":
         # The grader recalculates formulas the agent wrote before comparing cell values.
         lines.insert(1, "RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-calc-nogui "
@@ -279,12 +296,34 @@ def _bundle_grader(tests: Path, grader: str | Path) -> None:
         (target / "requirement.txt").write_text(f"{grader}\n")
 
 
-def export_task(task: Task, out: Path, *, grader_requirement: str | Path, timeout_s: int = 1800) -> Path:
+def _bundle_wheelhouse(environment: Path, wheelhouse: str | Path) -> None:
+    """Copy every wheel of ``wheelhouse`` into the build context (``environment/wheels/``)."""
+    wheels = sorted(Path(wheelhouse).glob("*.whl"))
+    if not wheels:
+        raise FileNotFoundError(f"wheelhouse {wheelhouse} holds no *.whl files")
+    (environment / "wheels").mkdir()
+    for wheel in wheels:
+        shutil.copyfile(wheel, environment / "wheels" / wheel.name)
+
+
+def export_task(
+    task: Task,
+    out: Path,
+    *,
+    grader_requirement: str | Path,
+    timeout_s: int = 1800,
+    base_image: str = BASE_IMAGE,
+    wheelhouse: str | Path | None = None,
+) -> Path:
     """Write one Harbor task directory ``out/<task.id>``; returns it.
 
     Args:
         grader_requirement: A local wheel (copied into ``tests/grader/``) or a pip
             requirement (installed at verification time, which needs network).
+        base_image: The image the task's Dockerfile builds FROM (a local tag where
+            Docker Hub is out of reach, e.g. ``deploy/image/base.sh``'s).
+        wheelhouse: A folder of wheels for the image's packages; copied into the
+            build context and installed with ``--no-index`` (no package index needed).
     """
     root = out / task.id
     if root.exists():
@@ -297,7 +336,9 @@ def export_task(task: Task, out: Path, *, grader_requirement: str | Path, timeou
         shutil.copyfile(path, target)
     (root / "instruction.md").write_text(_instruction(task))
     (root / "task.toml").write_text(_task_toml(task, timeout_s))
-    (root / "environment" / "Dockerfile").write_text(_dockerfile(task))
+    if wheelhouse is not None:
+        _bundle_wheelhouse(root / "environment", wheelhouse)
+    (root / "environment" / "Dockerfile").write_text(_dockerfile(task, base_image, wheelhouse is not None))
     _bundle_grader(root / "tests", grader_requirement)
     (root / "tests" / "task.json").write_text(_bundle_references(task, root / "tests").model_dump_json(indent=1))
     for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):

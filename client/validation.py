@@ -7,7 +7,17 @@ A dataset is sound when, for each task, through the real server:
 - **null**: the null run scores exactly 0.0 (saying nothing earns nothing);
 - **repeat**: the oracle run a second time scores the same as the first (the
   verifier is deterministic);
-- **leak**: no gold value reaches the agent before it answers (below).
+- **leak**: no gold value reaches the agent before it answers (below);
+- **adversarial**: every answer :mod:`analyst_env.verifiers.adversarial` builds
+  from the task's gold to game its scorer (empty, "all of them", hedges that
+  name the gold among other candidates, supersets, NaN, files the scorer must
+  refuse...) scores exactly 0, offline, under the ``strict`` profile;
+- **natural**: every natural correct form that module builds for the scorer
+  (thousand separators, prose around the number, another order where order
+  does not matter...) scores exactly 1.
+
+The report counts, per scorer, the adversarial answers tried and the natural
+forms tried, and how many scored as they must.
 
 Episodes run with :func:`analyst_env.client.evaluation.run_episode`, which
 hands every frame to the leak scan; a task's three runs go one after another
@@ -49,15 +59,22 @@ runs only the reset observation and the state right after reset are scanned.
 The null run is scanned entirely: the reset observation, the state after reset,
 the ``list_files`` observation, the final observation and the final state.
 
-Tasks whose metadata carries a ``gold_status`` other than ``"ok"`` (loaders set
-it to the evidence, e.g. ``"error: no such column"``, when the upstream gold
-itself is broken) are still run and reported, under ``broken_upstream`` with
-that evidence, and do not fail the validation; they are never dropped.
+**Quarantine.** Tasks whose metadata carries a ``gold_status`` other than
+``"ok"`` (loaders set it to the evidence, e.g. ``"error: no such column"`` or
+``"reference formulas wrong: ..."``, see :mod:`analyst_env.datasets.gold_audit`)
+are still run and reported, under ``broken_upstream`` with that evidence, and
+do not fail the validation; they are never dropped. Validation adds one
+finding of its own: an upstream task (one whose loader records a
+``gold_status``) that its untouched initial state already solves, i.e. whose
+null run scores above 0, is quarantined as ``"solved by its initial state:
+..."``. A task of our own with that fault fails the ``null`` check instead: it
+is ours to fix. ``quarantine`` in the report counts them by reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import numbers
 import re
@@ -66,16 +83,16 @@ from typing import Any
 
 from analyst_env.client.evaluation import run_episode
 from analyst_env.datasets import Task, describe_file
+from analyst_env.datasets.gold_audit import GOLD_OK
 from analyst_env.datasets.task import ToolCall
+from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 
-CHECKS = ("oracle", "null", "repeat", "leak")
+CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural")
 """Names of the checks, as the report names a failing one."""
 
 NULL_STEPS = [ToolCall(tool="list_files")]
 """The null run's tool calls before it submits the empty answer."""
 
-GOLD_OK = "ok"
-"""The ``metadata["gold_status"]`` loaders give a task whose upstream gold is sound."""
 
 MIN_GOLD_CHARS = 3
 COMMON_VALUES = frozenset(
@@ -236,6 +253,20 @@ def _reward_failures(runs: dict[str, Row]) -> list[dict[str, str]]:
     return failures
 
 
+def _probe_failures(probes: ProbeResult) -> list[dict[str, str]]:
+    """The adversarial and natural checks on what probing the scorer found."""
+    failures = []
+    if probes.adversarial_nonzero:
+        failures.append({"check": "adversarial", "reason": (
+            f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} adversarial answers "
+            f"scored above 0: {', '.join(probes.adversarial_nonzero)}")})
+    if probes.natural_failed:
+        failures.append({"check": "natural", "reason": (
+            f"{len(probes.natural_failed)} of {probes.natural_tried} natural correct forms "
+            f"scored below 1: {', '.join(probes.natural_failed)}")})
+    return failures
+
+
 def _leak(task: Task, frames: dict[str, Frames]) -> tuple[str | None, int]:
     """Where a gold value shows in the scanned frames (or None), and how many values were sought."""
     catalogue = next(
@@ -284,19 +315,24 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
     leak, checked = _leak(task, frames)
     if leak is not None:
         failures.append({"check": "leak", "reason": leak})
+    probes = await asyncio.to_thread(probe_task, task)
+    failures += _probe_failures(probes)
     row: Row = {
         "task_id": task.id,
         **{name: runs[name].get("reward") for name in plans},
         "leak": leak,
         "gold_values_checked": checked,
+        "probes": dataclasses.asdict(probes),
         "failures": failures,
     }
     if failures:
         row["reward_breakdown"] = {name: runs[name].get("reward_breakdown") for name in plans}
         for failure in failures:
-            run = "null" if failure["check"] == "leak" else failure["check"]
+            run = failure["check"] if failure["check"] in plans else "null"
             failure["reward_breakdown"] = runs[run].get("reward_breakdown")
     gold_status = task.metadata.get("gold_status")
+    if gold_status == GOLD_OK and any(f["check"] == "null" for f in failures):
+        gold_status = f"solved by its initial state: the null run scored {_cell(runs['null'].get('reward'))}"
     if gold_status not in (None, GOLD_OK):
         row["status"] = "broken_upstream"
         row["gold_status"] = gold_status
@@ -330,7 +366,9 @@ async def validate(
 
 
 def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
-    """The JSON report: ``dataset``, ``n``, ``passed``, ``failed``, ``broken_upstream``, ``tasks``."""
+    """The JSON report: ``dataset``, ``n``, ``passed``, ``failed``, ``broken_upstream``,
+    ``scorers`` (per scorer: tasks, adversarial answers tried and scored 0, natural
+    forms tried and scored 1) and ``tasks``."""
     failed = [
         {"task_id": r["task_id"], **failure}
         for r in rows
@@ -348,8 +386,19 @@ def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
         "passed": sum(r["status"] == "pass" for r in rows),
         "failed": failed,
         "broken_upstream": broken,
+        "quarantine": quarantine_counts(broken),
+        "scorers": summarize(ProbeResult(**r["probes"]) for r in rows if "probes" in r),
         "tasks": rows,
     }
+
+
+def quarantine_counts(broken: list[Row]) -> dict[str, int]:
+    """Quarantined tasks by reason (the evidence up to its first colon)."""
+    counts: dict[str, int] = {}
+    for row in broken:
+        reason = str(row["gold_status"]).split(":")[0]
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _cell(reward: float | None) -> str:
@@ -375,7 +424,29 @@ def format_table(rows: list[Row]) -> str:
 def summary(result: dict[str, Any]) -> str:
     """One line: counts of passed, failed and broken-upstream tasks."""
     failed_tasks = len({f["task_id"] for f in result["failed"]})
-    return (
+    line = (
         f"validate {result['dataset']}: n={result['n']} passed={result['passed']} "
         f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])}"
     )
+    if result.get("quarantine"):
+        line += " (quarantined: " + ", ".join(f"{k} {v}" for k, v in result["quarantine"].items()) + ")"
+    return line
+
+
+def format_probes(result: dict[str, Any]) -> str:
+    """Per scorer, one line: adversarial answers tried and how many scored 0, natural forms too."""
+    lines = ["scorer probes (strict profile):"]
+    for name, row in result["scorers"].items():
+        tried, zero = row["adversarial_tried"], row["adversarial_scored_0"]
+        line = f"  {name}: {row['tasks']} task(s), {tried} adversarial answers tried, "
+        line += "every one scored 0" if tried == zero else f"{tried - zero} scored above 0"
+        if row["natural_tried"]:
+            ok = row["natural_scored_1"]
+            line += f"; {row['natural_tried']} natural correct forms, "
+            line += "every one scored 1" if ok == row["natural_tried"] else f"{row['natural_tried'] - ok} below 1"
+        if row["note"]:
+            line += f" ({row['note']})"
+        for why, count in row["not_probed"].items():
+            line += f"; {count} not probed ({why})"
+        lines.append(line)
+    return "\n".join(lines)

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from analyst_env.datasets.gold_audit import contradicting_labels
 from analyst_env.datasets.task import Dataset, Task, VerifierSpec
 
 QUESTIONS = "da-dev-questions.jsonl"
@@ -47,29 +48,6 @@ def build_instruction(q: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _contradictions(answer: list[list[str]]) -> list[str]:
-    """Names the label gives different values (no answer can state both: such a gold is broken).
-
-    Example:
-        >>> _contradictions([["n", "3"], ["m", "1"], ["n", "4"], ["m", "1.0"]])
-        ["n is both '3' and '4'"]
-    """
-    seen: dict[str, str] = {}
-    found = []
-    for name, value in answer:
-        if name in seen and not _same_value(seen[name], value):
-            found.append(f"{name} is both {seen[name]!r} and {value!r}")
-        seen.setdefault(name, value)
-    return found
-
-
-def _same_value(a: str, b: str) -> bool:
-    try:
-        return a == b or abs(float(a) - float(b)) < 1e-6
-    except ValueError:
-        return False
-
-
 def load_dabench(root: str | os.PathLike[str], split: str = "dev") -> Dataset:
     """Load DABench questions and labels as tasks.
 
@@ -91,7 +69,7 @@ def load_dabench(root: str | os.PathLike[str], split: str = "dev") -> Dataset:
         if q["id"] not in labels:
             continue
         answer = [[str(n), str(v)] for n, v in labels[q["id"]]]
-        contradictions = _contradictions(answer)
+        contradictions = contradicting_labels(answer)
         tasks.append(
             Task(
                 id=f"dabench-{q['id']}",

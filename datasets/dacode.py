@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from analyst_env.datasets.gold_audit import contradicting_labels
 from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
 
 TASKS, EVAL, SOURCE, GOLD = "tasks.jsonl", "eval.jsonl", "source", "gold"
@@ -113,6 +114,10 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
             missing = sorted({k.lower().strip() for k in golds[0]} - _instruction_keys(instruction))
             if missing:
                 status = f"gold keys not named in the instruction: {missing} (scored as upstream)"
+            contradictions = [c for g in golds for c in contradicting_labels(
+                (str(k).lower().strip(), json.dumps(v, sort_keys=True)) for k, v in g.items())]
+            if contradictions:  # the scorer reads keys case- and space-insensitively
+                status = f"label contradicts itself: {'; '.join(contradictions)}"
             instruction += "\n\nAnswer with final_answer, giving the filled-in JSON object."
         tasks.append(
             Task(

@@ -11,7 +11,9 @@ workbook with the agent's own Python tool.
 
 Gold problems are recorded, never hidden: ``metadata["gold_status"]`` is
 ``"ok"``, or ``"partially scored"`` when a check list enables checks other than
-``cells.values`` (charts, pivots...), which are not scored; ``gold_notes`` lists
+``cells.values`` (charts, pivots...), which are not scored, or ``"reference
+formulas wrong: ..."`` when every reference fails a check of
+:mod:`~analyst_env.datasets.gold_audit` (the task is quarantined); ``gold_notes`` lists
 details such as reference formula cells saved without cached values (the scorer
 takes those from the recalculation, as Excel would on open).
 """
@@ -27,6 +29,7 @@ from typing import Any
 import openpyxl
 import yaml
 
+from analyst_env.datasets.gold_audit import workbook_reference_problems
 from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers.workbook_match import unsupported_checks
 
@@ -141,6 +144,11 @@ def oracle_code(workbook: str, sheets: list[str], edits: dict[str, dict[str, Any
     return "\n".join(lines)
 
 
+def _shorten(problems: list[str], keep: int = 2) -> str:
+    more = f" and {len(problems) - keep} more" if len(problems) > keep else ""
+    return "; ".join(problems[:keep]) + more
+
+
 def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Dataset:
     """Load SheetCopilot tasks with their reference workbooks.
 
@@ -182,6 +190,11 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
         skipped = sorted({c for r in refs for c in unsupported_checks(r["check_board"])})
         if skipped:
             notes.append("checks not scored: " + ", ".join(skipped))
+        problems = {r["name"]: workbook_reference_problems(r["path"]) for r in refs}
+        notes += [f"reference {n}: {_shorten(p)}" for n, p in enumerate(problems.values(), 1) if p]
+        status = "partially scored" if skipped else "ok"
+        if all(problems.values()):  # no sound reference: a correct workbook cannot score 1
+            status = "reference formulas wrong: " + _shorten(next(iter(problems.values())))
         tasks.append(
             Task(
                 id=f"sheetcopilot-{sheet}-{no}",
@@ -200,7 +213,7 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
                     "workbook": sheet,
                     "categories": row.get("Categories"),
                     "n_references": len(refs),
-                    "gold_status": "partially scored" if skipped else "ok",
+                    "gold_status": status,
                     "gold_notes": notes,
                 },
             )

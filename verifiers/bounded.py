@@ -10,6 +10,17 @@ there) with ``RLIMIT_DATA`` and ``RLIMIT_CPU`` set, and the parent kills it at
 the wall-time limit. Whatever goes wrong (a limit, a crash, an exception) is a
 ``Verdict`` of 0.0 whose detail says what happened; this module never raises.
 
+**Short text answers are scored in process.** A fork costs ~23 ms (the
+server's heap is mapped and torn down), against ~0.01 ms to score a number; in
+a GRPO batch of 64 answers on two cores that was the difference. The text
+scorers of :data:`IN_PROCESS_SCORERS` read nothing but the answer and the gold,
+and their parsers are linear (``tests/verifiers/test_reward_hacking.py``
+holds each to well under a second on the nastiest 64 KiB answers), so an
+answer of at most ``ScoringLimits.in_process_max_bytes`` (1 KiB) costs them
+at most a few milliseconds and kilobytes: it is scored in the server's
+process. Every other scoring, and every longer answer, still runs in the
+bounded child.
+
 The child cannot use the episode's sandbox connection itself, so
 ``VerifyContext.read_file`` in the child asks the parent over the pipe; the
 parent reads the file through the reader it was given (which refuses
@@ -48,12 +59,26 @@ class ScoringLimits:
             server (and the limit of each program it starts, e.g. LibreOffice).
         cpu_s: CPU seconds of the scoring process (its own, not its children's).
         profile: The scoring profile, ``strict`` or ``official``.
+        in_process_max_bytes: Answers up to this size, to a scorer of
+            :data:`IN_PROCESS_SCORERS`, are scored without the child (0: never).
     """
 
     timeout_s: float = 180.0
     memory_mb: int = 2048
     cpu_s: int = 120
     profile: str = "strict"
+    in_process_max_bytes: int = 1024
+
+
+IN_PROCESS_SCORERS = frozenset({"exact", "numeric", "set", "list", "dabench", "tablebench", "dacode_text"})
+"""Scorers of answer text alone whose parsers are linear: short answers skip the fork."""
+
+
+def scored_in_process(spec: VerifierSpec, submitted: str, limits: ScoringLimits) -> bool:
+    """Whether this scoring runs in the calling process (see the module docstring)."""
+    if spec.name not in IN_PROCESS_SCORERS:
+        return False
+    return len(submitted.encode("utf-8", errors="surrogatepass")) <= limits.in_process_max_bytes
 
 
 def _data_in_use() -> int:
@@ -130,7 +155,8 @@ def score_bounded(
     task_files: dict[str, str] | None = None,
     read_file: Callable[[str], bytes] | None = None,
 ) -> Verdict:
-    """:func:`~analyst_env.verifiers.scorers.judge` in a bounded child process.
+    """:func:`~analyst_env.verifiers.scorers.judge` in a bounded child process (or, for a
+    short text answer, in this one: :func:`scored_in_process`).
 
     Args:
         spec: The task's scorer.
@@ -144,6 +170,12 @@ def score_bounded(
     Returns:
         The scorer's verdict, or 0.0 with the reason if it failed or hit a limit.
     """
+    if scored_in_process(spec, submitted, limits):
+        try:
+            return judge(spec, submitted, gold, VerifyContext(task_files=dict(task_files or {})),
+                         profile=limits.profile)
+        except Exception as exc:  # noqa: BLE001 - the same 0 with its reason as in the child
+            return Verdict(0.0, {}, f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
     parent, child = multiprocessing.get_context("fork").Pipe()
     proc = multiprocessing.get_context("fork").Process(
         target=_child,

@@ -17,7 +17,10 @@ is the number a person reading the answer would take as the answer:
    decimal places``, ``2 d.p.``, ``to 3 significant figures``) and anything in
    parentheses (``251.14 (rounded)``), unless the only number is in parentheses.
 4. If the numbers left differ, years beside the answer (four-digit integers
-   1900-2100: ``251.14 for 2023``) are set aside too, if a number remains.
+   1900-2100: ``251.14 for 2023``, ``2023: 251.14``) are set aside too, if a
+   number remains; but not a year offered as a candidate, i.e. joined to a
+   neighbouring number by a hedge word or by separators only (``Either 1963
+   or 456``, ``1963, 456``).
 5. If the numbers left all have the same value, that is the answer. If they
    differ and the answer hedges or lists them (``either``, ``or``, ``maybe``,
    ``between``, ``and``, ``/``, or two numbers with only separators between
@@ -107,6 +110,21 @@ def _is_year(token: str) -> bool:
     return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2100
 
 
+def _is_aside_year(text: str, numbers: list[tuple[int, int, float]], n: tuple[int, int, float]) -> bool:
+    """Whether ``n`` is a year set aside (rule 4), not a candidate offered beside another number."""
+    if not _is_year(text[n[0] : n[1]]):
+        return False
+    i = numbers.index(n)
+    for j in (i - 1, i + 1):
+        if not 0 <= j < len(numbers) or _is_year(text[numbers[j][0] : numbers[j][1]]):
+            continue
+        first, second = sorted((n, numbers[j]))
+        gap = text[first[1] : second[0]]
+        if _HEDGE.search(gap) or (_ONLY_SEPARATORS.match(gap) and ":" not in gap):
+            return False
+    return True
+
+
 def _numbers(text: str) -> list[tuple[int, int, float]]:
     """``(start, end, value)`` of every finite number written in ``text``."""
     text = re.sub(r"-\s*\$", "$-", text)  # "-$5" and "$-5" both mean minus five
@@ -160,7 +178,7 @@ def parse_number(text: object) -> float | None:
     if not numbers:
         return None
     if len({value for _, _, value in numbers}) > 1:
-        not_years = [n for n in numbers if not _is_year(outside[n[0] : n[1]])]
+        not_years = [n for n in numbers if not _is_aside_year(outside, numbers, n)]
         numbers = not_years or numbers
     if len({value for _, _, value in numbers}) == 1:
         return numbers[0][2]

@@ -182,6 +182,35 @@ def test_the_shipped_starter_set_validates(tmp_path, capsys):
     assert report["n"] >= 100 and report["passed"] == report["n"]
     assert report["failed"] == [] and report["broken_upstream"] == []
     assert sum(r["gold_values_checked"] > 0 for r in report["tasks"]) > report["n"] / 2
+    scorers = report["scorers"]
+    assert {"numeric", "exact", "set", "list", "dabench", "workbook_match"} <= set(scorers)
+    assert sum(row["tasks"] for row in scorers.values()) == report["n"]
+    for name, row in scorers.items():
+        assert row["adversarial_tried"] >= 3 * row["tasks"] > 0, name
+        assert row["adversarial_scored_0"] == row["adversarial_tried"], name
+        assert row["natural_scored_1"] == row["natural_tried"], name
+    assert scorers["numeric"]["natural_tried"] > scorers["numeric"]["tasks"]
+    tried = scorers["numeric"]["adversarial_tried"]
+    assert f"numeric: {scorers['numeric']['tasks']} task(s), {tried} adversarial answers tried, every one scored 0" in output
+
+
+def _contains_gold(submitted: str, gold) -> float:
+    """A scorer a policy games: any answer that mentions the gold."""
+    return 1.0 if str(gold).lower() in submitted.lower() else 0.0
+
+
+def test_a_scorer_that_accepts_hedges_fails_the_adversarial_check(tmp_path, capsys, tiny, served, monkeypatch):
+    monkeypatch.setitem(scorers.SCORERS, "exact", _contains_gold)
+    task = Task(id="hv-hedge", instruction="Which region sold most? Answer with its name.", answer="Westfold",
+                oracle_answer="Westfold", verifier=VerifierSpec(name="exact"))
+    code, report, output = validate(tmp_path, capsys, served("hedge", [task]))
+    assert code == 1, output
+    (failure,) = report["failed"]
+    assert failure["check"] == "adversarial" and "or" in failure["reason"] and "pair" in failure["reason"]
+    assert (report["tasks"][0]["oracle"], report["tasks"][0]["null"]) == (1.0, 0.0)  # only the probes see it
+    row = report["scorers"]["exact"]
+    assert 0 < row["adversarial_scored_0"] < row["adversarial_tried"]
+    assert "scored above 0" in output and "FAIL hv-hedge [adversarial]" in output
 
 
 # ── gold values: what counts, and how they are matched ─────────────────────────
@@ -247,3 +276,20 @@ def test_a_gold_written_into_shared_text_is_a_leak():
     frames = {"null": [("reset", {"observation": {"available_tools": catalogue}})], "oracle": [], "repeat": []}
     where, checked = _leak(task, frames)
     assert checked >= 1 and where is not None and "34.65" in where
+
+
+# ── quarantine: upstream tasks their initial state already solves ──────────────
+def test_an_upstream_task_solved_by_its_initial_state_is_quarantined(tmp_path, capsys, tiny, served):
+    csv = tiny["tiny-csv"]
+    # The hook passes on the untouched files: the null run earns 1.0 without doing anything.
+    solved = csv.model_copy(update={"id": "hv-solved-upstream", "verify": ["test -f sales.csv"],
+                                    "metadata": {"source": "somebench", "gold_status": "ok"}})
+    ours = solved.model_copy(update={"id": "hv-solved-ours", "metadata": {"source": "ours"}})
+    code, report, output = validate(tmp_path, capsys, served("solved", [csv, solved, ours]))
+    assert code == 1, output  # our own task is ours to fix: it fails the null check
+    assert [(f["task_id"], f["check"]) for f in report["failed"]] == [("hv-solved-ours", "null")]
+    (quarantined,) = report["broken_upstream"]
+    assert quarantined["task_id"] == "hv-solved-upstream"
+    assert quarantined["gold_status"] == "solved by its initial state: the null run scored 1"
+    assert report["quarantine"] == {"solved by its initial state": 1}
+    assert "quarantined: solved by its initial state 1" in output

@@ -125,3 +125,35 @@ def test_a_missing_grader_wheel_is_a_clear_cli_error(tmp_path, capsys):
 def test_unknown_dataset_is_a_clear_cli_error(tmp_path, capsys):
     assert cli_main(["export", "harbor", "--dataset", "nope:x", "--out", str(tmp_path)]) == 2
     assert "cannot load dataset" in capsys.readouterr().err
+
+
+def _copy_sources(dockerfile: str) -> list[str]:
+    return [line.split()[1] for line in dockerfile.splitlines() if line.startswith(("COPY ", "ADD "))]
+
+
+def test_base_image_and_wheelhouse_keep_the_build_inside_its_context(tmp_path, capsys, wheel):
+    house = tmp_path / "house"
+    house.mkdir()
+    shutil.copyfile(wheel, house / wheel.name)
+    args = ["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "out"), "--limit", "1",
+            "--grader-requirement", str(wheel), "--base-image", "analyst-env-base:bookworm-py3.11"]
+    assert cli_main([*args, "--wheelhouse", str(house)]) == 0
+    (task_dir,) = (tmp_path / "out" / "tasks").iterdir()
+    environment = task_dir / "environment"
+    dockerfile = (environment / "Dockerfile").read_text()
+    assert dockerfile.startswith("FROM analyst-env-base:bookworm-py3.11\n")
+    assert "--no-index --find-links /tmp/wheels" in dockerfile and (environment / "wheels" / wheel.name).is_file()
+    for source in _copy_sources(dockerfile):  # nothing from the host but the build context
+        assert (environment / source).exists() and not os.path.isabs(source), source
+    assert str(tmp_path) not in dockerfile and str(wheel) not in dockerfile
+    # Without the options: Harbor's usual base, packages from the index, still nothing from outside.
+    assert cli_main(["export", "harbor", "--dataset", "starter", "--out", str(tmp_path / "plain"), "--limit", "1",
+                     "--grader-requirement", str(wheel)]) == 0
+    (plain,) = (tmp_path / "plain" / "tasks").iterdir()
+    text = (plain / "environment" / "Dockerfile").read_text()
+    assert text.startswith("FROM python:3.11-slim\n") and "--no-index" not in text
+    assert _copy_sources(text) == ["data/"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli_main([*args, "--wheelhouse", str(empty)]) == 2
+    assert "holds no *.whl files" in capsys.readouterr().err

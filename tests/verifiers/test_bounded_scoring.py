@@ -15,8 +15,8 @@ from analyst_env.datasets.task import VerifierSpec
 from analyst_env.server.episode import Limits
 from analyst_env.server.settings import Settings
 from analyst_env.server.verification import answer_too_large
-from analyst_env.verifiers import register
-from analyst_env.verifiers.bounded import ScoringLimits, score_bounded
+from analyst_env.verifiers import Verdict, register
+from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits, score_bounded
 
 
 @register("test_hog_memory")
@@ -119,3 +119,27 @@ def test_the_memory_limit_is_on_top_of_what_the_server_already_holds():
     verdict = score_bounded(VerifierSpec(name="numeric"), "42", 42, ScoringLimits(memory_mb=200))
     assert verdict.reward == 1.0, verdict.detail
     del ballast
+
+
+@register("test_where")
+def _where(submitted, gold):
+    import os
+
+    return Verdict(1.0, {}, str(os.getpid()))
+
+
+def test_short_text_answers_skip_the_fork_and_everything_else_keeps_it(monkeypatch):
+    import os
+
+    from analyst_env.verifiers import scorers
+
+    monkeypatch.setitem(scorers.SCORERS, "numeric", _where)  # a text scorer that reports where it ran
+    limits = ScoringLimits()
+    here = str(os.getpid())
+    assert score_bounded(VerifierSpec(name="numeric"), "1" * limits.in_process_max_bytes, 1, limits).detail == here
+    longer = score_bounded(VerifierSpec(name="numeric"), "1" * (limits.in_process_max_bytes + 1), 1, limits)
+    assert longer.reward == 1.0 and longer.detail != here
+    assert score_bounded(VerifierSpec(name="test_where"), "1", 1, limits).detail != here  # not a known text scorer
+    never = ScoringLimits(in_process_max_bytes=0)
+    assert score_bounded(VerifierSpec(name="numeric"), "1", 1, never).detail != here
+    assert "sql_execution" not in IN_PROCESS_SCORERS and "workbook_match" not in IN_PROCESS_SCORERS

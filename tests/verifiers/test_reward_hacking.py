@@ -10,30 +10,19 @@ every text scorer well under a second, and a huge workbook is refused unopened.
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import time
 import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
-
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.task import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
+from analyst_env.verifiers.adversarial import probe_task, probes_for, summarize
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CAP = 65_536
-
-
-def shared(name: str) -> Path:
-    root = os.environ.get("ANALYST_ENV_SHARED_DATASETS") or REPO_ROOT / ".." / "shared" / "datasets"
-    path = Path(root).resolve() / name
-    if not path.is_dir():
-        pytest.skip(f"shared benchmark data {name} not found at {path}")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -270,9 +259,55 @@ def test_every_text_scorer_handles_capped_nasty_answers_quickly(starter, task_id
         assert time.monotonic() - started < 2.0, f"{task.verifier.name} took too long on {name}"
 
 
+# --- the generated probes (the ones ``analyst-env validate`` runs) on every real task ---
+
+def _assert_probes_hold(tasks, expect_scorers):
+    results = [probe_task(task) for task in tasks]
+    for task, result in zip(tasks, results):
+        assert result.adversarial_nonzero == [], (task.id, result.adversarial_nonzero)
+        if task.metadata.get("gold_status", "ok") == "ok":
+            assert result.natural_failed == [], (task.id, result.natural_failed)
+    table = summarize(results)
+    assert expect_scorers <= set(table)
+    for name in expect_scorers:
+        assert table[name]["adversarial_tried"] >= 3 * table[name]["tasks"] > 0, name
+    return table
+
+
+def test_generated_probes_hold_on_every_starter_task(starter):
+    table = _assert_probes_hold(list(starter.values()), {"numeric", "exact", "set", "list", "dabench",
+                                                         "workbook_match"})
+    assert all(table[name]["natural_tried"] > 0 for name in ("numeric", "exact", "set", "list", "dabench"))
+
+
+def test_generated_hedges_include_the_gold_and_natural_forms_are_the_documented_ones(starter):
+    adversarial, natural = probes_for(starter["starter-sales-000"])
+    assert "Either 640436.2 or 256171.68" in [p.answer for p in adversarial]
+    assert {"256,171.68", "256\u202f171.68", "256171.68 (rounded)", "256171.680"} <= {p.answer for p in natural}
+    assert {"", "all of them", "nan", "1e309"} <= {p.answer for p in adversarial}
+
+
+def test_a_year_offered_as_a_candidate_is_a_hedge_not_an_aside(starter):
+    task = starter["starter-sales-000"]  # found by the generated probes: 1963 was set aside as a year
+    for hedge in ["Either 1963 or 256171.68", "1963, 256171.68", "256171.68 or 2022", "1963 - 256171.68"]:
+        assert score(task, hedge) == 0.0, hedge
+    for aside in ["256171.68 for 2022", "2022: 256171.68", "In 2022 and 2023 the total was 256171.68"]:
+        assert score(task, aside) == 1.0, aside
+
+
+@pytest.mark.parametrize(
+    "spec,scorers",
+    [("dabench", {"dabench"}), ("tablebench", {"tablebench"}), ("dacode", {"dacode_text", "dacode_csv"}),
+     ("spider_dev", {"sql_execution"}), ("kaggledbqa", {"sql_execution"}), ("sheetcopilot", {"workbook_match"})],
+)
+def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers, shared):
+    fmt = {"spider_dev": "spider"}.get(spec, spec)
+    _assert_probes_hold(load_dataset(f"{fmt}:{shared(spec)}").tasks, scorers)
+
+
 # --- shared benchmarks (skipped without the data) ---
 
-def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes():
+def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(shared):
     tasks = {t.id: t for t in load_dataset(f"spider:{shared('spider_dev')}").tasks}
     task = tasks["spider-dev-0000"]  # SELECT count(*) FROM singer
     db = task.files[task.verifier.params["db"]]
@@ -291,7 +326,7 @@ def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes():
     assert score(task, blobs) == 0.0
 
 
-def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks():
+def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks(shared):
     dacode = [t for t in load_dataset(f"dacode:{shared('dacode')}").tasks if t.verifier.name == "dacode_text"]
     for task in dacode:
         assert score(task, task.oracle_answer) == 1.0 or task.metadata.get("gold_status", "ok") != "ok", task.id
@@ -303,7 +338,7 @@ def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks():
         assert score(task, "Final Answer:") == 0.0, task.id
 
 
-def test_dabench_repeats_cannot_hedge_on_the_real_questions():
+def test_dabench_repeats_cannot_hedge_on_the_real_questions(shared):
     tasks = load_dataset(f"dabench:{shared('dabench')}").tasks
     for task in tasks[:40]:
         assert score(task, task.oracle_answer) == 1.0, task.id
@@ -365,3 +400,29 @@ def test_sql_execution_handles_capped_nasty_answers_quickly(town_db):
         started = time.monotonic()
         assert _sql(town_db, answer) == 0.0, name
         assert time.monotonic() - started < 2.0, f"sql_execution took too long on {name}"
+
+
+IN_PROCESS_GOLDS = {"numeric": 256171.68, "exact": "2023-05", "set": ["a", "b"], "list": ["a", "b"],
+                    "dabench": [["n", "1"]], "dacode_text": {"a": [1]},
+                    "tablebench": {"answer": "12, x", "metric": "EM"}}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS_GOLDS))
+def test_scorers_run_in_the_server_cost_little_on_the_nastiest_short_answers(name):
+    """What scoring in process may cost the server: kilobytes and milliseconds, whatever the answer."""
+    import tracemalloc
+
+    from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits
+
+    assert set(IN_PROCESS_GOLDS) == IN_PROCESS_SCORERS
+    size = ScoringLimits().in_process_max_bytes
+    for shape, answer in NASTY.items():
+        answer = answer.encode()[:size].decode(errors="ignore")
+        started = time.monotonic()
+        judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
+        assert time.monotonic() - started < 0.25, f"{name} took too long on {shape}"
+        tracemalloc.start()
+        judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 2 * 1024 * 1024, f"{name} allocated {peak} bytes on {shape}"

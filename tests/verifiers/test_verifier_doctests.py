@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["normalize", "scorers", "hooks"])
+@pytest.mark.parametrize("module", ["normalize", "scorers", "hooks", "adversarial", "sql_readonly", "sql_compare", "sql_answer"])
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(f"analyst_env.verifiers.{module}"))
     assert result.failed == 0

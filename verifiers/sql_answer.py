@@ -1,0 +1,207 @@
+"""Read an SQL answer: one query, or the result values an agent pasted.
+
+An analyst agent may answer in either of two forms:
+
+* **A query**: one SQLite ``SELECT``/``WITH`` statement. A surrounding code
+  fence and a trailing ``;`` are removed (:func:`extract_sql`).
+* **The result values** (:func:`read_result_values`): a JSON (or Python) list of
+  rows ``[["Alice", 31], ["Bob", 28]]``, a single value ``42``, a comma- or
+  newline-separated list ``Alice, Bob`` for a one-column result, or the pipe
+  table ``run_sql`` printed, pasted as is (with or without the ``---`` line).
+  Values are normalized by :func:`canonical`: numbers by value (``3`` equals
+  ``3.0``, floats to 12 significant digits), strings trimmed, ``NULL`` is null.
+
+Example:
+    >>> extract_sql("```sql\\nSELECT 1;\\n```")
+    'SELECT 1'
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import sqlite3
+from typing import Any
+
+from analyst_env.verifiers.sql_readonly import Row
+
+_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
+_SQL_START = re.compile(r"(?:select|with)\b", re.I)
+
+
+def strip_fences(text: str) -> str:
+    """The first code fence's content if there is one, else the text; outer backticks removed."""
+    m = _FENCE.search(text)
+    text = (m.group(1) if m else text).strip()
+    if len(text) >= 2 and text[0] == text[-1] == "`":
+        text = text.strip("`").strip()
+    return text
+
+
+def extract_sql(text: str) -> str | None:
+    """The answer as one SQL query, or ``None`` if it does not read as one.
+
+    It reads as SQL if, after removing code fences and trailing ``;``, it starts
+    with ``SELECT`` or ``WITH`` and is a complete statement.
+
+    Example:
+        >>> extract_sql("select count(*) from t;"), extract_sql("42"), extract_sql("SELECT 'open")
+        ('select count(*) from t', None, None)
+    """
+    sql = strip_fences(text)
+    while sql.endswith(";"):
+        sql = sql[:-1].rstrip()
+    if "\0" in sql or not _SQL_START.match(sql) or not sqlite3.complete_statement(sql + ";"):
+        return None
+    return sql
+
+
+_NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_NULLS = {"null", "none"}
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
+_SEPARATOR_LINE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_ROW_COUNT_LINE = re.compile(r"^\s*\(\d+ row\(s\)[^)]*\)\s*$")
+
+
+def canonical(value: Any) -> Any:
+    """A value as typed-answer comparison sees it: numbers by value, strings trimmed, null as None.
+
+    Example:
+        >>> canonical(3.0), canonical(" 3 "), canonical("NULL"), canonical(" Paris ")
+        (3, 3, None, 'Paris')
+        >>> canonical(1 / 3)
+        0.333333333333
+    """
+    if value is None or isinstance(value, bool):
+        return None if value is None else int(value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="ignore")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in _NULLS:
+            return None
+        if not _NUMBER_TEXT.fullmatch(text):
+            return text
+        try:
+            value = float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError:  # more digits than int() converts
+            return text
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value.is_integer() and abs(value) < 2**63:
+            return int(value)
+        return float(f"{value:.12g}")
+    return str(value).strip()
+
+
+_NO_LITERAL = object()
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _literal(text: str) -> Any:
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return _NO_LITERAL
+
+
+def _tables_from_literal(value: Any) -> list[list[Row]]:
+    if isinstance(value, _SCALARS):
+        return [[(value,)]]
+    if isinstance(value, dict):
+        return (
+            [[tuple(value.values())]]
+            if all(isinstance(v, _SCALARS) for v in value.values())
+            else []
+        )
+    if not isinstance(value, (list, tuple)):
+        return []
+    if not value:
+        return [[]]
+    if all(isinstance(r, (list, tuple)) for r in value):
+        return [[tuple(r) for r in value]]
+    if all(isinstance(r, dict) for r in value):
+        keys = list(value[0])
+        if any(set(r) != set(keys) for r in value):
+            return []
+        return [[tuple(r[k] for k in keys) for r in value]]
+    if all(isinstance(v, _SCALARS) for v in value):
+        return [[(v,) for v in value], [tuple(value)]]
+    return []
+
+
+def _pipe_cells(line: str) -> Row:
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|"):
+        line = line[:-1]
+    return tuple(cell.strip() for cell in line.split("|"))
+
+
+def _pipe_table(lines: list[str]) -> list[Row] | None:
+    """Rows of a markdown or ``run_sql`` table; a header followed by a ``---`` line is dropped."""
+    lines = [line for line in lines if not _ROW_COUNT_LINE.match(line)]
+    if len(lines) >= 2 and _SEPARATOR_LINE.match(lines[1]):
+        lines = lines[2:]
+    elif not lines or not all("|" in line for line in lines if not _SEPARATOR_LINE.match(line)):
+        return None
+    return [_pipe_cells(line) for line in lines if not _SEPARATOR_LINE.match(line)]
+
+
+def read_result_values(text: str) -> list[list[Row]]:
+    """Every reading of a typed answer as a result table (an answer matches if any reading does).
+
+    Readings, the first kind that applies: a JSON/Python literal (a list of
+    rows, a list of values as one column or as one row, a scalar); else a pipe
+    table (header and row-count lines dropped; a first line of no numbers and no
+    ``---`` line under it is read both as a header and as a row); else the whole text as one
+    value, comma/semicolon-separated values on one line as a column or as a
+    row, one value per line (bullets removed), or lines of tab/comma-separated cells.
+
+    Example:
+        >>> read_result_values('[["a", 1]]')
+        [[('a', 1)]]
+        >>> read_result_values("a | n\\n--- | ---\\nx | 1\\n(1 row(s))")
+        [[('x', '1')]]
+        >>> read_result_values("x, y")
+        [[('x, y',)], [('x',), ('y',)], [('x', 'y')]]
+    """
+    text = strip_fences(text)
+    if not text:
+        return []
+    literal = _literal(text)
+    if literal is not _NO_LITERAL and (readings := _tables_from_literal(literal)):
+        return readings
+    lines = [line for line in text.splitlines() if line.strip()]
+    table = (
+        _pipe_table(lines)
+        if any("|" in line or _SEPARATOR_LINE.match(line) for line in lines)
+        else None
+    )
+    if table is not None:
+        if len(table) > 1 and not any(_NUMBER_TEXT.fullmatch(cell) for cell in table[0]):
+            return [
+                table,
+                table[1:],
+            ]  # a header line without its "---" line: read with and without it
+        return [table]
+    readings = []
+    if len(lines) == 1:
+        readings.append([(text,)])
+        parts = [p.strip() for p in re.split(r"[;,]", text)]
+        if len(parts) > 1:
+            readings += [[(p,) for p in parts], [tuple(parts)]]
+    else:
+        readings.append([(_BULLET.sub("", line).strip(),) for line in lines])
+        for sep in ("\t", ","):
+            if all(sep in line for line in lines):
+                readings.append([tuple(c.strip() for c in line.split(sep)) for line in lines])
+    return readings
