@@ -31,15 +31,16 @@ from dataclasses import dataclass
 
 from ...paths import cache_root
 from ..sandbox import SandboxError
+from ..task_files import check_task_file_name
 from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
-from .episode import LocalSandbox
-from .framing import ConnectionClosed
+from .frame_socket import ConnectionClosed
 from .images import IMAGES, ImageSpec
 from .isolation import Sizing, choose_mode, protections, uses_slot_uids
-from .rootview import hidden_interpreter_paths
 from .kernel import KernelHandle
+from .rootview import hidden_interpreter_paths
+from .socket_link import LocalSandbox
 from .zygote_client import ZygoteDied, ZygoteProcess
 
 log = logging.getLogger(__name__)
@@ -624,8 +625,10 @@ def _open_files(files: dict[str, str]) -> list[int]:
     fds: list[int] = []
     try:
         for name, source in files.items():
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+            try:
+                check_task_file_name(name)
+            except ValueError as exc:
+                raise SandboxError(str(exc)) from None
             fds.append(os.open(source, os.O_RDONLY | os.O_CLOEXEC))
     except OSError as exc:
         for fd in fds:

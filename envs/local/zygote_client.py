@@ -17,7 +17,7 @@ from typing import Any
 
 from ..sandbox import SandboxError
 from . import procctl
-from .framing import FrameConnection
+from .frame_socket import FrameConnection
 from .images import IMAGES, ImageSpec
 from .kernel import KernelHandle
 

@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import posixpath
 import re
-from pathlib import Path
 import shlex
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
-from analyst_env.envs.local.episode import _timeout_error
+from analyst_env.envs.model_texts import timed_out_restarted_result
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
-from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.sandbox import (
     CellResult,
     ExecutionError,
@@ -47,6 +47,7 @@ from analyst_env.envs.sandbox import (
     SandboxError,
     ShellResult,
 )
+from analyst_env.envs.task_files import check_task_file_name
 
 WORKDIR = "/home/user/work"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -165,9 +166,7 @@ class E2BSandbox:
             except self._sdk.TimeoutException:
                 self._restart_kernel()
                 self._count = 0  # a fresh kernel counts from 1 again, as the local one does
-                return CellResult(
-                    error=_timeout_error(timeout_s, restarted=True), timed_out=True, kernel_restarted=True
-                )
+                return timed_out_restarted_result(timeout_s)
             except Exception as exc:
                 raise SandboxError(f"E2B sandbox {self._sandbox.sandbox_id} failed to run the cell: {exc}") from exc
             if silent:
@@ -359,8 +358,10 @@ class E2BSandboxBackend:
             raise SandboxError("the backend is closed")
         payload = {}
         for name, source in files.items():
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+            try:
+                check_task_file_name(name)
+            except ValueError as exc:
+                raise SandboxError(str(exc)) from None
             try:
                 with open(source, "rb") as f:
                     payload[name] = f.read()

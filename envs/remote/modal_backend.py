@@ -25,8 +25,8 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.client import RunnerClient
 from analyst_env.envs.remote.runner import SINGLE_THREADED_ENV
+from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 
 _PACKAGE_DIR = Path(images.__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 Docker and Modal start ``python -m analyst_env.envs.remote.runner`` once per
 slot (a long-lived container or sandbox) and talk to it through the process's
-stdin and stdout with length-prefixed JSON frames (``wire``). Starting a
+stdin and stdout with length-prefixed JSON frames (``envs.frames``). Starting a
 container per episode costs 1.2-2.5 s; forking a kernel from a runner that has
 already imported the image's modules costs about 10 ms, so the runner is the
 zygote of its slot and each episode is one forked kernel.
@@ -60,7 +60,8 @@ import time
 import traceback
 from typing import Any
 
-from analyst_env.envs.remote.wire import Decoder, encode
+from analyst_env.envs.frames import Decoder, encode
+from analyst_env.envs.task_files import check_task_file_name
 
 PROTOCOL = 1
 DEFAULT_WORKDIR = "/work"
@@ -175,8 +176,7 @@ class Runner:
         # The same layout as a local slot: Harbor-style verifiers read logs/verifier/.
         os.makedirs(os.path.join(self.workdir, "logs", "verifier"))
         for name, data in request.get("files", {}).items():
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                raise ValueError(f"task file name {name!r} must be a relative path")
+            check_task_file_name(name)
             target = resolve_inside(self.workdir, name)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "wb") as f:
@@ -247,7 +247,7 @@ class Runner:
                 os.chdir(self.workdir)
                 os.environ.update(HOME=self.workdir)
                 from analyst_env.envs.local.child import serve_episode
-                from analyst_env.envs.local.framing import FrameConnection
+                from analyst_env.envs.local.frame_socket import FrameConnection
 
                 serve_episode(
                     FrameConnection(child_end, accept_fds=True), self.shell, self.workdir, self.output_limit_bytes

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import images
-from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
 from analyst_env.envs.remote.images import built_by, write_manifest
+from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
 from analyst_env.envs.sandbox import SandboxError
+from analyst_env.envs.task_files import check_task_file_name
 
 log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
@@ -269,8 +270,10 @@ def _read_files(files: dict[str, str]) -> dict[str, str]:
     """
     out = {}
     for name, source in files.items():
-        if not name or name.startswith("/") or ".." in name.split("/"):
-            raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+        try:
+            check_task_file_name(name)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
         try:
             with open(source, "rb") as f:
                 out[name] = base64.b64encode(f.read()).decode("ascii")

@@ -203,7 +203,7 @@ def test_unknown_image_is_a_clear_error(backend, tmp_path):
 
 def test_sandbox_killed_mid_cell_is_reported_and_the_backend_recovers(backend, modal_sdk, csv_file):
     sandbox = backend.start("default", files={"sales.csv": csv_file})
-    label = sandbox._client.label  # "modal sandbox <object_id>"
+    label = sandbox.label  # "modal sandbox <object_id>"
     (victim,) = [sb for sb in modal_sdk.SANDBOXES if label.endswith(sb.object_id)]
     import threading
 
