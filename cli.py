@@ -56,9 +56,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ValueError, SandboxError) as exc:  # unknown backend; SDK, credentials or service missing
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    protections = getattr(backend, "protections", None)
-    if protections is not None:  # the mode in force, named before anything is served
-        info = protections()
+    info = backend.protections()
+    if info:  # the mode in force, named before anything is served
         line = f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
         for key in ("degraded", "stronger_modes_unavailable"):
             if info.get(key):
@@ -90,16 +89,14 @@ def _start_backend(settings):
     from analyst_env.envs.backends import make_backend
 
     backend = make_backend(settings)
-    warm_up = getattr(backend, "warm_up", None)
-    if warm_up is not None:
 
-        def warm() -> None:
-            try:
-                warm_up()
-            except Exception:  # reported by the app's startup hook
-                pass
+    def warm() -> None:
+        try:
+            backend.warm_up()
+        except Exception:  # reported by the app's startup hook
+            pass
 
-        threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
+    threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
     return backend
 
 

@@ -33,7 +33,7 @@ from .model_texts import (
     timed_out_restarted_result,
     timeout_error,
 )
-from .sandbox import CellResult, SandboxClosedError, SandboxError, ShellResult
+from .sandbox import CellResult, Sandbox, SandboxClosedError, SandboxError, ShellResult
 
 FILE_OP_TIMEOUT_S = 120.0
 """Limit for ``put_file``/``get_file`` and other control requests, in seconds."""
@@ -108,7 +108,7 @@ class KernelLink(Protocol):
         ...
 
 
-class KernelSandbox:
+class KernelSandbox(Sandbox):
     """A ``Sandbox`` over a ``KernelLink``; see ``envs.sandbox.Sandbox`` for each verb.
 
     Args:

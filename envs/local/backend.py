@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...paths import cache_root
-from ..sandbox import SandboxError
+from ..sandbox import SandboxBackend, SandboxError
 from ..task_files import check_task_file_name
 from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
@@ -60,7 +60,7 @@ class _Slot:
     zygote: ZygoteProcess | None = None  # the zygote whose namespace holds the slot
 
 
-class LocalSandboxBackend:
+class LocalSandboxBackend(SandboxBackend):
     """Starts sandboxes as isolated kernels forked from a per-image zygote.
 
     Args:
@@ -215,6 +215,10 @@ class LocalSandboxBackend:
                 "limit per uid (RLIMIT_NPROC), not per episode"
             )
         return ""
+
+    def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
+        """Serve baked recipes: ``resolve`` maps an image name to its package directory."""
+        self.image_resolver = resolve
 
     def warm_up(self, image: str = "default") -> None:
         """Start ``image``'s zygote now and begin keeping standbys for it.

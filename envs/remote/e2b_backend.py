@@ -43,6 +43,9 @@ from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.sandbox import (
     CellResult,
     ExecutionError,
+    Sandbox,
+    SandboxBackend,
+    SandboxBaker,
     SandboxClosedError,
     SandboxError,
     ShellResult,
@@ -132,7 +135,7 @@ def template_builder(sdk_core: ModuleType, recipe: Recipe) -> Any:
     return template.set_envs({"MPLBACKEND": "Agg"})
 
 
-class E2BSandbox:
+class E2BSandbox(Sandbox):
     """One episode in one E2B sandbox. Created by ``E2BSandboxBackend.start``."""
 
     def __init__(
@@ -239,7 +242,7 @@ class E2BSandbox:
             raise SandboxError(f"E2B could not restart the kernel after a timeout: {exc}") from exc
 
 
-class E2BSandboxBackend:
+class E2BSandboxBackend(SandboxBackend):
     """Starts one E2B sandbox per episode from the recipe's template.
 
     Args:
@@ -343,7 +346,12 @@ class E2BSandboxBackend:
         log(f"e2b: template {name} is ready")
 
     def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir``'s manifest records an E2B template."""
         return built_by(out_dir, self.name)
+
+    def baker(self) -> SandboxBaker:
+        """Itself: E2B builds a template for each recipe."""
+        return self
 
     def start(
         self,

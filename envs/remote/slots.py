@@ -23,7 +23,7 @@ from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import images
 from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
-from analyst_env.envs.sandbox import SandboxError
+from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Slot:
             log.warning("destroying slot %s failed: %s", self.client.label, exc)
 
 
-class RunnerBackend:
+class RunnerBackend(SandboxBackend):
     """Base of the backends whose episodes run on slot runners.
 
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
@@ -109,7 +109,12 @@ class RunnerBackend:
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
 
     def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir``'s manifest records an artifact of this backend."""
         return built_by(out_dir, self.name)
+
+    def baker(self) -> SandboxBaker:
+        """Itself: a runner backend builds its own image for each recipe."""
+        return self
 
     def artifact_name(self, recipe: Recipe) -> str:
         return images.artifact_tag(recipe)

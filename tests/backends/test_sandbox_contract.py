@@ -19,7 +19,13 @@ import pytest
 
 from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.remote.images import resolve_default
-from analyst_env.envs.sandbox import Sandbox, SandboxBackend, SandboxClosedError, SandboxError
+from analyst_env.envs.sandbox import (
+    Sandbox,
+    SandboxBackend,
+    SandboxBaker,
+    SandboxClosedError,
+    SandboxError,
+)
 
 TIMED_OUT = "The cell exceeded its 1 s time limit and was interrupted"
 RESTARTED = (
@@ -41,10 +47,12 @@ class Case:
     """A cell over its limit is interrupted (variables kept); else its kernel restarts."""
     reports_kernel_death: bool = True
     """A kernel that exits mid-cell comes back as ``KernelDied`` with a fresh kernel."""
+    bakes_own_artifacts: bool = True
+    """The backend builds an image or template per recipe (``baker()``)."""
 
 
 def _local(request: pytest.FixtureRequest) -> Case:
-    return Case(LocalSandboxBackend(interrupt_grace_s=2))
+    return Case(LocalSandboxBackend(interrupt_grace_s=2), bakes_own_artifacts=False)
 
 
 def _runner(request: pytest.FixtureRequest) -> Case:
@@ -83,6 +91,19 @@ def sandbox(case: Case, csv_file: str) -> Iterator[Sandbox]:
     sandbox = case.backend.start("default", files={"data/sales.csv": csv_file}, seed=5)
     yield sandbox
     sandbox.close()
+
+
+def test_optional_parts_are_declared(case):
+    backend = case.backend
+    assert isinstance(backend, SandboxBackend)
+    baker = backend.baker()
+    if case.bakes_own_artifacts:
+        assert isinstance(baker, SandboxBaker)
+    else:
+        assert baker is None
+    assert isinstance(backend.protections(), dict)
+    backend.forget_image("env-0000")  # an image it never served: nothing happens
+    backend.use_image_resolver(lambda image: None)
 
 
 def test_is_a_sandbox_with_state_counts_and_data_errors(sandbox):
