@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...paths import cache_root
 from ..sandbox import SandboxBackend, SandboxError
@@ -42,6 +43,9 @@ from .kernel import KernelHandle
 from .rootview import hidden_interpreter_paths
 from .socket_link import LocalSandbox
 from .zygote_client import ZygoteDied, ZygoteProcess
+
+if TYPE_CHECKING:
+    from ..backends import BackendSettings
 
 log = logging.getLogger(__name__)
 _ACTIVATE_TIMEOUT_S = 60.0
@@ -643,3 +647,20 @@ def _open_files(files: dict[str, str]) -> list[int]:
             os.close(fd)
         raise
     return fds
+
+
+def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
+    """The backend ``make_backend`` builds for ``backend = "local"``."""
+    sizing = Sizing(
+        memory_mb=settings.memory_limit_mb,
+        cpus=settings.cpu_limit,
+        pids=settings.pids_limit,
+        disk_mb=settings.disk_limit_mb,
+    )
+    return LocalSandboxBackend(
+        sizing=sizing,
+        isolation=settings.isolation,
+        standbys=settings.standbys,
+        uid_base=settings.uid_base,
+        hidden_paths=(str(cache_root()), str(settings.state_dir)),
+    )

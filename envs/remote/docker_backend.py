@@ -16,10 +16,11 @@ runner kills the previous episode's processes and empties ``/work``.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
@@ -28,6 +29,9 @@ from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
 
 _FRAME = struct.Struct(">BxxxL")
 
@@ -198,3 +202,19 @@ class DockerSandboxBackend(RunnerBackend):
             container.remove(force=True)
             raise
         return Slot(client, lambda: container.remove(force=True), meta={"container": container.id})
+
+
+def from_settings(settings: BackendSettings) -> DockerSandboxBackend:
+    """The backend ``make_backend`` builds: the Docker engine from ``DOCKER_HOST`` (or the
+    default socket)."""
+    return DockerSandboxBackend(
+        images.settings_resolver(settings, "docker"),
+        base_url=os.environ.get("DOCKER_HOST") or None,
+        runtime=settings.docker_runtime,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        pids=settings.pids_limit,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )

@@ -25,6 +25,7 @@ existing template instead.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shlex
@@ -32,7 +33,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
 from analyst_env.envs.model_texts import timed_out_restarted_result
@@ -51,6 +52,10 @@ from analyst_env.envs.sandbox import (
     ShellResult,
 )
 from analyst_env.envs.task_files import check_task_file_name
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
 
 WORKDIR = "/home/user/work"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -441,4 +446,19 @@ def _setup_code(seed: int | None, env: dict[str, str]) -> str:
         "except ImportError:\n"
         "    pass\n"
         "del __os, __random\n"
+    )
+
+
+def from_settings(settings: BackendSettings) -> E2BSandboxBackend:
+    """The backend ``make_backend`` builds: E2B credentials from ``E2B_API_KEY`` (and
+    ``E2B_DOMAIN`` when self-hosted)."""
+    return E2BSandboxBackend(
+        images.settings_resolver(settings, "e2b"),
+        api_key=os.environ.get("E2B_API_KEY"),
+        domain=os.environ.get("E2B_DOMAIN") or None,
+        template=settings.e2b_template,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
     )

@@ -13,10 +13,14 @@ import io
 import shlex
 import tarfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyst_env.envs.local.images import IMAGES
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
 
 #: Bumped whenever the runner code baked into images changes incompatibly.
 RUNNER_REVISION = 2
@@ -216,3 +220,8 @@ def recipe_resolver(images_dir: Path | None, backend: str):
         )
 
     return resolve
+
+
+def settings_resolver(settings: BackendSettings, backend: str):
+    """``recipe_resolver`` over the builds recorded under ``<state_dir>/envs/images``."""
+    return recipe_resolver(Path(settings.state_dir) / "envs" / "images", backend)

@@ -14,12 +14,13 @@ Sandboxes have no disk sizing on Modal; the recipe's ``disk_mb`` is ignored.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
@@ -28,6 +29,10 @@ from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.runner import SINGLE_THREADED_ENV
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
 
 _PACKAGE_DIR = Path(images.__file__).resolve().parents[2]
 
@@ -175,3 +180,18 @@ class ModalSandboxBackend(RunnerBackend):
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.
         return time.monotonic() - slot.meta["created"] < self.sandbox_timeout_s * 0.5
+
+
+def from_settings(settings: BackendSettings) -> ModalSandboxBackend:
+    """The backend ``make_backend`` builds: Modal credentials from ``MODAL_TOKEN_ID`` and
+    ``MODAL_TOKEN_SECRET``."""
+    return ModalSandboxBackend(
+        images.settings_resolver(settings, "modal"),
+        token_id=os.environ.get("MODAL_TOKEN_ID"),
+        token_secret=os.environ.get("MODAL_TOKEN_SECRET"),
+        app_name=settings.modal_app,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )
