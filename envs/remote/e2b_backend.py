@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
 from analyst_env.envs.model_texts import timed_out_restarted_result
+from analyst_env.envs.recipes.install_plan import install_plan
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
@@ -113,30 +114,26 @@ def cell_result(execution: Any, execution_count: int | None, limit: int = DEFAUL
 
 def template_builder(sdk_core: ModuleType, recipe: Recipe) -> Any:
     """The Template SDK definition of ``recipe`` (nothing is built until ``Template.build``)."""
+    plan = install_plan(recipe)
     template = sdk_core.Template().from_template("code-interpreter-v1")
-    if recipe.apt_sources:
+    if plan.apt_sources:
         template = template.run_cmd(
-            f"echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list", user="root"
+            f"echo {shlex.quote(plan.apt_sources)} > {images.APT_SOURCES_FILE}", user="root"
         )
-    apt = images._apt_packages(recipe)
-    if apt:
-        template = template.apt_install(apt, no_install_recommends=True)
-    if recipe.pip_index_url == recipe.uv_index_url:
-        groups = [(recipe.python_requirements, recipe.pip_index_url)]
-    else:
-        groups = [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
-    for packages, index in groups:
-        if not packages:
-            continue
-        if index:
-            quoted = " ".join(shlex.quote(p) for p in packages)
-            template = template.run_cmd(f"pip install --index-url {shlex.quote(index)} {quoted}", user="root")
+    if plan.apt:
+        template = template.apt_install(plan.apt, no_install_recommends=True)
+    for step in plan.python_by_index:
+        if step.index_url:
+            quoted = " ".join(shlex.quote(p) for p in step.packages)
+            index = shlex.quote(step.index_url)
+            template = template.run_cmd(f"pip install --index-url {index} {quoted}", user="root")
         else:
-            template = template.pip_install(packages)
-    if recipe.npm:
-        if recipe.npm_registry:
-            template = template.run_cmd(f"npm config set registry {shlex.quote(recipe.npm_registry)}", user="root")
-        template = template.npm_install(recipe.npm, g=True)
+            template = template.pip_install(step.packages)
+    if plan.npm:
+        if plan.npm_registry:
+            registry = shlex.quote(plan.npm_registry)
+            template = template.run_cmd(f"npm config set registry {registry}", user="root")
+        template = template.npm_install(plan.npm, g=True)
     return template.set_envs({"MPLBACKEND": "Agg"})
 
 

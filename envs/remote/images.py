@@ -15,7 +15,9 @@ import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
 from analyst_env.envs.local.images import IMAGES
+from analyst_env.envs.recipes.install_plan import PythonStep, install_plan
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.sandbox import SandboxError
 
@@ -37,6 +39,8 @@ RUNNER_REQUIREMENTS = (
 )
 
 #: Where images keep the package, the sandbox user and the working directory.
+APT_SOURCES_FILE = "/etc/apt/sources.list.d/analyst-env.list"
+"""Where an image writes a recipe's ``apt_sources`` line."""
 PACKAGE_ROOT = "/opt/analyst_env"
 SANDBOX_UID = 1000
 WORKDIR = "/work"
@@ -101,13 +105,6 @@ def _quoted(items: list[str]) -> str:
     return " ".join(shlex.quote(item) for item in items)
 
 
-def _apt_packages(recipe: Recipe) -> list[str]:
-    apt = list(dict.fromkeys(recipe.apt))
-    if recipe.npm and not {"nodejs", "npm"} <= {p.split("=")[0] for p in apt}:
-        apt += [p for p in ("nodejs", "npm") if p not in apt]  # npm packages need node
-    return apt
-
-
 def dockerfile(recipe: Recipe) -> str:
     """A Dockerfile that bakes ``recipe`` and runs the slot runner as an unprivileged user.
 
@@ -115,34 +112,29 @@ def dockerfile(recipe: Recipe) -> str:
     pip and uv entries are installed with uv into the system interpreter, each
     list from its own index when the recipe names one.
     """
+    plan = install_plan(recipe)
+    pinned = " ".join(f"{k}={v}" for k, v in SINGLE_THREADED_ENV.items())
     lines = [
         f"# analyst_env sandbox image for recipe {recipe.name!r} ({artifact_tag(recipe)})",
         f"FROM {recipe.base_image}",
-        "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "
-        "MKL_NUM_THREADS=1 JE_ARROW_MALLOC_CONF=background_thread:false MPLCONFIGDIR=/tmp "
+        f"ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 {pinned} MPLCONFIGDIR=/tmp "
         "DEBIAN_FRONTEND=noninteractive",
     ]
-    if recipe.apt_sources:
-        lines.append(f"RUN echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list")
-    apt = _apt_packages(recipe)
-    if apt:
+    if plan.apt_sources:
+        lines.append(f"RUN echo {shlex.quote(plan.apt_sources)} > {APT_SOURCES_FILE}")
+    if plan.apt:
         lines.append(
             "RUN apt-get update && apt-get install -y --no-install-recommends "
-            f"{_quoted(apt)} && rm -rf /var/lib/apt/lists/*"
+            f"{_quoted(plan.apt)} && rm -rf /var/lib/apt/lists/*"
         )
     lines.append("RUN python -m pip install --no-cache-dir uv")
-    groups = [(list(RUNNER_REQUIREMENTS), None)]
-    if recipe.pip_index_url == recipe.uv_index_url:
-        groups.append((recipe.python_requirements, recipe.pip_index_url))
-    else:
-        groups += [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
-    for packages, index in groups:
-        if packages:
-            index_opt = f"--index-url {shlex.quote(index)} " if index else ""
-            lines.append(f"RUN uv pip install --system --no-cache {index_opt}{_quoted(packages)}")
-    if recipe.npm:
-        registry = f"--registry {shlex.quote(recipe.npm_registry)} " if recipe.npm_registry else ""
-        lines.append(f"RUN npm install -g {registry}{_quoted(recipe.npm)} && npm cache clean --force")
+    runner = PythonStep("runner", list(RUNNER_REQUIREMENTS), None)
+    for step in [runner, *plan.python_by_index]:
+        index_opt = f"--index-url {shlex.quote(step.index_url)} " if step.index_url else ""
+        lines.append(f"RUN uv pip install --system --no-cache {index_opt}{_quoted(step.packages)}")
+    if plan.npm:
+        registry = f"--registry {shlex.quote(plan.npm_registry)} " if plan.npm_registry else ""
+        lines.append(f"RUN npm install -g {registry}{_quoted(plan.npm)} && npm cache clean --force")
     lines += [
         f"COPY analyst_env {PACKAGE_ROOT}/analyst_env",
         f"RUN useradd --uid {SANDBOX_UID} --create-home --shell /bin/sh sandbox "

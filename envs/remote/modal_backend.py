@@ -22,11 +22,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
+from analyst_env.envs.recipes.install_plan import install_plan
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import images
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.runner import SINGLE_THREADED_ENV
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 
@@ -39,25 +40,21 @@ _PACKAGE_DIR = Path(images.__file__).resolve().parents[2]
 
 def modal_image(sdk: ModuleType, recipe: Recipe) -> Any:
     """The Modal image for ``recipe`` (lazy: nothing is built until ``build``)."""
+    plan = install_plan(recipe)
     image = sdk.Image.from_registry(recipe.base_image)
-    if recipe.apt_sources:
+    if plan.apt_sources:
         image = image.run_commands(
-            f"echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list"
+            f"echo {shlex.quote(plan.apt_sources)} > {images.APT_SOURCES_FILE}"
         )
-    apt = images._apt_packages(recipe)
-    if apt:
-        image = image.apt_install(*apt)
+    if plan.apt:
+        image = image.apt_install(*plan.apt)
     image = image.uv_pip_install(*images.RUNNER_REQUIREMENTS)
-    if recipe.pip_index_url == recipe.uv_index_url:
-        groups = [(recipe.python_requirements, recipe.pip_index_url)]
-    else:
-        groups = [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
-    for packages, index in groups:
-        if packages:
-            image = image.uv_pip_install(*packages, index_url=index)
-    if recipe.npm:
-        registry = f"--registry {shlex.quote(recipe.npm_registry)} " if recipe.npm_registry else ""
-        image = image.run_commands(f"npm install -g {registry}{' '.join(shlex.quote(p) for p in recipe.npm)}")
+    for step in plan.python_by_index:
+        image = image.uv_pip_install(*step.packages, index_url=step.index_url)
+    if plan.npm:
+        registry = f"--registry {shlex.quote(plan.npm_registry)} " if plan.npm_registry else ""
+        packages = " ".join(shlex.quote(p) for p in plan.npm)
+        image = image.run_commands(f"npm install -g {registry}{packages}")
     image = image.env({**SINGLE_THREADED_ENV, "PYTHONPATH": images.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"})
     image = image.add_local_file(
         _PACKAGE_DIR / "__init__.py", f"{images.PACKAGE_ROOT}/analyst_env/__init__.py", copy=True

@@ -35,21 +35,11 @@ The runner exits (killing its episode) when its stdin closes. Linux only.
 
 from __future__ import annotations
 
-import os
-
-# numpy's BLAS pool and pyarrow's jemalloc start threads at import unless
-# these are set, and a process with threads must not fork. Importing the
-# ``analyst_env`` package may already import numpy, so the runner re-executes
-# itself with them when it was started without (see ``_single_threaded``).
-SINGLE_THREADED_ENV = {
-    **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
-    "JE_ARROW_MALLOC_CONF": "background_thread:false",
-}
-
-import argparse  # noqa: E402
+import argparse
 import base64
 import gc
 import importlib
+import os
 import select
 import shutil
 import signal
@@ -60,6 +50,9 @@ import time
 import traceback
 from typing import Any
 
+# Importing the ``analyst_env`` package may already import numpy, so the runner
+# re-executes itself with these when it was started without (``_single_threaded``).
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
 from analyst_env.envs.frames import Decoder, encode
 from analyst_env.envs.task_files import check_task_file_name
 
