@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     traj.add_argument("--state-dir", help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)")
     traj.set_defaults(func=cmd_export)
 
-    from analyst_env.envs.recipes.cli import add_parser as add_envs_parser
+    from analyst_env.envs_cli import add_parser as add_envs_parser
 
     add_envs_parser(sub)  # envs list|show|create|build|delete
     return parser
