@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from .local.images import ImageSpec
+    from .local.image_specs import ImageSpec
     from .recipes.recipe import Recipe
 
 from pydantic import BaseModel, Field

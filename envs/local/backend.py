@@ -37,7 +37,7 @@ from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
 from .frame_socket import ConnectionClosed
-from .images import IMAGES, ImageSpec
+from .image_specs import IMAGES, ImageSpec
 from .isolation import Sizing, choose_mode, protections, uses_slot_uids
 from .kernel import KernelHandle
 from .rootview import hidden_interpreter_paths

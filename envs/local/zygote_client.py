@@ -19,7 +19,7 @@ from ..fork_env import SINGLE_THREADED_ENV
 from ..sandbox import SandboxError
 from . import procctl
 from .frame_socket import FrameConnection
-from .images import IMAGES, ImageSpec
+from .image_specs import IMAGES, ImageSpec
 from .kernel import KernelHandle
 
 _MAX_REPLY_BYTES = 1 << 16

@@ -3,7 +3,7 @@
 A recipe names packages; the plan says what to install, in which order and
 from which index: apt sources, apt packages (plus ``nodejs``/``npm`` when npm
 packages need them), the Python lists, npm packages. The Dockerfile
-(``remote.docker_image``), the Modal image (``remote.modal_backend``), the E2B
+(``remote.dockerfile``), the Modal image (``remote.modal_backend``), the E2B
 template (``remote.e2b_template``) and the local baker (``local_bake``) each
 turn the same plan into steps, so a rule (say, one installer call per index)
 lives in one place.

@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote import images
+from analyst_env.envs.remote import artifacts, runner_image
+from analyst_env.envs.remote.artifacts import built_by, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.e2b_sandbox import WORKDIR, E2BSandbox
 from analyst_env.envs.remote.e2b_template import template_builder
-from analyst_env.envs.remote.images import built_by, write_manifest
 from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
 
@@ -104,7 +104,7 @@ class E2BSandboxBackend(SandboxBackend):
         sized = recipe.model_copy(
             update={"cpus": self._cpus(recipe), "memory_mb": self._memory(recipe), "disk_mb": recipe.disk_mb or self.disk_mb}
         )
-        return f"analyst-env-{images.artifact_tag(sized, include_sizing=True)}".replace(".", "-")
+        return f"analyst-env-{runner_image.artifact_tag(sized, include_sizing=True)}".replace(".", "-")
 
     def _cpus(self, recipe: Recipe) -> int:
         return max(1, round(recipe.cpus or self.cpus))
@@ -252,7 +252,7 @@ def from_settings(settings: BackendSettings) -> E2BSandboxBackend:
     """The backend ``make_backend`` builds: E2B credentials from ``E2B_API_KEY`` (and
     ``E2B_DOMAIN`` when self-hosted)."""
     return E2BSandboxBackend(
-        images.settings_resolver(settings, "e2b"),
+        artifacts.settings_resolver(settings, "e2b"),
         api_key=os.environ.get("E2B_API_KEY"),
         domain=os.environ.get("E2B_DOMAIN") or None,
         template=settings.e2b_template,

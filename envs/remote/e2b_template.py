@@ -8,7 +8,7 @@ from typing import Any
 
 from analyst_env.envs.recipes.install_plan import install_plan
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote import images
+from analyst_env.envs.remote import runner_image
 
 
 def template_builder(sdk_core: ModuleType, recipe: Recipe) -> Any:
@@ -17,7 +17,7 @@ def template_builder(sdk_core: ModuleType, recipe: Recipe) -> Any:
     template = sdk_core.Template().from_template("code-interpreter-v1")
     if plan.apt_sources:
         template = template.run_cmd(
-            f"echo {shlex.quote(plan.apt_sources)} > {images.APT_SOURCES_FILE}", user="root"
+            f"echo {shlex.quote(plan.apt_sources)} > {runner_image.APT_SOURCES_FILE}", user="root"
         )
     if plan.apt:
         template = template.apt_install(plan.apt, no_install_recommends=True)

@@ -366,7 +366,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     """
     import matplotlib
 
-    from analyst_env.envs.local.images import IMAGES, MPL_BACKEND
+    from analyst_env.envs.local.image_specs import IMAGES, MPL_BACKEND
     from analyst_env.envs.local.ipyshell import build_shell
 
     matplotlib.use(MPL_BACKEND)
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from analyst_env.envs.local import procctl
-    from analyst_env.envs.local.images import IMAGES
+    from analyst_env.envs.local.image_specs import IMAGES
 
     preload = IMAGES["default"].preload if args.preload is None else [m for m in args.preload.split(",") if m]
     os.makedirs(args.workdir, exist_ok=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
-from analyst_env.envs.remote import images
-from analyst_env.envs.remote.images import built_by, write_manifest
+from analyst_env.envs.remote import runner_image
+from analyst_env.envs.remote.artifacts import built_by, write_manifest
 from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
 from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
@@ -117,7 +117,7 @@ class RunnerBackend(SandboxBackend):
         return self
 
     def artifact_name(self, recipe: Recipe) -> str:
-        return images.artifact_tag(recipe)
+        return runner_image.artifact_tag(recipe)
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""

@@ -18,9 +18,14 @@ import time
 import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.images import RUNNER_REQUIREMENTS, RUNNER_REVISION, recipe_resolver, resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend, modal_image
+from analyst_env.envs.remote.runner_image import (
+    RUNNER_REQUIREMENTS,
+    RUNNER_REVISION,
+    resolve_default,
+)
 from analyst_env.envs.sandbox import SandboxError
 
 modal = pytest.importorskip("modal", reason="the modal extra is not installed")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from analyst_env.envs.local import LocalSandboxBackend
-from analyst_env.envs.remote.images import resolve_default
+from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import (
     Sandbox,
     SandboxBackend,

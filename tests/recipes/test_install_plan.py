@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analyst_env.envs.recipes.install_plan import PythonStep, install_plan
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote.images import dockerfile
+from analyst_env.envs.remote.dockerfile import dockerfile
 
 
 def test_pip_and_uv_share_one_installer_call_when_they_share_an_index():
