@@ -64,9 +64,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ValueError, SandboxError) as exc:  # unknown backend; SDK, credentials or service missing
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    protections = getattr(backend, "protections", None)
-    if protections is not None:  # the mode in force, named before anything is served
-        info = protections()
+    info = backend.protections()
+    if info:  # the mode in force, named before anything is served
         line = f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
         for key in ("degraded", "stronger_modes_unavailable"):
             if info.get(key):
@@ -98,16 +97,14 @@ def _start_backend(settings):
     from analyst_env.envs.backends import make_backend
 
     backend = make_backend(settings)
-    warm_up = getattr(backend, "warm_up", None)
-    if warm_up is not None:
 
-        def warm() -> None:
-            try:
-                warm_up()
-            except Exception:  # reported by the app's startup hook
-                pass
+    def warm() -> None:
+        try:
+            backend.warm_up()
+        except Exception:  # reported by the app's startup hook
+            pass
 
-        threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
+    threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
     return backend
 
 
@@ -443,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     traj.add_argument("--state-dir", help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)")
     traj.set_defaults(func=cmd_export)
 
-    from analyst_env.envs.recipes.cli import add_parser as add_envs_parser
+    from analyst_env.envs_cli import add_parser as add_envs_parser
 
     add_envs_parser(sub)  # envs list|show|create|build|delete
     return parser

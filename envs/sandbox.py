@@ -9,14 +9,22 @@ Errors follow two channels. Model code that raises, loops or prints too much is
 *data*: it comes back inside ``CellResult``/``ShellResult``. Infrastructure that
 fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
 
-A sandbox whose kernels start with ``kernel_helpers.HELPER_SOURCE`` already run
-(the local backend defines it in the zygote, before forking) says so with a
-``helpers_defined = True`` attribute; for any other the environment runs it at reset.
+What a backend can do beyond the verbs is declared, not discovered: a backend
+subclasses ``SandboxBackend`` (and a sandbox ``Sandbox``) and overrides the
+defaults it improves on (``warm_up``, ``protections``, ``forget_image``,
+``use_image_resolver``, ``baker``; ``helpers_defined``). A backend that builds
+its own artifacts from recipes returns a ``SandboxBaker`` from ``baker()``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .local.image_specs import ImageSpec
+    from .recipes.recipe import Recipe
 
 from pydantic import BaseModel, Field
 
@@ -84,6 +92,11 @@ class Sandbox(Protocol):
     workdir: str
     """Absolute path of the working directory inside the sandbox."""
 
+    helpers_defined: bool = False
+    """Kernels start with ``kernel_helpers.HELPER_SOURCE`` already run (the local
+    zygote and the slot runner define it before forking); when False the
+    environment runs it at reset."""
+
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the persistent kernel.
 
@@ -118,8 +131,36 @@ class Sandbox(Protocol):
         ...
 
 
+@runtime_checkable
+class SandboxBaker(Protocol):
+    """A backend that builds its own artifact (image, template) for each recipe."""
+
+    def bake(
+        self,
+        recipe: Recipe,
+        out_dir: Path,
+        *,
+        log: Callable[[str], None],
+        progress: Callable[[float], None],
+    ) -> None:
+        """Build ``recipe``'s artifact and record it in ``out_dir`` (its manifest).
+
+        Raises:
+            Exception: The build failed; the message is shown as the build's error.
+        """
+        ...
+
+    def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir`` records a complete artifact of this backend."""
+        ...
+
+
+@runtime_checkable
 class SandboxBackend(Protocol):
-    """Starts sandboxes from baked images. One backend serves many episodes at once."""
+    """Starts sandboxes from baked images. One backend serves many episodes at once.
+
+    Implementations subclass it to inherit the defaults of the optional parts.
+    """
 
     name: str
 
@@ -150,3 +191,33 @@ class SandboxBackend(Protocol):
     def close(self) -> None:
         """Stop every sandbox and shared process of this backend. Idempotent."""
         ...
+
+    def warm_up(self, image: str = "default") -> None:
+        """Prepare ``image`` now (a zygote, warm slots) so the first ``start`` is fast.
+
+        The default does nothing. Raises ``SandboxError`` if the image cannot be served.
+        """
+        return None
+
+    def protections(self) -> dict[str, bool | str]:
+        """The protections episodes get (``isolation``, ``degraded``, limits ...).
+
+        Empty (the default) when the backend's vendor owns isolation.
+        """
+        return {}
+
+    def forget_image(self, image: str) -> None:
+        """Stop serving a baked image no environment names any more. The default does nothing."""
+        return None
+
+    def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
+        """Use ``resolve`` to map a baked image name to a locally built package directory.
+
+        Only the local backend runs such packages; the default ignores it.
+        """
+        return None
+
+    def baker(self) -> SandboxBaker | None:
+        """The builder of this backend's own artifacts, or None (the default) when
+        the recipe service bakes a package directory for it."""
+        return None

@@ -71,8 +71,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     mount_metrics(app, runtime)  # /metrics for Prometheus (after /envs: it counts builds)
 
     def protections() -> dict:
-        report = getattr(runtime.backend, "protections", None)
-        return report() if report else {}
+        return runtime.backend.protections()
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:
@@ -97,9 +96,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         return {"status": "healthy", "sandbox": sandbox}
 
     async def warm_backend() -> None:
-        warm_up = getattr(runtime.backend, "warm_up", None)
-        if warm_up is not None:
-            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        await asyncio.get_running_loop().run_in_executor(None, runtime.backend.warm_up)
 
     @app.get("/ready", tags=["Health"])
     async def readiness() -> JSONResponse:

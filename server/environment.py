@@ -138,7 +138,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
             try:
                 episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
-                if not getattr(episode.sandbox, "helpers_defined", False):
+                if not episode.sandbox.helpers_defined:
                     episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
                 failed = self._run_setup(episode)
                 if failed:
@@ -260,10 +260,10 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def get_metadata(self) -> EnvironmentMetadata:
         from analyst_env import __version__
 
-        protections = getattr(self._runtime.backend, "protections", None)
+        protections = self._runtime.backend.protections()
         description = DESCRIPTION
-        if protections is not None:
-            active = ", ".join(f"{k}={v}" for k, v in protections().items())
+        if protections:
+            active = ", ".join(f"{k}={v}" for k, v in protections.items())
             description += f" Sandbox ({self._runtime.backend.name}; details at GET /sandbox): {active}."
         return EnvironmentMetadata(name="analyst_env", description=description, version=__version__)
 

@@ -2,7 +2,7 @@
 
 ``mount_envs(app, runtime)`` builds the server's ``EnvironmentService`` (state under
 ``settings.state_dir/envs``; one per runtime, reused by every app built on it), attaches it to the runtime (``runtime.environments``, read
-at reset to bind episodes) and to the local backend (``image_resolver``, which turns a
+at reset to bind episodes) and to the local backend (``use_image_resolver``, which turns a
 baked image name into the zygote's spec), and adds the routes:
 
 * ``GET /envs`` -> ``{"environments": [{name, description, hash, status, progress, elapsed_s, error, ...}]}``
@@ -12,8 +12,8 @@ baked image name into the zygote's spec), and adds the routes:
 * ``DELETE /envs/{name}``; ``POST /envs/{name}/build[?force=true]``
 * ``GET /envs/{name}/status``; ``GET /envs/{name}/logs`` -> ``{name, status, log}``
 
-A backend with ``bake(recipe, out_dir, *, log, progress)`` and ``is_built(out_dir)``
-(Docker, Modal, E2B) builds its own artifact in the build step; the local backend gets
+A backend whose ``baker()`` is a ``SandboxBaker`` (``bake``, ``is_built``; Docker,
+Modal, E2B) builds its own artifact in the build step; the local backend gets
 the local baker (``envs.recipes.local_bake``).
 
 Errors: 404 unknown name, 409 name taken, 422 invalid recipe, each with a ``detail``
@@ -72,11 +72,12 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     if not isinstance(service, EnvironmentService):
         # One service per runtime: apps sharing a runtime share its builds. Remote backends
         # build their own artifacts (bake/is_built); the local one gets a baked package dir.
+        baker = backend.baker()
         service = EnvironmentService(
             runtime.settings.state_dir,
             backend=backend.name,
-            bake=getattr(backend, "bake", None),
-            is_built=getattr(backend, "is_built", None),
+            bake=baker.bake if baker else None,
+            is_built=baker.is_built if baker else None,
         )
     if runtime.backend.name == "local" and _under_tmp(service.images_dir):
         log.warning(
@@ -85,9 +86,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
             "set ANALYST_ENV_STATE_DIR outside /tmp", service.images_dir,
         )
     runtime.environments = service
-    if hasattr(runtime.backend, "image_resolver"):
-        runtime.backend.image_resolver = service.local_image
-    service.forget_image = getattr(runtime.backend, "forget_image", None)
+    runtime.backend.use_image_resolver(service.local_image)
+    service.forget_image = runtime.backend.forget_image
     app.state.environments = service
     # Shutdown only waits briefly for running builds: another app may share the runtime, and
     # a build cut short is marked failed at the next start.

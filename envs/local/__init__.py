@@ -4,6 +4,6 @@ Linux only. See ``backend`` for the design and ``bench`` for its latency.
 """
 
 from .backend import LocalSandboxBackend
-from .episode import LocalSandbox
+from .socket_link import LocalSandbox
 
 __all__ = ["LocalSandbox", "LocalSandboxBackend"]

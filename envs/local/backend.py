@@ -27,20 +27,25 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...paths import cache_root
-from ..sandbox import SandboxError
+from ..sandbox import SandboxBackend, SandboxError
+from ..task_files import check_task_file_name
 from . import procctl, uid_ranges
 from .capture import DEFAULT_LIMIT_BYTES
 from .cgroups import CgroupManager
-from .episode import LocalSandbox
-from .framing import ConnectionClosed
-from .images import IMAGES, ImageSpec
+from .frame_socket import ConnectionClosed
+from .image_specs import IMAGES, ImageSpec
 from .isolation import Sizing, choose_mode, protections, uses_slot_uids
-from .rootview import hidden_interpreter_paths
 from .kernel import KernelHandle
+from .rootview import hidden_interpreter_paths
+from .slot_workers import KernelSlot, SlotWorkers
+from .socket_link import LocalSandbox
 from .zygote_client import ZygoteDied, ZygoteProcess
+
+if TYPE_CHECKING:
+    from ..backends import BackendSettings
 
 log = logging.getLogger(__name__)
 _ACTIVATE_TIMEOUT_S = 60.0
@@ -49,17 +54,7 @@ _FDS_PER_MESSAGE = 250
 _WORKERS = 2
 
 
-@dataclass
-class _Slot:
-    """Where one kernel lives: its slot directory name and uid (``full`` mode)."""
-
-    name: str
-    uid: int | None
-    image: str
-    zygote: ZygoteProcess | None = None  # the zygote whose namespace holds the slot
-
-
-class LocalSandboxBackend:
+class LocalSandboxBackend(SlotWorkers, SandboxBackend):
     """Starts sandboxes as isolated kernels forked from a per-image zygote.
 
     Args:
@@ -161,8 +156,8 @@ class LocalSandboxBackend:
         self._zygotes: dict[str, ZygoteProcess] = {}
         self._zygote_lock = threading.Lock()  # serializes requests to the zygotes
         self._sandboxes: set[LocalSandbox] = set()
-        self._ready: dict[str, collections.deque[tuple[KernelHandle, _Slot, str]]] = {}
-        self._teardowns: collections.deque[tuple[KernelHandle, _Slot]] = collections.deque()
+        self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
+        self._teardowns: collections.deque[tuple[KernelHandle, KernelSlot]] = collections.deque()
         self._lock = threading.Condition()
         self._closed = False
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
@@ -219,6 +214,10 @@ class LocalSandboxBackend:
                 "limit per uid (RLIMIT_NPROC), not per episode"
             )
         return ""
+
+    def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
+        """Serve baked recipes: ``resolve`` maps an image name to its package directory."""
+        self.image_resolver = resolve
 
     def warm_up(self, image: str = "default") -> None:
         """Start ``image``'s zygote now and begin keeping standbys for it.
@@ -389,7 +388,7 @@ class LocalSandboxBackend:
             log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())
         return zygote
 
-    def _new_slot(self, image: str) -> _Slot:
+    def _new_slot(self, image: str) -> KernelSlot:
         with self._lock:
             if self._live_slots >= self._max_slots:
                 raise SandboxError(f"all {self._max_slots} sandbox slots are in use")
@@ -397,16 +396,16 @@ class LocalSandboxBackend:
             self._slot_counter += 1
             if self._uid_range is not None:
                 uid = heapq.heappop(self._free_uids)
-                return _Slot(name=f"u{uid}", uid=uid, image=image)
-            return _Slot(name=f"e{self._slot_counter}", uid=None, image=image)
+                return KernelSlot(name=f"u{uid}", uid=uid, image=image)
+            return KernelSlot(name=f"e{self._slot_counter}", uid=None, image=image)
 
-    def _free_slot(self, slot: _Slot) -> None:
+    def _free_slot(self, slot: KernelSlot) -> None:
         with self._lock:
             self._live_slots -= 1
             if slot.uid is not None:
                 heapq.heappush(self._free_uids, slot.uid)
 
-    def _fork(self, slot: _Slot, *, fresh: bool) -> tuple[KernelHandle, str]:
+    def _fork(self, slot: KernelSlot, *, fresh: bool) -> tuple[KernelHandle, str]:
         if self._closed:
             raise SandboxError("the backend is closed")
         request = {
@@ -439,7 +438,7 @@ class LocalSandboxBackend:
                 raise SandboxError(f"could not move the kernel into its cgroups: {exc}") from exc
         return kernel, workdir
 
-    def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, _Slot, str]:
+    def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]:
         """Fork a kernel in a new slot (cgroups prepared), optionally warmed up."""
         slot = self._new_slot(image)
         try:
@@ -496,120 +495,12 @@ class LocalSandboxBackend:
         for kernel, slot, _ in orphaned:
             self._discard(kernel, slot)
 
-    def _take_standby(self, image: str) -> tuple[KernelHandle, _Slot, str] | None:
+    def _take_standby(self, image: str) -> tuple[KernelHandle, KernelSlot, str] | None:
         with self._lock:
             ready = self._ready.setdefault(image, collections.deque())
             taken = ready.popleft() if ready else None
             self._lock.notify_all()
         return taken
-
-    # ── teardown ────────────────────────────────────────────────────────────
-    def _kill(self, kernel: KernelHandle, slot: _Slot) -> None:
-        """Kill the slot's processes now: one ``cgroup.kill`` write, or the tree scan."""
-        if self._cgroups is not None and slot.uid is not None and self._cgroups.can_kill():
-            self._cgroups.kill(slot.uid, timeout_s=0)
-            kernel.mark_killed()
-        else:
-            kernel.kill()
-
-    def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: _Slot) -> None:
-        with self._lock:
-            self._sandboxes.discard(sandbox)
-            self._live[slot.image] -= 1
-            self._teardowns.append((kernel, slot))
-            self._lock.notify_all()
-        if self._closed:
-            self._run_teardowns()
-
-    def _discard(self, kernel: KernelHandle, slot: _Slot) -> None:
-        self._kill(kernel, slot)
-        with self._lock:
-            self._teardowns.append((kernel, slot))
-            self._lock.notify_all()
-
-    def _release_slot(self, slot: _Slot) -> None:
-        """Remove the slot's directory (if its zygote still has it) and free its uid."""
-        with self._zygote_lock:
-            zygote = slot.zygote
-            if zygote is not None and zygote is self._zygotes.get(slot.image) and zygote.alive():
-                try:
-                    zygote.release(slot.name)
-                except ZygoteDied:
-                    pass
-        self._free_slot(slot)
-
-    def _teardown(self, kernel: KernelHandle, slot: _Slot) -> None:
-        if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
-            if not self._cgroups.kill(slot.uid, timeout_s=5.0):
-                procctl.kill_uid(slot.uid)
-                if not self._cgroups.kill(slot.uid, timeout_s=5.0):
-                    log.error("slot %s still has processes; its uid is not reused", slot.name)
-                    kernel.release()
-                    return
-        elif slot.uid is not None:
-            procctl.kill_uid(slot.uid)
-        kernel.release()
-        self._release_slot(slot)
-
-    def _run_teardowns(self) -> None:
-        while True:
-            with self._lock:
-                if not self._teardowns:
-                    return
-                job = self._teardowns.popleft()
-            self._teardown_logged(*job)
-
-    def _teardown_logged(self, kernel: KernelHandle, slot: _Slot) -> None:
-        try:
-            self._teardown(kernel, slot)
-        except Exception:
-            log.exception("tearing down slot %s failed", slot.name)
-        if slot.image in self._forgotten:
-            self._stop_if_forgotten(slot.image)
-
-    def _wanted_image(self) -> str | None:
-        for image, ready in self._ready.items():
-            if len(ready) + self._spawning[image] < self.standbys and self._live_slots < self._max_slots:
-                return image
-        return None
-
-    def _maintain(self, refill_first: bool) -> None:
-        """Background worker: refill standbys and tear down ended episodes, one job at a time.
-
-        One worker prefers refilling, the other tearing down, so a burst of resets
-        gets kernels while a wave of ended episodes (say 1,000 closed at once) is
-        still being cleaned up, and neither queue starves.
-        """
-        while True:
-            with self._lock:
-                while not self._closed and not self._teardowns and self._wanted_image() is None:
-                    self._lock.wait()
-                if self._closed:
-                    return
-                image = self._wanted_image()
-                job = None
-                if image is not None and (refill_first or not self._teardowns):
-                    self._spawning[image] += 1
-                else:
-                    image, job = None, self._teardowns.popleft()
-            if job is not None:
-                self._teardown_logged(*job)
-                continue
-            try:
-                standby = self._spawn(image, warm=True)
-            except Exception as exc:
-                log.warning("could not prepare a standby kernel for %r: %s", image, exc)
-                with self._lock:
-                    self._spawning[image] -= 1
-                    self._lock.wait(timeout=1.0)  # do not spin on a broken zygote
-                continue
-            with self._lock:
-                self._spawning[image] -= 1
-                if self._closed or image not in self._ready:  # closed, or the image was forgotten
-                    self._teardowns.append(standby[:2])
-                    self._lock.notify_all()
-                else:
-                    self._ready[image].append(standby)
 
 
 def _request(kernel: KernelHandle, request: dict, timeout_s: float) -> dict:
@@ -629,8 +520,10 @@ def _open_files(files: dict[str, str]) -> list[int]:
     fds: list[int] = []
     try:
         for name, source in files.items():
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+            try:
+                check_task_file_name(name)
+            except ValueError as exc:
+                raise SandboxError(str(exc)) from None
             fds.append(os.open(source, os.O_RDONLY | os.O_CLOEXEC))
     except OSError as exc:
         for fd in fds:
@@ -641,3 +534,20 @@ def _open_files(files: dict[str, str]) -> list[int]:
             os.close(fd)
         raise
     return fds
+
+
+def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
+    """The backend ``make_backend`` builds for ``backend = "local"``."""
+    sizing = Sizing(
+        memory_mb=settings.memory_limit_mb,
+        cpus=settings.cpu_limit,
+        pids=settings.pids_limit,
+        disk_mb=settings.disk_limit_mb,
+    )
+    return LocalSandboxBackend(
+        sizing=sizing,
+        isolation=settings.isolation,
+        standbys=settings.standbys,
+        uid_base=settings.uid_base,
+        hidden_paths=(str(cache_root()), str(settings.state_dir)),
+    )

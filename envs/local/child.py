@@ -13,7 +13,7 @@ image's warm-up code so the pages a first cell touches are already copied;
 descriptors and are copied into the working directory, then the environment
 and the RNG seeds are applied (a fork copies the zygote's RNG state).
 
-Requests and replies are JSON frames (see ``framing``):
+Requests and replies are JSON frames (see ``envs.frames``):
 
 * ``{"op": "warm", "code"}`` → ``{}``
 * ``{"op": "activate", "names", "seed", "env"}`` + one fd per name → ``{}``
@@ -45,7 +45,7 @@ import numpy
 
 from . import isolation, procctl
 from .capture import PipeCapture
-from .framing import ConnectionClosed, FrameConnection
+from .frame_socket import ConnectionClosed, FrameConnection
 from .ipyshell import KernelShell
 from .workpath import resolve_inside
 

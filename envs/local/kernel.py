@@ -12,7 +12,7 @@ import os
 import signal
 
 from . import procctl
-from .framing import FrameConnection
+from .frame_socket import FrameConnection
 
 
 class KernelHandle:

@@ -45,10 +45,10 @@ from typing import Any
 
 import matplotlib
 
-from . import isolation, procctl, seccomp
 from ..kernel_helpers import HELPER_SOURCE
+from . import isolation, procctl, seccomp
 from .child import run_kernel
-from .images import IMAGES, MPL_BACKEND, ImageSpec
+from .image_specs import IMAGES, MPL_BACKEND, ImageSpec
 from .ipyshell import KernelShell, build_shell
 
 MAX_MESSAGE_BYTES = 1 << 20

@@ -15,22 +15,16 @@ import subprocess
 import sys
 from typing import Any
 
+from ..fork_env import SINGLE_THREADED_ENV
 from ..sandbox import SandboxError
 from . import procctl
-from .framing import FrameConnection
-from .images import IMAGES, ImageSpec
+from .frame_socket import FrameConnection
+from .image_specs import IMAGES, ImageSpec
 from .kernel import KernelHandle
 
 _MAX_REPLY_BYTES = 1 << 16
-# numpy's BLAS starts its thread pool at import, and importing the ``analyst_env``
-# package may import numpy before the zygote module runs, so these must be set
-# in the zygote's environment from the start. Kernels inherit them. pyarrow (which
-# pandas imports when installed) starts a jemalloc background thread unless told not to.
-_SINGLE_THREADED_BLAS = {
-    **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
-    "JE_ARROW_MALLOC_CONF": "background_thread:false",
-}
-
+# Importing the ``analyst_env`` package may import numpy before the zygote module runs,
+# so the zygote starts with ``SINGLE_THREADED_ENV`` in its environment; kernels inherit it.
 
 # The only variables of the server's environment a zygote (and so every kernel) inherits:
 # locale, time zone, how to find programs and modules, and CPU quirks numerical
@@ -137,7 +131,7 @@ class ZygoteProcess:
                     *(arg for path in hidden for arg in ("--hide", path)),
                 ],
                 pass_fds=[theirs.fileno()],
-                env={**kernel_environment(dict(os.environ)), **_SINGLE_THREADED_BLAS, **env},
+                env={**kernel_environment(dict(os.environ)), **SINGLE_THREADED_ENV, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,

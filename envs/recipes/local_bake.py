@@ -45,6 +45,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from analyst_env.envs.recipes.install_plan import install_plan
 from analyst_env.envs.recipes.recipe import Recipe
 
 MANIFEST = "manifest.json"
@@ -119,17 +120,17 @@ def bake(
         if recipe.apt_sources:
             log("apt_sources is used by container backends only; the local backend checks the host's packages")
         progress(0.1)
-        groups = [(recipe.pip, recipe.pip_index_url, "pip"), (recipe.uv, recipe.uv_index_url, "uv")]
-        groups = [g for g in groups if g[0]]
+        plan = install_plan(recipe)
         pinned: dict[str, str] = {}
-        for i, (requirements, index_url, label) in enumerate(groups):
-            span = 0.6 / len(groups)
+        for i, step in enumerate(plan.python):
+            span = 0.6 / len(plan.python)
             start = 0.1 + i * span
-            install_python(requirements, index_url, label, site_dir, pinned, log, deadline,
-                           lambda f, s=start, w=span: progress(s + f * w), sdists=recipe.sdists)
+            install_python(step.packages, step.index_url, step.label, site_dir, pinned, log,
+                           deadline, lambda f, s=start, w=span: progress(s + f * w),
+                           sdists=recipe.sdists)
         progress(0.7)
-        if recipe.npm:
-            install_npm(recipe.npm, recipe.npm_registry, site_dir / NPM_DIR, log, deadline,
+        if plan.npm:
+            install_npm(plan.npm, plan.npm_registry, site_dir / NPM_DIR, log, deadline,
                         scripts=recipe.npm_scripts)
         progress(0.85)
         manifest = {

@@ -303,7 +303,7 @@ class EnvironmentService:
 
     def local_image(self, image: str):
         """The local backend's ``ImageSpec`` for a baked image name ``env-<hash>``, or None."""
-        from analyst_env.envs.local.images import IMAGES, ImageSpec
+        from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 
         if not image.startswith(IMAGE_PREFIX):
             return None

@@ -3,7 +3,7 @@
 A container per episode costs 1.2 s (runc) to 2.5 s (gVisor) before pandas is
 imported; forking a kernel from a warm runner costs milliseconds. So each slot
 is one container whose command is the slot runner, built from the recipe's
-generated Dockerfile (``images.dockerfile``, tag ``analyst-env:<hash>-r<rev>``),
+generated Dockerfile (``remote.dockerfile``, tag ``analyst-env:<hash>-r<rev>``),
 and the server talks to it over the container's attach stream (stdin in,
 stdout out, multiplexed with stderr by Docker's 8-byte frame headers).
 
@@ -16,18 +16,23 @@ runner kills the previous episode's processes and empties ``/work``.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote import images
+from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.client import RunnerClient
+from analyst_env.envs.remote.dockerfile import build_context
+from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
 
 _FRAME = struct.Struct(">BxxxL")
 
@@ -65,7 +70,7 @@ def run_options(recipe: Recipe, *, cpus: float, memory_mb: int, disk_mb: int, pi
     """``containers.create`` keyword arguments for one slot of ``recipe``."""
     memory = f"{recipe.memory_mb or memory_mb}m"
     options: dict[str, Any] = {
-        "command": images.runner_command(recipe),
+        "command": runner_image.runner_command(recipe),
         "stdin_open": True,
         "tty": False,
         "detach": True,
@@ -73,14 +78,14 @@ def run_options(recipe: Recipe, *, cpus: float, memory_mb: int, disk_mb: int, pi
         "read_only": True,
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
-        "user": f"{images.SANDBOX_UID}:{images.SANDBOX_UID}",
+        "user": f"{runner_image.SANDBOX_UID}:{runner_image.SANDBOX_UID}",
         "mem_limit": memory,
         "memswap_limit": memory,
         "nano_cpus": int((recipe.cpus or cpus) * 1e9),
         "pids_limit": pids,
         "tmpfs": {
-            images.WORKDIR: f"size={recipe.disk_mb or disk_mb}m,uid={images.SANDBOX_UID},gid={images.SANDBOX_UID},mode=0700",
-            "/tmp": f"size=256m,uid={images.SANDBOX_UID},gid={images.SANDBOX_UID},mode=1777",
+            runner_image.WORKDIR: f"size={recipe.disk_mb or disk_mb}m,uid={runner_image.SANDBOX_UID},gid={runner_image.SANDBOX_UID},mode=0700",
+            "/tmp": f"size=256m,uid={runner_image.SANDBOX_UID},gid={runner_image.SANDBOX_UID},mode=1777",
         },
         "init": True,
         "labels": {"analyst_env.slot": "1"},
@@ -151,7 +156,7 @@ class DockerSandboxBackend(RunnerBackend):
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def artifact_name(self, recipe: Recipe) -> str:
-        return f"analyst-env:{images.artifact_tag(recipe)}"
+        return f"analyst-env:{runner_image.artifact_tag(recipe)}"
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         tag = self.artifact_name(recipe)
@@ -160,7 +165,7 @@ class DockerSandboxBackend(RunnerBackend):
         except self.sdk.errors.ImageNotFound:
             try:
                 self.docker.images.build(
-                    fileobj=images.build_context(recipe),
+                    fileobj=build_context(recipe),
                     custom_context=True,
                     tag=tag,
                     rm=True,
@@ -198,3 +203,19 @@ class DockerSandboxBackend(RunnerBackend):
             container.remove(force=True)
             raise
         return Slot(client, lambda: container.remove(force=True), meta={"container": container.id})
+
+
+def from_settings(settings: BackendSettings) -> DockerSandboxBackend:
+    """The backend ``make_backend`` builds: the Docker engine from ``DOCKER_HOST`` (or the
+    default socket)."""
+    return DockerSandboxBackend(
+        artifacts.settings_resolver(settings, "docker"),
+        base_url=os.environ.get("DOCKER_HOST") or None,
+        runtime=settings.docker_runtime,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        pids=settings.pids_limit,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )

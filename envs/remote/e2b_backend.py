@@ -1,10 +1,9 @@
 """The E2B backend: one E2B sandbox (a Firecracker microVM) per episode.
 
 E2B sandboxes run their own Jupyter kernel, so this backend does not use the
-slot runner: cells go through ``run_code`` (in a code context rooted at the
-episode's working directory), shell commands through ``commands.run`` and
-files through the ``files`` API. ``Execution`` is mapped into the common
-``CellResult`` so the model reads the same text as on the local backend.
+slot runner: an episode is an ``E2BSandbox`` (``e2b_sandbox``), which maps
+E2B's results into the common ``CellResult`` so the model reads the same text
+as on the local backend; templates are built from ``e2b_template``.
 
 Differences from the local kernel, all from E2B's side:
 
@@ -25,222 +24,29 @@ existing template instead.
 
 from __future__ import annotations
 
+import os
 import posixpath
-import re
-from pathlib import Path
-import shlex
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
-from analyst_env.envs.local.episode import _timeout_error
+from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote import images
-from analyst_env.envs.remote.images import built_by, write_manifest
+from analyst_env.envs.remote import artifacts, runner_image
+from analyst_env.envs.remote.artifacts import built_by, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
-from analyst_env.envs.sandbox import (
-    CellResult,
-    ExecutionError,
-    SandboxClosedError,
-    SandboxError,
-    ShellResult,
-)
+from analyst_env.envs.remote.e2b_sandbox import WORKDIR, E2BSandbox
+from analyst_env.envs.remote.e2b_template import template_builder
+from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
+from analyst_env.envs.task_files import check_task_file_name
 
-WORKDIR = "/home/user/work"
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Result attribute -> the Jupyter mime type it came from (E2B's server renames them).
-_MIME_OF = {
-    "text": "text/plain",
-    "html": "text/html",
-    "markdown": "text/markdown",
-    "svg": "image/svg+xml",
-    "png": "image/png",
-    "jpeg": "image/jpeg",
-    "pdf": "application/pdf",
-    "latex": "text/latex",
-    "json": "application/json",
-    "javascript": "application/javascript",
-}
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
 
 
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
-
-
-def _capped(parts: list[str], limit: int) -> str:
-    buffer = CappedBuffer(limit)
-    for part in parts:
-        buffer.append(part.encode("utf-8", errors="replace"))
-    return buffer.take()
-
-
-def bundle_of(result: Any) -> dict[str, Any]:
-    """A Jupyter mime bundle from an E2B ``Result`` (its ``extra`` keys kept as they are)."""
-    bundle = {mime: getattr(result, attr) for attr, mime in _MIME_OF.items() if getattr(result, attr, None) is not None}
-    for key, value in (getattr(result, "extra", None) or {}).items():
-        bundle.setdefault(key, value)
-    return bundle
-
-
-def cell_result(execution: Any, execution_count: int | None, limit: int = DEFAULT_LIMIT_BYTES) -> CellResult:
-    """Map an E2B ``Execution`` into a ``CellResult``."""
-    error = None
-    if execution.error is not None:
-        error = ExecutionError(
-            name=execution.error.name,
-            value=execution.error.value,
-            traceback=strip_ansi(execution.error.traceback or "").rstrip("\n"),
-        )
-    return CellResult(
-        stdout=_capped(execution.logs.stdout, limit),
-        stderr=_capped(execution.logs.stderr, limit),
-        outputs=[bundle_of(r) for r in execution.results],
-        error=error,
-        execution_count=execution_count,
-    )
-
-
-def template_builder(sdk_core: ModuleType, recipe: Recipe) -> Any:
-    """The Template SDK definition of ``recipe`` (nothing is built until ``Template.build``)."""
-    template = sdk_core.Template().from_template("code-interpreter-v1")
-    if recipe.apt_sources:
-        template = template.run_cmd(
-            f"echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list", user="root"
-        )
-    apt = images._apt_packages(recipe)
-    if apt:
-        template = template.apt_install(apt, no_install_recommends=True)
-    if recipe.pip_index_url == recipe.uv_index_url:
-        groups = [(recipe.python_requirements, recipe.pip_index_url)]
-    else:
-        groups = [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
-    for packages, index in groups:
-        if not packages:
-            continue
-        if index:
-            quoted = " ".join(shlex.quote(p) for p in packages)
-            template = template.run_cmd(f"pip install --index-url {shlex.quote(index)} {quoted}", user="root")
-        else:
-            template = template.pip_install(packages)
-    if recipe.npm:
-        if recipe.npm_registry:
-            template = template.run_cmd(f"npm config set registry {shlex.quote(recipe.npm_registry)}", user="root")
-        template = template.npm_install(recipe.npm, g=True)
-    return template.set_envs({"MPLBACKEND": "Agg"})
-
-
-class E2BSandbox:
-    """One episode in one E2B sandbox. Created by ``E2BSandboxBackend.start``."""
-
-    def __init__(
-        self,
-        sandbox: Any,
-        context: Any,
-        *,
-        sdk: ModuleType,
-        output_limit_bytes: int,
-        env: dict[str, str],
-        on_close: Callable[[E2BSandbox], None] = lambda sandbox: None,
-    ) -> None:
-        self.workdir: str = WORKDIR
-        self._sandbox = sandbox
-        self._env = dict(env)
-        self._on_close = on_close
-        self._context = context
-        self._sdk = sdk
-        self._limit = output_limit_bytes
-        self._count = 0
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
-        """Execute ``code`` with ``run_code``; see ``Sandbox.run_cell``."""
-        with self._lock:
-            self._check_open()
-            count = None if silent else self._count + 1
-            try:
-                execution = self._sandbox.run_code(code, context=self._context, timeout=timeout_s)
-            except self._sdk.TimeoutException:
-                self._restart_kernel()
-                self._count = 0  # a fresh kernel counts from 1 again, as the local one does
-                return CellResult(
-                    error=_timeout_error(timeout_s, restarted=True), timed_out=True, kernel_restarted=True
-                )
-            except Exception as exc:
-                raise SandboxError(f"E2B sandbox {self._sandbox.sandbox_id} failed to run the cell: {exc}") from exc
-            if silent:
-                return cell_result(execution, None, self._limit).model_copy(update={"outputs": []})
-            self._count += 1
-            return cell_result(execution, count, self._limit)
-
-    def run_shell(self, command: str, *, timeout_s: float) -> ShellResult:
-        """Run ``command`` with ``commands.run`` in the working directory; see ``Sandbox.run_shell``."""
-        with self._lock:
-            self._check_open()
-            try:
-                result = self._sandbox.commands.run(command, cwd=self.workdir, envs=self._env, timeout=timeout_s)
-            except self._sdk.CommandExitException as exc:
-                result = exc
-            except self._sdk.TimeoutException:
-                return ShellResult(timed_out=True, stderr="")
-            except Exception as exc:
-                raise SandboxError(f"E2B sandbox {self._sandbox.sandbox_id} failed to run the command: {exc}") from exc
-            return ShellResult(
-                stdout=_capped([result.stdout or ""], self._limit),
-                stderr=_capped([result.stderr or ""], self._limit),
-                exit_code=result.exit_code,
-            )
-
-    def put_file(self, path: str, data: bytes) -> None:
-        """Write ``data`` under the working directory with the files API."""
-        with self._lock:
-            self._check_open()
-            self._sandbox.files.write(self._inside(path), data)
-
-    def get_file(self, path: str) -> bytes:
-        """Read a file under the working directory. Raises ``FileNotFoundError``."""
-        with self._lock:
-            self._check_open()
-            target = self._inside(path)
-            try:
-                return bytes(self._sandbox.files.read(target, format="bytes"))
-            except self._sdk.NotFoundException as exc:
-                raise FileNotFoundError(f"{path}: no such file in the sandbox") from exc
-
-    def interrupt(self) -> None:
-        """E2B cannot interrupt a cell; the time limit restarts the kernel instead."""
-
-    def close(self) -> None:
-        """Kill the E2B sandbox (the VM and everything in it). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._sandbox.kill()
-        except Exception:
-            pass
-        self._on_close(self)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SandboxClosedError("the sandbox is closed")
-
-    def _inside(self, path: str) -> str:
-        full = posixpath.normpath(posixpath.join(self.workdir, path))
-        if not path or (full != self.workdir and not full.startswith(self.workdir + "/")):
-            raise ValueError(f"path {path!r} is outside the working directory {self.workdir}")
-        return full
-
-    def _restart_kernel(self) -> None:
-        try:
-            self._sandbox.restart_code_context(self._context)
-        except Exception as exc:
-            raise SandboxError(f"E2B could not restart the kernel after a timeout: {exc}") from exc
-
-
-class E2BSandboxBackend:
+class E2BSandboxBackend(SandboxBackend):
     """Starts one E2B sandbox per episode from the recipe's template.
 
     Args:
@@ -298,7 +104,7 @@ class E2BSandboxBackend:
         sized = recipe.model_copy(
             update={"cpus": self._cpus(recipe), "memory_mb": self._memory(recipe), "disk_mb": recipe.disk_mb or self.disk_mb}
         )
-        return f"analyst-env-{images.artifact_tag(sized, include_sizing=True)}".replace(".", "-")
+        return f"analyst-env-{runner_image.artifact_tag(sized, include_sizing=True)}".replace(".", "-")
 
     def _cpus(self, recipe: Recipe) -> int:
         return max(1, round(recipe.cpus or self.cpus))
@@ -344,7 +150,12 @@ class E2BSandboxBackend:
         log(f"e2b: template {name} is ready")
 
     def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir``'s manifest records an E2B template."""
         return built_by(out_dir, self.name)
+
+    def baker(self) -> SandboxBaker:
+        """Itself: E2B builds a template for each recipe."""
+        return self
 
     def start(
         self,
@@ -359,8 +170,10 @@ class E2BSandboxBackend:
             raise SandboxError("the backend is closed")
         payload = {}
         for name, source in files.items():
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+            try:
+                check_task_file_name(name)
+            except ValueError as exc:
+                raise SandboxError(str(exc)) from None
             try:
                 with open(source, "rb") as f:
                     payload[name] = f.read()
@@ -432,4 +245,19 @@ def _setup_code(seed: int | None, env: dict[str, str]) -> str:
         "except ImportError:\n"
         "    pass\n"
         "del __os, __random\n"
+    )
+
+
+def from_settings(settings: BackendSettings) -> E2BSandboxBackend:
+    """The backend ``make_backend`` builds: E2B credentials from ``E2B_API_KEY`` (and
+    ``E2B_DOMAIN`` when self-hosted)."""
+    return E2BSandboxBackend(
+        artifacts.settings_resolver(settings, "e2b"),
+        api_key=os.environ.get("E2B_API_KEY"),
+        domain=os.environ.get("E2B_DOMAIN") or None,
+        template=settings.e2b_template,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        disk_mb=settings.disk_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
     )

@@ -14,51 +14,53 @@ Sandboxes have no disk sizing on Modal; the recipe's ``disk_mb`` is ignored.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
+from analyst_env.envs.recipes.install_plan import install_plan
 from analyst_env.envs.recipes.recipe import Recipe
-from analyst_env.envs.remote import images
+from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.client import RunnerClient
-from analyst_env.envs.remote.runner import SINGLE_THREADED_ENV
+from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 
-_PACKAGE_DIR = Path(images.__file__).resolve().parents[2]
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
+
+_PACKAGE_DIR = Path(runner_image.__file__).resolve().parents[2]
 
 
 def modal_image(sdk: ModuleType, recipe: Recipe) -> Any:
     """The Modal image for ``recipe`` (lazy: nothing is built until ``build``)."""
+    plan = install_plan(recipe)
     image = sdk.Image.from_registry(recipe.base_image)
-    if recipe.apt_sources:
+    if plan.apt_sources:
         image = image.run_commands(
-            f"echo {shlex.quote(recipe.apt_sources)} > /etc/apt/sources.list.d/analyst-env.list"
+            f"echo {shlex.quote(plan.apt_sources)} > {runner_image.APT_SOURCES_FILE}"
         )
-    apt = images._apt_packages(recipe)
-    if apt:
-        image = image.apt_install(*apt)
-    image = image.uv_pip_install(*images.RUNNER_REQUIREMENTS)
-    if recipe.pip_index_url == recipe.uv_index_url:
-        groups = [(recipe.python_requirements, recipe.pip_index_url)]
-    else:
-        groups = [(recipe.pip, recipe.pip_index_url), (recipe.uv, recipe.uv_index_url)]
-    for packages, index in groups:
-        if packages:
-            image = image.uv_pip_install(*packages, index_url=index)
-    if recipe.npm:
-        registry = f"--registry {shlex.quote(recipe.npm_registry)} " if recipe.npm_registry else ""
-        image = image.run_commands(f"npm install -g {registry}{' '.join(shlex.quote(p) for p in recipe.npm)}")
-    image = image.env({**SINGLE_THREADED_ENV, "PYTHONPATH": images.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"})
+    if plan.apt:
+        image = image.apt_install(*plan.apt)
+    image = image.uv_pip_install(*runner_image.RUNNER_REQUIREMENTS)
+    for step in plan.python_by_index:
+        image = image.uv_pip_install(*step.packages, index_url=step.index_url)
+    if plan.npm:
+        registry = f"--registry {shlex.quote(plan.npm_registry)} " if plan.npm_registry else ""
+        packages = " ".join(shlex.quote(p) for p in plan.npm)
+        image = image.run_commands(f"npm install -g {registry}{packages}")
+    image = image.env({**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"})
     image = image.add_local_file(
-        _PACKAGE_DIR / "__init__.py", f"{images.PACKAGE_ROOT}/analyst_env/__init__.py", copy=True
+        _PACKAGE_DIR / "__init__.py", f"{runner_image.PACKAGE_ROOT}/analyst_env/__init__.py", copy=True
     )
     return image.add_local_dir(
-        _PACKAGE_DIR / "envs", f"{images.PACKAGE_ROOT}/analyst_env/envs", copy=True, ignore=["**/__pycache__/**"]
+        _PACKAGE_DIR / "envs", f"{runner_image.PACKAGE_ROOT}/analyst_env/envs", copy=True, ignore=["**/__pycache__/**"]
     )
 
 
@@ -124,7 +126,7 @@ class ModalSandboxBackend(RunnerBackend):
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The published name of ``recipe``'s image."""
-        return f"analyst-env:{images.artifact_tag(recipe)}"
+        return f"analyst-env:{runner_image.artifact_tag(recipe)}"
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         name = self.artifact_name(recipe)
@@ -156,7 +158,7 @@ class ModalSandboxBackend(RunnerBackend):
         )
         created = time.monotonic()
         try:
-            process = sandbox.exec(*images.runner_command(recipe), text=False, env=dict(SINGLE_THREADED_ENV))
+            process = sandbox.exec(*runner_image.runner_command(recipe), text=False, env=dict(SINGLE_THREADED_ENV))
             tail = StderrTail()
             tail.drain(iter(process.stderr))
 
@@ -175,3 +177,18 @@ class ModalSandboxBackend(RunnerBackend):
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.
         return time.monotonic() - slot.meta["created"] < self.sandbox_timeout_s * 0.5
+
+
+def from_settings(settings: BackendSettings) -> ModalSandboxBackend:
+    """The backend ``make_backend`` builds: Modal credentials from ``MODAL_TOKEN_ID`` and
+    ``MODAL_TOKEN_SECRET``."""
+    return ModalSandboxBackend(
+        artifacts.settings_resolver(settings, "modal"),
+        token_id=os.environ.get("MODAL_TOKEN_ID"),
+        token_secret=os.environ.get("MODAL_TOKEN_SECRET"),
+        app_name=settings.modal_app,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
-from analyst_env.envs.remote import images
-from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
-from analyst_env.envs.remote.images import built_by, write_manifest
-from analyst_env.envs.sandbox import SandboxError
+from analyst_env.envs.remote import runner_image
+from analyst_env.envs.remote.artifacts import built_by, write_manifest
+from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
+from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
+from analyst_env.envs.task_files import check_task_file_name
 
 log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
@@ -46,7 +47,7 @@ class Slot:
             log.warning("destroying slot %s failed: %s", self.client.label, exc)
 
 
-class RunnerBackend:
+class RunnerBackend(SandboxBackend):
     """Base of the backends whose episodes run on slot runners.
 
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
@@ -108,10 +109,15 @@ class RunnerBackend:
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
 
     def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir``'s manifest records an artifact of this backend."""
         return built_by(out_dir, self.name)
 
+    def baker(self) -> SandboxBaker:
+        """Itself: a runner backend builds its own image for each recipe."""
+        return self
+
     def artifact_name(self, recipe: Recipe) -> str:
-        return images.artifact_tag(recipe)
+        return runner_image.artifact_tag(recipe)
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""
@@ -269,8 +275,10 @@ def _read_files(files: dict[str, str]) -> dict[str, str]:
     """
     out = {}
     for name, source in files.items():
-        if not name or name.startswith("/") or ".." in name.split("/"):
-            raise SandboxError(f"task file name {name!r} must be a relative path inside the working directory")
+        try:
+            check_task_file_name(name)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
         try:
             with open(source, "rb") as f:
                 out[name] = base64.b64encode(f.read()).decode("ascii")

@@ -52,8 +52,8 @@ def main() -> None:
 
     import fake_modal
 
-    from analyst_env.envs.remote.images import resolve_default
     from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+    from analyst_env.envs.remote.runner_image import resolve_default
 
     warm = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=1)
     warm.start("default", files={}).close()

@@ -20,7 +20,8 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.channel import StderrTail
 from analyst_env.envs.remote.docker_backend import DockerSandboxBackend, demultiplex, run_options
-from analyst_env.envs.remote.images import build_context, dockerfile, resolve_default, runner_command
+from analyst_env.envs.remote.dockerfile import build_context, dockerfile
+from analyst_env.envs.remote.runner_image import resolve_default, runner_command
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 LIVE = os.environ.get("ANALYST_ENV_TEST_DOCKER") == "1"

@@ -14,8 +14,10 @@ import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend, cell_result, strip_ansi, template_builder
-from analyst_env.envs.remote.images import RUNNER_REVISION, resolve_default
+from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
+from analyst_env.envs.remote.e2b_sandbox import cell_result, strip_ansi
+from analyst_env.envs.remote.e2b_template import template_builder
+from analyst_env.envs.remote.runner_image import RUNNER_REVISION, resolve_default
 from analyst_env.envs.sandbox import SandboxClosedError, SandboxError
 
 e2b = pytest.importorskip("e2b", reason="the e2b extra is not installed")

@@ -18,9 +18,14 @@ import time
 import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.images import RUNNER_REQUIREMENTS, RUNNER_REVISION, recipe_resolver, resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend, modal_image
+from analyst_env.envs.remote.runner_image import (
+    RUNNER_REQUIREMENTS,
+    RUNNER_REVISION,
+    resolve_default,
+)
 from analyst_env.envs.sandbox import SandboxError
 
 modal = pytest.importorskip("modal", reason="the modal extra is not installed")
@@ -203,7 +208,7 @@ def test_unknown_image_is_a_clear_error(backend, tmp_path):
 
 def test_sandbox_killed_mid_cell_is_reported_and_the_backend_recovers(backend, modal_sdk, csv_file):
     sandbox = backend.start("default", files={"sales.csv": csv_file})
-    label = sandbox._client.label  # "modal sandbox <object_id>"
+    label = sandbox.label  # "modal sandbox <object_id>"
     (victim,) = [sb for sb in modal_sdk.SANDBOXES if label.endswith(sb.object_id)]
     import threading
 

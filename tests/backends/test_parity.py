@@ -22,8 +22,8 @@ import pytest
 
 from analyst_env.datasets import load_dataset
 from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
-from analyst_env.envs.remote.images import resolve_default
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.models import CallToolAction
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime

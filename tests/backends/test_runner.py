@@ -17,9 +17,9 @@ import time
 
 import pytest
 
+from analyst_env.envs.frames import Decoder, encode
 from analyst_env.envs.remote.channel import process_channel
-from analyst_env.envs.remote.client import RemoteSandbox, RunnerClient
-from analyst_env.envs.remote.wire import Decoder, encode
+from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
 from analyst_env.envs.sandbox import SandboxClosedError, SandboxError
 
 

@@ -33,7 +33,7 @@ def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index
         resolved = service.resolve("tiny")
         assert resolved.image == f"env-{summary['hash']}" and resolved.environment == "tiny"
         backend = LocalSandboxBackend(standbys=0)
-        backend.image_resolver = service.local_image
+        backend.use_image_resolver(service.local_image)
         try:
             sandbox = backend.start(resolved.image, files={})
             cell = sandbox.run_cell(f"import {TINY}, sys\nprint({TINY}.VALUE, '{TINY}' in sys.modules)", timeout_s=30)
@@ -181,7 +181,7 @@ def test_npm_packages_install_into_a_prefix_on_the_kernels_path(state_dir, tmp_p
             typo = service.wait("node-typo", 300)
             assert typo["status"] == "failed" and "npm failed" in typo["error"] and "404" in typo["error"]
             backend = LocalSandboxBackend(standbys=0)
-            backend.image_resolver = service.local_image
+            backend.use_image_resolver(service.local_image)
             try:
                 sandbox = backend.start(service.resolve("node").image, files={})
                 shell = sandbox.run_shell("tiny-tool", timeout_s=30)
@@ -201,7 +201,7 @@ def test_a_recipe_sizing_applies_to_its_episodes_on_the_local_backend(state_dir)
         _, rebuilt = service.update("small", {"disk_mb": 96})
         assert rebuilt and service.wait("small", 300)["status"] == "ready"
         backend = LocalSandboxBackend(standbys=0)
-        backend.image_resolver = service.local_image
+        backend.use_image_resolver(service.local_image)
         size = "import os\ns = os.statvfs('.')\nprint(s.f_blocks * s.f_frsize // 2**20)"
         try:
             if backend.mode != "full":

@@ -1,26 +1,19 @@
-"""Length-prefixed JSON messages over a stream socket.
+"""Frames (``envs.frames``) over a stream socket, with deadlines and passed descriptors.
 
-The server and an episode kernel talk over a ``socketpair``. Each message is a
-4-byte big-endian length followed by that many bytes of UTF-8 JSON. JSON (not
-pickle) keeps the boundary data-only: nothing the kernel sends can execute code
-in the server. Mime bundles are strings (images are base64), so JSON fits.
-
-The reader keeps partially received frames across timeouts, so a caller can wait
-for a reply in slices (e.g. until a deadline, then again after an interrupt)
-without losing bytes.
+The server and an episode kernel talk over a ``socketpair``. The reader keeps
+partially received frames across timeouts, so a caller can wait for a reply in
+slices (e.g. until a deadline, then again after an interrupt) without losing bytes.
 """
 
 from __future__ import annotations
 
-import json
+import collections
 import select
 import socket
-import struct
 import time
 from typing import Any
 
-_HEADER = struct.Struct(">I")
-MAX_FRAME_BYTES = 512 * 1024 * 1024
+from ..frames import Decoder, encode
 
 
 class ConnectionClosed(EOFError):
@@ -42,7 +35,8 @@ class FrameConnection:
     def __init__(self, sock: socket.socket, *, accept_fds: bool = False) -> None:
         self._sock = sock
         self._sock.setblocking(True)
-        self._buffer = bytearray()
+        self._decoder = Decoder()
+        self._inbox: collections.deque[dict[str, Any]] = collections.deque()
         self._accept_fds = accept_fds
         self._fds: list[int] = []
 
@@ -60,7 +54,7 @@ class FrameConnection:
         Raises:
             ConnectionClosed: The peer has gone away.
         """
-        frame = _HEADER.pack(len(payload := json.dumps(message, separators=(",", ":")).encode())) + payload
+        frame = encode(message)
         try:
             if fds:
                 sent = socket.send_fds(self._sock, [frame], list(fds))
@@ -90,9 +84,8 @@ class FrameConnection:
             ValueError: The peer sent a malformed frame.
         """
         while True:
-            message = self._pop_frame()
-            if message is not None:
-                return message
+            if self._inbox:
+                return self._inbox.popleft()
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not _readable(self._sock, remaining):
@@ -107,20 +100,7 @@ class FrameConnection:
                 raise ConnectionClosed(str(exc)) from exc
             if not chunk:
                 raise ConnectionClosed("peer closed the connection")
-            self._buffer += chunk
-
-    def _pop_frame(self) -> dict[str, Any] | None:
-        if len(self._buffer) < _HEADER.size:
-            return None
-        (length,) = _HEADER.unpack_from(self._buffer)
-        if length > MAX_FRAME_BYTES:
-            raise ValueError(f"frame of {length} bytes exceeds the {MAX_FRAME_BYTES} limit")
-        end = _HEADER.size + length
-        if len(self._buffer) < end:
-            return None
-        payload = bytes(self._buffer[_HEADER.size : end])
-        del self._buffer[:end]
-        return json.loads(payload)
+            self._inbox.extend(self._decoder.feed(chunk))
 
     def close(self) -> None:
         """Close the socket. Idempotent."""

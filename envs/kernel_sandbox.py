@@ -1,0 +1,267 @@
+"""``KernelSandbox``: the one sandbox policy, over a thin link to a kernel.
+
+The policy turns everything the model's code can do to its kernel into data: a
+cell that runs too long is interrupted (SIGINT → ``KeyboardInterrupt``); one
+that does not stop within a grace period, or a kernel that dies (segfault,
+``os._exit``, OOM kill), gets a fresh kernel in the same working directory, and
+the result says ``kernel_restarted``. Only failures of the machinery itself
+raise ``SandboxError``. The texts come from ``model_texts``, so the model reads
+the same words on every backend.
+
+A ``KernelLink`` is what differs between backends: how a request reaches the
+kernel and how a kernel is replaced. Two exist: ``local.socket_link`` (a
+socket and a pidfd to a kernel forked by the local zygote) and
+``remote.runner_link`` (requests relayed by a slot runner in a container or a
+Modal sandbox). Requests and replies are the kernel's JSON messages
+(``local.child``): ``cell``, ``shell``, ``put``, ``get``.
+
+Threading: one thread makes calls at a time; ``interrupt`` and ``close`` may
+come from any thread. ``close`` during a call aborts the link, which makes the
+call raise ``SandboxClosedError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from typing import Any, Protocol
+
+from .model_texts import (
+    SHELL_KERNEL_LOST,
+    kernel_died_result,
+    timed_out_restarted_result,
+    timeout_error,
+)
+from .sandbox import CellResult, Sandbox, SandboxClosedError, SandboxError, ShellResult
+
+FILE_OP_TIMEOUT_S = 120.0
+"""Limit for ``put_file``/``get_file`` and other control requests, in seconds."""
+SHELL_GRACE_S = 5.0
+"""How long past its own limit a shell command's reply may take, in seconds."""
+
+FAILURE_TYPES: dict[str, type[Exception]] = {
+    "FileNotFoundError": FileNotFoundError,
+    "IsADirectoryError": IsADirectoryError,
+    "NotADirectoryError": NotADirectoryError,
+    "PermissionError": PermissionError,
+    "ValueError": ValueError,
+}
+"""Refusals a kernel reports as ``{"failure": {"type", "message"}}`` that reach the
+caller as these exceptions (a bad path is the caller's error, not the sandbox's)."""
+
+
+class KernelDied(Exception):
+    """The kernel exited before answering; the link can still start a fresh one."""
+
+
+class LinkLost(SandboxError):
+    """The link itself is gone (a runner's container died, the network dropped):
+    nothing of the episode can be recovered."""
+
+
+class KernelLink(Protocol):
+    """How one sandbox reaches its kernel. Implementations hold no policy.
+
+    ``request``/``resume``/``restart`` come from the one thread making calls;
+    ``interrupt`` and ``abort`` from any thread.
+    """
+
+    wait_for_calls_on_abort: bool
+    """``abort`` is sure to wake a blocked call, so ``close`` may wait for it to return."""
+
+    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any] | None:
+        """Send ``message`` and wait for its reply until ``deadline`` (``time.monotonic()``).
+
+        Returns:
+            The reply, or None if the deadline passed first.
+
+        Raises:
+            KernelDied: The kernel exited before answering.
+            LinkLost: The link is gone.
+        """
+        ...
+
+    def resume(self, deadline: float) -> dict[str, Any] | None:
+        """Keep waiting for the reply to the last request (after an interrupt)."""
+        ...
+
+    def interrupt(self) -> None:
+        """SIGINT the kernel's running cell; ignored if none runs."""
+        ...
+
+    def restart(self) -> None:
+        """Replace the kernel with a fresh one in the same working directory.
+
+        Raises:
+            SandboxClosedError: The link was aborted.
+            SandboxError: No fresh kernel could be started.
+        """
+        ...
+
+    def abort(self) -> None:
+        """Stop at once (kill the kernel, drop the connection), waking a blocked call."""
+        ...
+
+    def close(self) -> None:
+        """End the episode once no call is in flight; hand its resources back. Called once."""
+        ...
+
+
+class KernelSandbox(Sandbox):
+    """A ``Sandbox`` over a ``KernelLink``; see ``envs.sandbox.Sandbox`` for each verb.
+
+    Args:
+        link: The link to the episode's kernel; the sandbox owns it.
+        workdir: The working directory, as the kernel sees it.
+        interrupt_grace_s: How long an interrupted cell may take to stop
+            before its kernel is replaced.
+    """
+
+    helpers_defined = True
+    """Kernels are forked from a process (zygote or slot runner) that already
+    defined the tools' helpers (``kernel_helpers.HELPER_SOURCE``), and so is every
+    replacement kernel."""
+
+    def __init__(self, link: KernelLink, workdir: str, *, interrupt_grace_s: float = 2.0) -> None:
+        self.workdir: str = workdir
+        self._link = link
+        self._grace_s = interrupt_grace_s
+        self._closed = False
+        self._state_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+
+    def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
+        """Execute ``code`` in the kernel; see ``Sandbox.run_cell``."""
+        with self._call_lock, self._mapping_link_loss():
+            link = self._link
+            try:
+                message = {"op": "cell", "code": code, "silent": silent}
+                reply = link.request(message, time.monotonic() + timeout_s)
+                timed_out = reply is None
+                if timed_out:
+                    link.interrupt()
+                    reply = link.resume(time.monotonic() + self._grace_s)
+            except KernelDied:
+                self._restart()
+                return kernel_died_result()
+            if reply is None:
+                self._restart()
+                return timed_out_restarted_result(timeout_s)
+            if "failure" in reply:
+                raise SandboxError(f"the kernel failed: {reply['failure']['message']}")
+            result = CellResult(**reply)
+            if not timed_out:
+                return result
+            traceback = result.error.traceback if result.error else ""
+            return result.model_copy(
+                update={"error": timeout_error(timeout_s, False, traceback), "timed_out": True}
+            )
+
+    def run_shell(self, command: str, *, timeout_s: float) -> ShellResult:
+        """Run ``command`` with ``/bin/sh`` in the working directory; see ``Sandbox.run_shell``."""
+        with self._call_lock, self._mapping_link_loss():
+            request = {"op": "shell", "command": command, "timeout_s": timeout_s}
+            reply = self._request(request, timeout_s + SHELL_GRACE_S)
+            if reply is None:
+                return ShellResult(stderr=SHELL_KERNEL_LOST, timed_out=True)
+            return ShellResult(**reply)
+
+    def put_file(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` in the working directory; see ``Sandbox.put_file``.
+
+        Raises:
+            ValueError: ``path`` is outside the working directory.
+        """
+        with self._call_lock, self._mapping_link_loss():
+            request = {"op": "put", "path": path, "data_b64": base64.b64encode(data).decode()}
+            if self._request(request, FILE_OP_TIMEOUT_S) is None:
+                raise SandboxError(f"the kernel failed while writing {path!r}; it was restarted")
+
+    def get_file(self, path: str) -> bytes:
+        """Read ``path`` from the working directory; see ``Sandbox.get_file``.
+
+        Raises:
+            FileNotFoundError: The file does not exist.
+            ValueError: ``path`` is outside the working directory.
+        """
+        with self._call_lock, self._mapping_link_loss():
+            reply = self._request({"op": "get", "path": path}, FILE_OP_TIMEOUT_S)
+            if reply is None:
+                raise SandboxError(f"the kernel failed while reading {path!r}; it was restarted")
+            return base64.b64decode(reply["data_b64"])
+
+    def interrupt(self) -> None:
+        """Interrupt the running cell, if any. Safe from any thread."""
+        with self._state_lock:
+            if not self._closed:
+                self._link.interrupt()
+
+    def close(self) -> None:
+        """End the episode: abort a call in flight, then close the link. Idempotent."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+        idle = self._call_lock.acquire(timeout=0)
+        try:
+            if not idle:
+                self._link.abort()
+                if self._link.wait_for_calls_on_abort:
+                    with self._call_lock:
+                        pass
+            self._link.close()
+        finally:
+            if idle:
+                self._call_lock.release()
+
+    def _mapping_link_loss(self) -> _LinkLossMapping:
+        with self._state_lock:
+            if self._closed:
+                raise SandboxClosedError("the sandbox is closed")
+        return _LinkLossMapping(self)
+
+    def _restart(self) -> None:
+        with self._state_lock:
+            if self._closed:
+                raise SandboxClosedError("the sandbox was closed")
+        self._link.restart()
+
+    def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """Send a non-cell request; on a dead or hung kernel, replace it and return None.
+
+        Raises:
+            FileNotFoundError, ValueError, ...: The kernel refused the request.
+            SandboxError: The kernel failed in another way.
+        """
+        try:
+            reply = self._link.request(request, time.monotonic() + timeout_s)
+        except KernelDied:
+            reply = None
+        if reply is None:
+            self._restart()
+            return None
+        if "failure" in reply:
+            failure = reply["failure"]
+            raise FAILURE_TYPES.get(failure["type"], SandboxError)(failure["message"])
+        return reply
+
+
+class _LinkLossMapping:
+    """Says clearly that a lost link lost the episode (or that ``close`` ended it)."""
+
+    def __init__(self, sandbox: KernelSandbox) -> None:
+        self.sandbox = sandbox
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, LinkLost):
+            if self.sandbox._closed:
+                raise SandboxClosedError("the sandbox was closed") from exc
+            raise SandboxError(
+                f"{exc}. Variables and files of this episode are lost; "
+                "reset to start a new episode."
+            ) from exc
+        return False

@@ -1,0 +1,143 @@
+"""The local backend's background work: tearing down ended episodes, refilling standbys.
+
+``SlotWorkers`` is the part of ``LocalSandboxBackend`` its worker threads run
+(``_maintain``), and the teardown an episode's ``close`` queues for them. It
+works on the backend's state (``_lock``, ``_ready``, ``_teardowns``, the
+zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import procctl
+from .kernel import KernelHandle
+from .zygote_client import ZygoteDied, ZygoteProcess
+
+if TYPE_CHECKING:
+    from .socket_link import LocalSandbox
+
+log = logging.getLogger("analyst_env.envs.local.backend")
+
+
+@dataclass
+class KernelSlot:
+    """Where one kernel lives: its slot directory name and uid (``full`` mode)."""
+
+    name: str
+    uid: int | None
+    image: str
+    zygote: ZygoteProcess | None = None  # the zygote whose namespace holds the slot
+
+
+class SlotWorkers:
+    """Teardown and standby refilling, mixed into ``LocalSandboxBackend``."""
+
+    def _kill(self, kernel: KernelHandle, slot: KernelSlot) -> None:
+        """Kill the slot's processes now: one ``cgroup.kill`` write, or the tree scan."""
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.can_kill():
+            self._cgroups.kill(slot.uid, timeout_s=0)
+            kernel.mark_killed()
+        else:
+            kernel.kill()
+
+    def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: KernelSlot) -> None:
+        with self._lock:
+            self._sandboxes.discard(sandbox)
+            self._live[slot.image] -= 1
+            self._teardowns.append((kernel, slot))
+            self._lock.notify_all()
+        if self._closed:
+            self._run_teardowns()
+
+    def _discard(self, kernel: KernelHandle, slot: KernelSlot) -> None:
+        self._kill(kernel, slot)
+        with self._lock:
+            self._teardowns.append((kernel, slot))
+            self._lock.notify_all()
+
+    def _release_slot(self, slot: KernelSlot) -> None:
+        """Remove the slot's directory (if its zygote still has it) and free its uid."""
+        with self._zygote_lock:
+            zygote = slot.zygote
+            if zygote is not None and zygote is self._zygotes.get(slot.image) and zygote.alive():
+                try:
+                    zygote.release(slot.name)
+                except ZygoteDied:
+                    pass
+        self._free_slot(slot)
+
+    def _teardown(self, kernel: KernelHandle, slot: KernelSlot) -> None:
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
+            if not self._cgroups.kill(slot.uid, timeout_s=5.0):
+                procctl.kill_uid(slot.uid)
+                if not self._cgroups.kill(slot.uid, timeout_s=5.0):
+                    log.error("slot %s still has processes; its uid is not reused", slot.name)
+                    kernel.release()
+                    return
+        elif slot.uid is not None:
+            procctl.kill_uid(slot.uid)
+        kernel.release()
+        self._release_slot(slot)
+
+    def _run_teardowns(self) -> None:
+        while True:
+            with self._lock:
+                if not self._teardowns:
+                    return
+                job = self._teardowns.popleft()
+            self._teardown_logged(*job)
+
+    def _teardown_logged(self, kernel: KernelHandle, slot: KernelSlot) -> None:
+        try:
+            self._teardown(kernel, slot)
+        except Exception:
+            log.exception("tearing down slot %s failed", slot.name)
+        if slot.image in self._forgotten:
+            self._stop_if_forgotten(slot.image)
+
+    def _wanted_image(self) -> str | None:
+        for image, ready in self._ready.items():
+            if len(ready) + self._spawning[image] < self.standbys and self._live_slots < self._max_slots:
+                return image
+        return None
+
+    def _maintain(self, refill_first: bool) -> None:
+        """Background worker: refill standbys and tear down ended episodes, one job at a time.
+
+        One worker prefers refilling, the other tearing down, so a burst of resets
+        gets kernels while a wave of ended episodes (say 1,000 closed at once) is
+        still being cleaned up, and neither queue starves.
+        """
+        while True:
+            with self._lock:
+                while not self._closed and not self._teardowns and self._wanted_image() is None:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                image = self._wanted_image()
+                job = None
+                if image is not None and (refill_first or not self._teardowns):
+                    self._spawning[image] += 1
+                else:
+                    image, job = None, self._teardowns.popleft()
+            if job is not None:
+                self._teardown_logged(*job)
+                continue
+            try:
+                standby = self._spawn(image, warm=True)
+            except Exception as exc:
+                log.warning("could not prepare a standby kernel for %r: %s", image, exc)
+                with self._lock:
+                    self._spawning[image] -= 1
+                    self._lock.wait(timeout=1.0)  # do not spin on a broken zygote
+                continue
+            with self._lock:
+                self._spawning[image] -= 1
+                if self._closed or image not in self._ready:  # closed, or the image was forgotten
+                    self._teardowns.append(standby[:2])
+                    self._lock.notify_all()
+                else:
+                    self._ready[image].append(standby)

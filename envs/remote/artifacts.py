@@ -1,0 +1,65 @@
+"""Where a remote backend records what it built, and how an image name finds its recipe.
+
+The build lifecycle (``envs.recipes``) keeps one directory per content hash;
+for a remote backend it holds only a manifest: which backend built which
+artifact from which recipe, so episodes bound to ``env-<hash>`` find the
+recipe again after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
+from analyst_env.envs.remote.runner_image import default_recipe
+from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
+MANIFEST = "manifest.json"
+
+
+def write_manifest(out_dir: Path, recipe: Recipe, *, backend: str, artifact: str) -> None:
+    """Record a finished remote build in the environment's image directory."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"backend": backend, "artifact": artifact, "recipe": recipe.model_dump()}
+    tmp = out_dir / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2))
+    tmp.replace(out_dir / MANIFEST)
+
+
+def built_by(out_dir: Path, backend: str) -> bool:
+    """Whether ``out_dir`` holds a finished build of ``backend``."""
+    try:
+        return json.loads((out_dir / MANIFEST).read_text()).get("backend") == backend
+    except (OSError, ValueError):
+        return False
+
+
+def recipe_resolver(images_dir: Path | None, backend: str):
+    """Image name -> recipe: ``default``, or ``env-<hash>`` from a manifest this backend wrote."""
+    def resolve(image: str) -> Recipe:
+        if image == "default":
+            return default_recipe()
+        digest = image[len(IMAGE_PREFIX):] if image.startswith(IMAGE_PREFIX) else ""
+        if images_dir is not None and digest.isalnum():
+            try:
+                manifest = json.loads((images_dir / digest / MANIFEST).read_text())
+            except (OSError, ValueError):
+                manifest = {}
+            if manifest.get("backend") == backend:
+                return Recipe.model_validate(manifest["recipe"])
+        raise SandboxError(
+            f"unknown image {image!r} on the {backend} backend: it is not 'default' and no sandbox "
+            "environment built for this backend has that image"
+        )
+
+    return resolve
+
+
+def settings_resolver(settings: BackendSettings, backend: str):
+    """``recipe_resolver`` over the builds recorded under ``<state_dir>/envs/images``."""
+    return recipe_resolver(Path(settings.state_dir) / "envs" / "images", backend)
