@@ -19,7 +19,8 @@ Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
   neither read the gold nor patch the grader. ``test.sh`` installs the grader
   from ``tests/grader/`` (the wheel built from the running package, or the
   local wheel given as ``--grader-requirement``; any other requirement is
-  pip-installed at verification time), runs :func:`grade` with ``python -I``
+  pip-installed at verification time), runs ``analyst_env.server.harbor_grader``
+  with ``python -I``
   (the working directory and ``PYTHONPATH`` cannot shadow the grader), i.e.
   the server's ``verify_answer`` on ``/workdir/answer.txt``, and always
   rewrites ``/logs/verifier/reward.txt``; reference workbooks of file-scored
@@ -34,18 +35,16 @@ skips the grader installation when the Python given already has it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
-from analyst_env.datasets.task import Task
+from analyst_env.datasets.task import Task, answer_references
 
 GRADER_REQUIREMENT = None
 """Default: a wheel built from the running package, bundled into every task's ``tests/grader/``."""
@@ -69,55 +68,9 @@ if [ "${HARBOR_NO_INSTALL:-0}" != 1 ]; then
         "$PYTHON" -I -m pip install --quiet --no-deps --force-reinstall -r "$TESTS/grader/requirement.txt" || exit 0
     fi
 fi
-"$PYTHON" -I -m analyst_env.client.harbor_export grade --task "$TESTS/task.json" --input "$INPUT" \\
+"$PYTHON" -I -m analyst_env.server.harbor_grader --task "$TESTS/task.json" --input "$INPUT" \\
     --answer "$WORKDIR/answer.txt" --reward "$LOGS/reward.txt" || echo 0 > "$LOGS/reward.txt"
 """
-
-
-@dataclass
-class _ShellResult:
-    exit_code: int
-    stdout: str = ""
-    stderr: str = ""
-
-
-class _DirectorySandbox:
-    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working dir)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def put_file(self, path: str, data: bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-
-    def get_file(self, path: str) -> bytes:
-        return (self.root / path).read_bytes()
-
-    def run_shell(self, command: str, timeout_s: float | None = None) -> _ShellResult:
-        try:
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True)
-        except subprocess.TimeoutExpired:
-            return _ShellResult(exit_code=124)
-        return _ShellResult(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
-
-
-def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
-    """The reward of the answer in ``answer_file`` for the task in ``task_json``: the server's rule.
-
-    A missing answer file counts as an empty answer.
-    """
-    from analyst_env.server.episode import Episode, Limits
-    from analyst_env.server.verification import verify_answer
-
-    task = Task.model_validate_json(task_json.read_text())
-    task = task.model_copy(update={"files": {name: str(input_dir / name) for name in task.files}})
-    for ref in _references(task.answer):  # bundled next to task.json (absolute paths stay as they are)
-        ref["path"] = str(task_json.parent / ref["path"])
-    answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
-    episode = Episode(episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits())
-    return verify_answer(episode, answer).reward
 
 
 def _solve_sh(task: Task) -> str:
@@ -240,18 +193,12 @@ def _instruction(task: Task) -> str:
     return text + "\n"
 
 
-def _references(answer: object) -> list[dict]:
-    """The reference-file records of a file-scored answer (``{"references": [{"path": ...}]}``), else none."""
-    refs = answer.get("references") if isinstance(answer, dict) else None
-    return [r for r in refs if isinstance(r, dict) and "path" in r] if isinstance(refs, list) else []
-
-
-def _bundle_references(task: Task, tests: Path) -> Task:
+def _bundleanswer_references(task: Task, tests: Path) -> Task:
     """Copy the task's reference files into ``tests`` and point the answer at them, relative to ``task.json``."""
-    if not _references(task.answer):
+    if not answer_references(task.answer):
         return task
     answer = json.loads(json.dumps(task.answer))
-    for number, ref in enumerate(_references(answer), start=1):
+    for number, ref in enumerate(answer_references(answer), start=1):
         name = f"reference-{number}{Path(ref['path']).suffix}"
         shutil.copyfile(ref["path"], tests / name)
         ref["path"] = name
@@ -340,7 +287,7 @@ def export_task(
         _bundle_wheelhouse(root / "environment", wheelhouse)
     (root / "environment" / "Dockerfile").write_text(_dockerfile(task, base_image, wheelhouse is not None))
     _bundle_grader(root / "tests", grader_requirement)
-    (root / "tests" / "task.json").write_text(_bundle_references(task, root / "tests").model_dump_json(indent=1))
+    (root / "tests" / "task.json").write_text(_bundleanswer_references(task, root / "tests").model_dump_json(indent=1))
     for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):
         path.write_text(text)
         path.chmod(0o755)
@@ -359,24 +306,3 @@ def export(tasks: list[Task], out: str | Path, grader_requirement: str | Path | 
     with tempfile.TemporaryDirectory(prefix="analyst-grader-") as tmp:
         grader = grader_requirement if grader_requirement is not None else build_grader_wheel(Path(tmp))
         return [export_task(task, tasks_dir, grader_requirement=grader, **options) for task in tasks]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m analyst_env.client.harbor_export grade ...``: the entry point ``tests/test.sh`` runs."""
-    parser = argparse.ArgumentParser(prog="analyst_env.client.harbor_export")
-    sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="Score an answer file and write the reward file")
-    g.add_argument("--task", type=Path, required=True)
-    g.add_argument("--input", type=Path, required=True)
-    g.add_argument("--answer", type=Path, required=True)
-    g.add_argument("--reward", type=Path, required=True)
-    args = parser.parse_args(argv)
-    reward = grade(args.task, args.input, args.answer)
-    args.reward.parent.mkdir(parents=True, exist_ok=True)
-    args.reward.write_text(f"{reward}\n")
-    print(f"reward {reward}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -111,3 +111,15 @@ class Dataset(BaseModel):
 
     def by_id(self) -> dict[str, Task]:
         return {t.id: t for t in self.tasks}
+
+
+def answer_references(answer: object) -> list[dict]:
+    """The reference-file records of a file-scored answer (``{"references": [{"path": ...}]}``), else none.
+
+    >>> answer_references({"references": [{"path": "ref.xlsx"}, "junk"]})
+    [{'path': 'ref.xlsx'}]
+    >>> answer_references("42")
+    []
+    """
+    refs = answer.get("references") if isinstance(answer, dict) else None
+    return [r for r in refs if isinstance(r, dict) and "path" in r] if isinstance(refs, list) else []

@@ -17,7 +17,8 @@ import tomllib
 import pytest
 
 from analyst_env.cli import main as cli_main
-from analyst_env.client.harbor_export import export, grade
+from analyst_env.client.harbor_export import export
+from analyst_env.server.harbor_grader import grade
 from analyst_env.datasets import load_dataset
 
 SCORED_TINY = ["tiny-csv", "tiny-sqlite", "tiny-excel"]  # scorer tasks; the hook tasks are tested below
