@@ -30,17 +30,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from analyst_env.trajectory_files import trajectories_dir
+
 if TYPE_CHECKING:
     from analyst_env.server.episode import Episode
 
-TRAJECTORIES_DIR = "trajectories"
-
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def trajectories_dir(state_dir: str | Path) -> Path:
-    """Where the trajectories of a server with ``state_dir`` live."""
-    return Path(state_dir).expanduser() / TRAJECTORIES_DIR
 
 
 class EpisodeRecorder:
@@ -243,18 +238,3 @@ def _without_image_data(observation: dict[str, Any]) -> dict[str, Any]:
         for b in content
     ]
     return {**observation, "result": {**result, "content": blocks}}
-
-
-def read_trajectory(path: str | Path) -> list[dict[str, Any]]:
-    """The records of one trajectory file; a torn last line (a crash mid-write) is skipped."""
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return records

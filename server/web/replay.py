@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analyst_env.server.trajectories import read_trajectory, trajectories_dir
+from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}\.jsonl$")
 TAIL_BYTES = 64 * 1024

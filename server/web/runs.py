@@ -30,7 +30,7 @@ from analyst_env.client.run_log import (
     read_log,
     runs_dir,
 )
-from analyst_env.server.trajectories import trajectories_dir
+from analyst_env.trajectory_files import trajectories_dir
 from analyst_env.server.web.replay import NAME as TRAJECTORY_NAME
 
 MAX_LISTED = 200

@@ -9,7 +9,7 @@ import pytest
 
 from analyst_env.client.eval_run import EvalSettings, run_eval
 from analyst_env.client.run_log import runs_dir
-from analyst_env.server.trajectories import trajectories_dir
+from analyst_env.trajectory_files import trajectories_dir
 
 pytestmark = pytest.mark.live
 

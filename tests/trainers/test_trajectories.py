@@ -18,7 +18,7 @@ from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
 from analyst_env.server.runtime import Runtime
-from analyst_env.server.trajectories import read_trajectory, trajectories_dir
+from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
 pytestmark = pytest.mark.live
 

@@ -26,7 +26,7 @@ from analyst_env.client.trl import AnalystSpec, AnalystToolEnv  # noqa: E402
 from analyst_env.server.app import build_app  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.tools import TOOLS  # noqa: E402
-from analyst_env.server.trajectories import read_trajectory, trajectories_dir  # noqa: E402
+from analyst_env.trajectory_files import read_trajectory, trajectories_dir  # noqa: E402
 
 pytestmark = pytest.mark.live
 
