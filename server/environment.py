@@ -18,6 +18,7 @@ import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -365,7 +366,10 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return self._runtime.splits()
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        return self.get_task_range(split, 0, self.num_tasks(split))
+        tasks = self._tasks_of(split)
+        if getattr(tasks, "unbounded", False):
+            raise ValueError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range of it")
+        return self.get_task_range(split, 0, len(tasks))
 
     def num_tasks(self, split: str) -> int:
         return len(self._tasks_of(split))
@@ -380,7 +384,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         tasks = self._tasks_of(split)
         return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
 
-    def _tasks_of(self, split: str) -> list:
+    def _tasks_of(self, split: str) -> Sequence:
         return self._runtime.split(split) if split in self._runtime.splits() else []
 
     @staticmethod
