@@ -79,6 +79,11 @@ class ProceduralDataset:
         self._recent: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def seed(self) -> int:
+        """The deployment seed (server side only: never in an id, a file or metadata)."""
+        return self._seed
+
     # ── the catalogue ──
     def splits(self) -> list[str]:
         return list(SPLITS)
