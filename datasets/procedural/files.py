@@ -100,12 +100,21 @@ def _pandas_one(path: Path, table: str | None) -> pd.DataFrame:
 
 def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The fact and dimension tables through pandas, as an analyst would load them."""
+    if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):  # one workbook: open it once
+        sheets = pd.read_excel(directory / p.fact_file, sheet_name=[p.fact_table, p.dim_table], engine="openpyxl")
+        return sheets[p.fact_table], sheets[p.dim_table]
     fact = _pandas_one(directory / p.fact_file, p.fact_table)
     dim = _pandas_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
     return fact, dim
 
 
 Rows = list[dict[str, object]]
+
+
+def _sheet_rows(wb, table: str) -> Rows:
+    rows = wb[table].iter_rows(values_only=True)
+    names = [str(c) for c in next(rows)]
+    return [dict(zip(names, r)) for r in rows]
 
 
 def _plain_one(path: Path, table: str | None) -> Rows:
@@ -122,9 +131,7 @@ def _plain_one(path: Path, table: str | None) -> Rows:
 
         wb = load_workbook(path, read_only=True, data_only=True)
         try:
-            rows = wb[table].iter_rows(values_only=True)
-            names = [str(c) for c in next(rows)]
-            return [dict(zip(names, r)) for r in rows]
+            return _sheet_rows(wb, table)
         finally:
             wb.close()
     with open(path, newline="", encoding="utf-8") as fh:
@@ -133,6 +140,14 @@ def _plain_one(path: Path, table: str | None) -> Rows:
 
 def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:
     """The same tables through the standard library (and openpyxl), every cell as stored."""
+    if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):
+        from openpyxl import load_workbook
+
+        wb = load_workbook(directory / p.fact_file, read_only=True, data_only=True)
+        try:
+            return _sheet_rows(wb, p.fact_table), _sheet_rows(wb, p.dim_table)
+        finally:
+            wb.close()
     fact = _plain_one(directory / p.fact_file, p.fact_table)
     dim = _plain_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
     return fact, dim

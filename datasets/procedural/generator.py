@@ -11,7 +11,9 @@ next attempt of the same index is drawn, so every index still names one task.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyst_env.datasets.preview import describe_file
 from analyst_env.datasets.procedural import engine_pandas, engine_plain, files
 from analyst_env.datasets.procedural.domains import Domain
 from analyst_env.datasets.procedural.query import agree, uses_attr
@@ -30,7 +33,9 @@ from analyst_env.datasets.task import Task
 
 GENERATOR_VERSION = 1
 NAME = "procedural"
-LEVELS = {1: "easy", 2: "medium"}  # depth 3 and more: hard
+LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
+TARGET_DEPTHS = (1, 2, 3, 4, 5)
+"""Composition adds filters until a task's depth reaches a target drawn from these (never removes)."""
 DEFECT_RATE = 0.25
 EXCEL_MAX_ROWS = 120
 MAX_ROWS = 2000
@@ -142,10 +147,17 @@ class Drawn:
     n_extra: int
 
 
-def _draw(rng: np.random.Generator, split: str) -> Drawn:
+def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Drawn:
     held_family = bool(rng.random() < 0.5)
     templates, domains = pools(split, load_all(), held_family)
-    t = templates[int(rng.integers(len(templates)))]
+    if only is not None:
+        templates = [x for x in templates if x.name == only]
+        if not templates:
+            raise ValueError(f"template {only!r} is not in the {split!r} pool")
+    categories = sorted({x.category for x in templates})  # categories equally likely, then templates
+    category = categories[int(rng.integers(len(categories)))]
+    in_category = [x for x in templates if x.category == category]
+    t = in_category[int(rng.integers(len(in_category)))]
     d = domains[int(rng.integers(len(domains)))]
     if "units" in t.needs and d.m1.unit not in ALT_UNITS:
         unit_domains = [x for x in domains if x.m1.unit in ALT_UNITS]
@@ -155,7 +167,7 @@ def _draw(rng: np.random.Generator, split: str) -> Drawn:
     has_dim = layout != "csv"
     cap = EXCEL_MAX_ROWS if "xlsx" in layout or layout == "excel" else MAX_ROWS
     rows = int(math.exp(rng.uniform(math.log(MIN_ROWS), math.log(cap))))
-    n_extra = int(rng.choice([0, 1, 2], p=[0.45, 0.35, 0.2]))
+    n_extra = min(2, max(0, int(rng.choice(TARGET_DEPTHS)) - t.depth))
     return Drawn(t, d, layout, _draw_mess(rng, t, d, has_dim), rows, n_extra)
 
 
@@ -187,11 +199,27 @@ def _draft(ask: Ask, gold: Any, question: str, level: str, d: Domain) -> Draft:
                  what=f"the row's `{names[0]}` and the column's `{names[1]}` written exactly as in the data")
 
 
-def attempt(seed: int, split: str, index: int, tries: int, directory: Path) -> Task:
-    """One attempt at the task ``index`` of ``split``; files go into ``directory`` (existing, empty)."""
+PREVIEW_MIN_INTEGER = 100
+"""Integer answers below this are not looked for in previews: small counts occur in any table."""
+
+
+def in_previews(paths: dict[str, str], oracle: str, style: str) -> bool:
+    """Whether a numeric answer appears, as a whole number, in the file previews the reset shows."""
+    if style not in ("number", "integer") or (style == "integer" and abs(int(oracle)) < PREVIEW_MIN_INTEGER):
+        return False
+    shown = json.dumps([describe_file(n, p).preview for n, p in sorted(paths.items())])
+    core = re.escape(oracle.lstrip("-"))
+    return re.search(rf"(?<![\d.]){core}(?!\d|\.\d)", shown) is not None
+
+
+def attempt(seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None) -> Task:
+    """One attempt at the task ``index`` of ``split``; files go into ``directory`` (existing, empty).
+
+    ``only`` restricts the draw to one template (for checking a template on its own).
+    """
     number = global_number(split, index)
     rng = np.random.default_rng([seed, number, tries])
-    drawn = _draw(rng, split)
+    drawn = _draw(rng, split, only)
     t, d = drawn.template, drawn.domain
     truth = draw(d, rng, drawn.rows)
     ctx = Ctx(d, _records(truth.fact, truth.dim, d), rng)
@@ -226,6 +254,8 @@ def attempt(seed: int, split: str, index: int, tries: int, directory: Path) -> T
     oracle, answer, verifier = oracle_and_verifier(draft)
     if leaks(instruction, oracle, draft.style):
         raise Dropped("answer-in-question")
+    if in_previews(paths, oracle, draft.style):
+        raise Dropped("answer-in-preview")
     return Task(
         id=f"{NAME}-{split}-{index}", instruction=instruction, files=paths, answer=answer,
         oracle_answer=oracle, verifier=verifier, split=split,
