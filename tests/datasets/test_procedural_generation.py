@@ -119,7 +119,9 @@ def _sql_total(path: str, table: str | None, column: str) -> float:
 def test_tidy_totals_match_sql_over_the_files(tmp_path):
     """A third, independent reading: SQL (DuckDB over a CSV, SQLite over a database) on the file as written."""
     checked = 0
-    for i in range(60):
+    for i in range(300):
+        if checked == 3:
+            break
         (tmp_path / str(i)).mkdir()
         try:
             t = attempt(3, "train", i, 0, tmp_path / str(i), only="agg_sum_m1")
