@@ -75,6 +75,10 @@ class SessionClosed(RuntimeError):
         return "this session is closed; open a new session (a new WebSocket) to start an episode"
 
 
+MAX_UNBOUNDED_RANGE = 1000
+"""Tasks one Task API range call may ask of a split whose tasks are made on demand."""
+
+
 class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     """One session's environment. Cheap to construct; the sandbox starts at ``reset``."""
 
@@ -368,7 +372,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
         if getattr(tasks, "unbounded", False):
-            raise ValueError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range of it")
+            # IndexError is what the Task API answers with 400
+            raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range of it")
         return self.get_task_range(split, 0, len(tasks))
 
     def num_tasks(self, split: str) -> int:
@@ -382,6 +387,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
 
     def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
+        if getattr(tasks, "unbounded", False) and stop - start > MAX_UNBOUNDED_RANGE:
+            raise IndexError(f"split {split!r} makes its tasks on demand: ask for at most "
+                             f"{MAX_UNBOUNDED_RANGE} at a time")
         return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
 
     def _tasks_of(self, split: str) -> Sequence:
