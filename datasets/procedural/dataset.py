@@ -155,6 +155,40 @@ class ProceduralDataset:
         for name in evict:
             shutil.rmtree(self.root / name, ignore_errors=True)
 
+    def facets(self) -> dict[str, list[str]]:
+        """The values each searchable field can take."""
+        from analyst_env.datasets.procedural.domains import DOMAINS
+        from analyst_env.datasets.procedural.files import KIND_OF_LAYOUT
+        from analyst_env.datasets.procedural.templates import CATEGORIES
+
+        return {"category": list(CATEGORIES), "domain": sorted(d.name for d in DOMAINS),
+                "level": ["easy", "medium", "hard"], "kind": sorted(set(KIND_OF_LAYOUT.values()))}
+
+    def search(self, split: str, start: int, limit: int, where: dict[str, str], text: str = "",
+               max_made: int = 60, max_scanned: int = 20_000) -> dict[str, Any]:
+        """Tasks of ``split`` from index ``start`` on whose metadata matches ``where`` and text ``text``.
+
+        Indices whose cheap draw (``generator.peek``) cannot match are skipped
+        without making them; at most ``max_made`` tasks are made per call. The
+        answer says where to continue (``next_start``).
+        """
+        from analyst_env.datasets.procedural.generator import peek
+
+        peekable = {k: v for k, v in where.items() if k in ("category", "domain", "kind", "template") and v}
+        found, made, index = [], 0, start
+        end = min(start + max_scanned, SPLIT_SIZE)
+        while index < end and len(found) < limit and made < max_made:
+            drawn = peek(self._seed, split, index) if peekable else {}
+            if all(drawn.get(k) == v for k, v in peekable.items()):
+                task = self.task(split, index)
+                made += 1
+                meta = task.metadata
+                if all(str(meta.get(k)) == v for k, v in where.items() if v) and (
+                        not text or text.lower() in task.instruction.lower()):
+                    found.append(task)
+            index += 1
+        return {"tasks": found, "next_start": index, "exhausted": index >= SPLIT_SIZE}
+
     def stats(self) -> dict[str, Any]:
         return {"name": self.name, "splits": {s: self.size(s) for s in SPLITS}, **self.counts.snapshot()}
 

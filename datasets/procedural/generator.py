@@ -171,6 +171,18 @@ def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Draw
     return Drawn(t, d, layout, _draw_mess(rng, t, d, has_dim), rows, n_extra)
 
 
+def peek(seed: int, split: str, index: int) -> dict[str, str]:
+    """What attempt 0 of a task draws (category, family, template, domain, layout, kind), without making it.
+
+    Cheap (no data), so a search can skip indices that cannot match; the task
+    made may differ when attempt 0 is dropped, so a search checks the made task too.
+    """
+    drawn = _draw(np.random.default_rng([seed, global_number(split, index), 0]), split)
+    return {"category": drawn.template.category, "family": drawn.template.family,
+            "template": drawn.template.name, "domain": drawn.domain.name, "layout": drawn.layout,
+            "kind": files.KIND_OF_LAYOUT[drawn.layout]}
+
+
 def _answer(op: tuple, q: dict, records: Any, raw: dict, engine: Any) -> Any:
     if op[0] == "raw":
         return raw.get(op[1])
