@@ -218,7 +218,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     def run(url: str) -> list[dict[str, Any]]:
         return asyncio.run(
-            validate(url, tasks, concurrency=args.concurrency, headers=headers, on_result=lambda _: bar.update(1))
+            validate(url, tasks, concurrency=args.concurrency, headers=headers,
+                     on_result=lambda _: bar.update(1))
         )
 
     if args.url:
@@ -321,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--dataset", help="Shipped set name or FORMAT:PATH")
     tasks.add_argument("--split")
     tasks.add_argument("--json", action="store_true", help="Print the public task specs as JSON")
-    tasks.add_argument("--limit", type=int, help="Tasks per split shown for an unbounded set (default 10)")
+    tasks.add_argument("--limit", type=int,
+                       help="Tasks per split shown for an unbounded set (default 10)")
     tasks.set_defaults(func=cmd_tasks)
 
     ev = sub.add_parser("eval", help="Run a fixed policy over a dataset through the protocol")
@@ -342,9 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--json", help="Write the report here")
     va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
     va.add_argument("--token", help="Bearer token for --url")
-    va.add_argument("--sample", type=int, default=100, help="Tasks checked of an unbounded set (default 100)")
-    va.add_argument("--split", default="train", help="Split sampled of an unbounded set (default train)")
-    va.add_argument("--start", type=int, default=0, help="First index sampled of an unbounded set (default 0)")
+    va.add_argument("--sample", type=int, default=100,
+                    help="Tasks checked of an unbounded set (default 100)")
+    va.add_argument("--split", default="train",
+                    help="Split sampled of an unbounded set (default train)")
+    va.add_argument("--start", type=int, default=0,
+                    help="First index sampled of an unbounded set (default 0)")
     va.set_defaults(func=cmd_validate)
 
     bench = sub.add_parser(

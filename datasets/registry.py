@@ -130,7 +130,8 @@ def load_dataset(spec: str) -> Any:
     fmt, sep, path = spec.partition(":")
     if fmt in GENERATED and sep:
         return GENERATED[fmt](path)
-    hint = f"known formats: {', '.join(sorted(FORMATS))}; shipped sets: {', '.join(sorted(SHIPPED))}"
+    formats = [*sorted(FORMATS), *(f"{f} (SEED)" for f in sorted(GENERATED))]
+    hint = f"known formats: {', '.join(formats)}; shipped sets: {', '.join(sorted(SHIPPED))}"
     if not sep:
         raise ValueError(f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {hint}")
     if fmt not in FORMATS:

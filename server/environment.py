@@ -373,7 +373,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         tasks = self._tasks_of(split)
         if getattr(tasks, "unbounded", False):
             # IndexError is what the Task API answers with 400
-            raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range of it")
+            raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range")
         return self.get_task_range(split, 0, len(tasks))
 
     def num_tasks(self, split: str) -> int:

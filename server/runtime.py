@@ -86,7 +86,8 @@ class Runtime:
             datasets = [load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()]
         self.unbounded: list[Any] = [ds for ds in datasets if getattr(ds, "unbounded", False)]
         """Datasets that make their tasks on demand (``procedural``): never listed, only indexed."""
-        self.tasks: list[Task] = [t for ds in datasets if not getattr(ds, "unbounded", False) for t in ds.tasks]
+        bounded = [ds for ds in datasets if not getattr(ds, "unbounded", False)]
+        self.tasks: list[Task] = [t for ds in bounded for t in ds.tasks]
         self._by_id = {t.id: t for t in self.tasks}
         if len(self._by_id) != len(self.tasks):
             raise ValueError("task ids must be unique across the served datasets")
@@ -110,13 +111,14 @@ class Runtime:
         return sorted(set(self._splits).union(*(ds.splits() for ds in self.unbounded)))
 
     def split(self, name: str) -> Sequence[Task]:
-        """The split's tasks: a list, or a lazy ``Chain`` when an unbounded dataset has the split."""
+        """The split's tasks: a list, or a lazy ``Chain`` when an unbounded dataset has it."""
         lazy = [ds.split(name) for ds in self.unbounded if name in ds.splits()]
         if not lazy:
             try:
                 return self._splits[name]
             except KeyError:
-                raise TaskNotFoundError(f"unknown split {name!r}; splits: {self.splits()}") from None
+                known = self.splits()
+                raise TaskNotFoundError(f"unknown split {name!r}; splits: {known}") from None
         return Chain([self._splits.get(name, []), *lazy])
 
     def all_tasks(self) -> Sequence[Task]:

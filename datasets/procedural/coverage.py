@@ -33,8 +33,11 @@ def composed_templates() -> dict[str, Any]:
         shapes = sum(1 for n in (0, 1, 2) for _ in itertools.combinations(free, n))
         by_category[t.category][0] += 1
         by_category[t.category][1] += shapes
-    return {"base": sum(b for b, _ in by_category.values()), "total": sum(c for _, c in by_category.values()),
-            "by_category": {c: tuple(v) for c, v in by_category.items()}}
+    return {
+        "base": sum(b for b, _ in by_category.values()),
+        "total": sum(c for _, c in by_category.values()),
+        "by_category": {c: tuple(v) for c, v in by_category.items()},
+    }
 
 
 def sample_table(n: int, seed: int = 0) -> str:
@@ -63,8 +66,11 @@ def sample_table(n: int, seed: int = 0) -> str:
     lines.append("|---|" + "---|" * len(depths))
     lines.append("| tasks | " + " | ".join(str(depths[d]) for d in sorted(depths)) + " |")
     lines.append("")
-    lines.append(f"{n} tasks kept from {stats['attempts']} attempts ({stats['dropped']} dropped: "
-                 + ", ".join(f"{k} {v}" for k, v in stats["by_reason"].items()) + ").")
+    lines.append(
+        f"{n} tasks kept from {stats['attempts']} attempts ({stats['dropped']} dropped: "
+        + ", ".join(f"{k} {v}" for k, v in stats["by_reason"].items())
+        + ")."
+    )
     return "\n".join(lines)
 
 

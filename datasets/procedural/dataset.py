@@ -58,9 +58,13 @@ class DroppedCounts:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             total = sum(self.dropped.values())
-            return {"attempts": self.attempts, "dropped": total, "kept": self.attempts - total,
-                    "drop_rate": total / self.attempts if self.attempts else 0.0,
-                    "by_reason": dict(sorted(self.dropped.items()))}
+            return {
+                "attempts": self.attempts,
+                "dropped": total,
+                "kept": self.attempts - total,
+                "drop_rate": total / self.attempts if self.attempts else 0.0,
+                "by_reason": dict(sorted(self.dropped.items())),
+            }
 
 
 class ProceduralDataset:
@@ -68,12 +72,15 @@ class ProceduralDataset:
 
     unbounded = True
 
-    def __init__(self, seed: int = 0, cache_dir: str | Path | None = None, keep_dirs: int = KEEP_DIRS) -> None:
+    def __init__(
+        self, seed: int = 0, cache_dir: str | Path | None = None, keep_dirs: int = KEEP_DIRS
+    ) -> None:
         self.name = NAME
         self._seed = int(seed)
         digest = hashlib.sha256(f"{NAME}:{self._seed}".encode()).hexdigest()[:16]
         self.root = (Path(cache_dir) if cache_dir is not None else cache_root()) / (
-            f"{NAME}-v{GENERATOR_VERSION}-{digest}")
+            f"{NAME}-v{GENERATOR_VERSION}-{digest}"
+        )
         self.counts = DroppedCounts()
         self._keep = keep_dirs
         self._recent: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -116,7 +123,9 @@ class ProceduralDataset:
         if split not in SPLITS:
             raise KeyError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
         if not 0 <= index < SPLIT_SIZE:
-            raise IndexError(f"index {index} out of range for split {split!r} (0..{SPLIT_SIZE - 1})")
+            raise IndexError(
+                f"index {index} out of range for split {split!r} (0..{SPLIT_SIZE - 1})"
+            )
         final = self.root / f"{split}-{index}"
         if not (final / MANIFEST).is_file():
             materialize(final, lambda tmp: self._build(split, index, tmp))
@@ -140,9 +149,13 @@ class ProceduralDataset:
                 path.rename(directory / path.name)
             work.rmdir()
             record = task.model_dump(mode="json") | {"files": {n: n for n in task.files}}
-            (directory / MANIFEST).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+            (directory / MANIFEST).write_text(
+                json.dumps(record, sort_keys=True) + "\n", encoding="utf-8"
+            )
             return
-        raise RuntimeError(f"no attempt of {split} task {index} passed its checks in {MAX_ATTEMPTS} tries")
+        raise RuntimeError(
+            f"no attempt of {split} task {index} passed its checks in {MAX_ATTEMPTS} tries"
+        )
 
     def _touch(self, final: Path) -> None:
         """Remember ``final`` as recently used; remove the oldest directories beyond the limit."""
@@ -161,12 +174,24 @@ class ProceduralDataset:
         from analyst_env.datasets.procedural.files import KIND_OF_LAYOUT
         from analyst_env.datasets.procedural.templates import CATEGORIES
 
-        return {"category": list(CATEGORIES), "domain": sorted(d.name for d in DOMAINS),
-                "level": ["easy", "medium", "hard"], "kind": sorted(set(KIND_OF_LAYOUT.values()))}
+        return {
+            "category": list(CATEGORIES),
+            "domain": sorted(d.name for d in DOMAINS),
+            "level": ["easy", "medium", "hard"],
+            "kind": sorted(set(KIND_OF_LAYOUT.values())),
+        }
 
-    def search(self, split: str, start: int, limit: int, where: dict[str, str], text: str = "",
-               max_made: int = 60, max_scanned: int = 20_000) -> dict[str, Any]:
-        """Tasks of ``split`` from index ``start`` on whose metadata matches ``where`` and text ``text``.
+    def search(
+        self,
+        split: str,
+        start: int,
+        limit: int,
+        where: dict[str, str],
+        text: str = "",
+        max_made: int = 60,
+        max_scanned: int = 20_000,
+    ) -> dict[str, Any]:
+        """Tasks of ``split`` from index ``start`` on whose metadata matches ``where`` and ``text``.
 
         Indices whose cheap draw (``generator.peek``) cannot match are skipped
         without making them; at most ``max_made`` tasks are made per call. The
@@ -174,7 +199,9 @@ class ProceduralDataset:
         """
         from analyst_env.datasets.procedural.generator import peek
 
-        peekable = {k: v for k, v in where.items() if k in ("category", "domain", "kind", "template") and v}
+        peekable = {
+            k: v for k, v in where.items() if k in ("category", "domain", "kind", "template") and v
+        }
         found, made, index = [], 0, start
         end = min(start + max_scanned, SPLIT_SIZE)
         while index < end and len(found) < limit and made < max_made:
@@ -184,17 +211,23 @@ class ProceduralDataset:
                 made += 1
                 meta = task.metadata
                 if all(str(meta.get(k)) == v for k, v in where.items() if v) and (
-                        not text or text.lower() in task.instruction.lower()):
+                    not text or text.lower() in task.instruction.lower()
+                ):
                     found.append(task)
             index += 1
         return {"tasks": found, "next_start": index, "exhausted": index >= SPLIT_SIZE}
 
     def stats(self) -> dict[str, Any]:
-        return {"name": self.name, "splits": {s: self.size(s) for s in SPLITS}, **self.counts.snapshot()}
+        return {
+            "name": self.name,
+            "splits": {s: self.size(s) for s in SPLITS},
+            **self.counts.snapshot(),
+        }
 
 
 class SplitView(Sequence):
-    """One split as a (very long) read-only sequence: ``len``, indexing and slices make tasks lazily."""
+    """One split as a (very long) read-only sequence: ``len``, indexing and slices make tasks "
+    "lazily."""
 
     def __init__(self, dataset: ProceduralDataset, name: str) -> None:
         self.dataset, self.name = dataset, name

@@ -20,15 +20,22 @@ def _numbers(s: pd.Series) -> pd.Series:
 
 def raw_facts(fact: pd.DataFrame, dim: pd.DataFrame | None, domain: Domain) -> dict[str, int]:
     """Counts about the file as written: duplicate rows, blank measure cells, unknown keys."""
-    out = {"rows": len(fact), "duplicates": int(fact.duplicated().sum()),
-           "missing_m1": int(fact[domain.m1.name].isna().sum())}
+    out = {
+        "rows": len(fact),
+        "duplicates": int(fact.duplicated().sum()),
+        "missing_m1": int(fact[domain.m1.name].isna().sum()),
+    }
     if dim is not None:
         known = set(dim[domain.key].astype(str))
-        out["orphan_keys"] = int((~fact[domain.key].drop_duplicates().astype(str).isin(known)).sum())
+        out["orphan_keys"] = int(
+            (~fact[domain.key].drop_duplicates().astype(str).isin(known)).sum()
+        )
     return out
 
 
-def prepare(fact: pd.DataFrame, dim: pd.DataFrame | None, domain: Domain, mess: Mess) -> pd.DataFrame:
+def prepare(
+    fact: pd.DataFrame, dim: pd.DataFrame | None, domain: Domain, mess: Mess
+) -> pd.DataFrame:
     """Records by role: duplicates dropped, text numbers parsed, dates read, units converted."""
     d = domain
     if mess.duplicates:
@@ -40,9 +47,17 @@ def prepare(fact: pd.DataFrame, dim: pd.DataFrame | None, domain: Domain, mess: 
     raw_dates = fact[d.date_col].astype(str)
     dates = pd.to_datetime(raw_dates, format="%Y-%m-%d", errors="coerce")
     dates = dates.fillna(pd.to_datetime(raw_dates, format="%d/%m/%Y", errors="coerce"))
-    out = pd.DataFrame({"id": fact[d.id_col].astype(str), "date": dates, "g1": fact[d.g1[0]].astype(str),
-                        "g2": fact[d.g2[0]].astype(str), "key": fact[d.key].astype(str), "m1": m1,
-                        "m2": _numbers(fact[d.m2.name])})
+    out = pd.DataFrame(
+        {
+            "id": fact[d.id_col].astype(str),
+            "date": dates,
+            "g1": fact[d.g1[0]].astype(str),
+            "g2": fact[d.g2[0]].astype(str),
+            "key": fact[d.key].astype(str),
+            "m1": m1,
+            "m2": _numbers(fact[d.m2.name]),
+        }
+    )
     if dim is not None:
         lookup = dict(zip(dim[d.key].astype(str), dim[d.attr[0]].astype(str)))
         out["attr"] = out["key"].map(lookup)
@@ -74,8 +89,16 @@ def _agg(s: pd.Series, fn: str, frame: pd.DataFrame) -> float:
     s = s.dropna()
     if s.empty or (fn == "std" and len(s) < 2):
         return float("nan")
-    return float({"sum": s.sum, "mean": s.mean, "min": s.min, "max": s.max, "median": s.median,
-                  "std": lambda: s.std(ddof=1)}[fn]())
+    return float(
+        {
+            "sum": s.sum,
+            "mean": s.mean,
+            "min": s.min,
+            "max": s.max,
+            "median": s.median,
+            "std": lambda: s.std(ddof=1),
+        }[fn]()
+    )
 
 
 def _labels(df: pd.DataFrame, by: str) -> pd.Series:
@@ -90,7 +113,10 @@ def _labels(df: pd.DataFrame, by: str) -> pd.Series:
 
 def grouped(df: pd.DataFrame, by: str, fn: str, role: str) -> dict[str, float]:
     labels = _labels(df, by)
-    return {str(k): _agg(g[role] if role in g else g["m1"], fn, g) for k, g in df.groupby(labels, sort=True)}
+    return {
+        str(k): _agg(g[role] if role in g else g["m1"], fn, g)
+        for k, g in df.groupby(labels, sort=True)
+    }
 
 
 def _reduce(values: dict[str, float], reducer: tuple) -> Any:
@@ -151,7 +177,9 @@ def evaluate(q: Query, records: pd.DataFrame) -> Any:
         sx, sy = df.loc[df[by] == x, role].dropna(), df.loc[df[by] == y, role].dropna()
         if len(sx) < 2 or len(sy) < 2:
             return None
-        return float((sx.mean() - sy.mean()) / np.sqrt(sx.var(ddof=1) / len(sx) + sy.var(ddof=1) / len(sy)))
+        return float(
+            (sx.mean() - sy.mean()) / np.sqrt(sx.var(ddof=1) / len(sx) + sy.var(ddof=1) / len(sy))
+        )
     if name == "zcount":
         s = df[a[0]].dropna()
         return int((((s - s.mean()) / s.std(ddof=1)).abs() > a[1]).sum()) if len(s) > 2 else None
@@ -167,8 +195,10 @@ def evaluate(q: Query, records: pd.DataFrame) -> Any:
         return float(100.0 * (y - x) / x) if x and y is not None else None
     if name == "rolling_max":
         monthly = pd.Series(grouped(df, "month", "sum", "m1")).sort_index()
-        full = monthly.reindex(pd.period_range(monthly.index[0], monthly.index[-1], freq="M").astype(str),
-                               fill_value=0.0)
+        full = monthly.reindex(
+            pd.period_range(monthly.index[0], monthly.index[-1], freq="M").astype(str),
+            fill_value=0.0,
+        )
         rolled = full.rolling(a[0]).mean().dropna()
         return float(rolled.max()) if len(rolled) else None
     if name == "daily_jump":

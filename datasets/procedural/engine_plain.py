@@ -20,8 +20,11 @@ Record = dict[str, Any]
 
 
 def _blank(cell: Any) -> bool:
-    return cell is None or (isinstance(cell, str) and cell.strip() == "") or (
-        isinstance(cell, float) and math.isnan(cell))
+    return (
+        cell is None
+        or (isinstance(cell, str) and cell.strip() == "")
+        or (isinstance(cell, float) and math.isnan(cell))
+    )
 
 
 def _number(cell: Any) -> float | None:
@@ -58,14 +61,20 @@ def raw_facts(fact: list[Record], dim: list[Record] | None, domain: Domain) -> d
         sig = tuple(None if _blank(v) else str(v) for v in row.values())
         dups += sig in seen
         seen.add(sig)
-    out = {"rows": len(fact), "duplicates": dups, "missing_m1": sum(_blank(r[domain.m1.name]) for r in fact)}
+    out = {
+        "rows": len(fact),
+        "duplicates": dups,
+        "missing_m1": sum(_blank(r[domain.m1.name]) for r in fact),
+    }
     if dim is not None:
         known = {_text(r[domain.key]) for r in dim}
         out["orphan_keys"] = len({_text(r[domain.key]) for r in fact} - known)
     return out
 
 
-def prepare(fact: list[Record], dim: list[Record] | None, domain: Domain, mess: Mess) -> list[Record]:
+def prepare(
+    fact: list[Record], dim: list[Record] | None, domain: Domain, mess: Mess
+) -> list[Record]:
     d = domain
     if mess.duplicates:
         seen: set[tuple] = set()
@@ -77,14 +86,21 @@ def prepare(fact: list[Record], dim: list[Record] | None, domain: Domain, mess: 
                 unique.append(row)
         fact = unique
     lookup = {_text(r[d.key]): _text(r[d.attr[0]]) for r in dim} if dim is not None else None
-    other, factor = (ALT_UNITS[d.m1.unit][1:] if mess.units and d.m1.unit in ALT_UNITS else (None, 1))
+    other, factor = ALT_UNITS[d.m1.unit][1:] if mess.units and d.m1.unit in ALT_UNITS else (None, 1)
     records = []
     for row in fact:
         m1 = _number(row[d.m1.name])
         if m1 is not None and other is not None and row[unit_col(d)] == other:
             m1 = m1 / factor
-        rec = {"id": _text(row[d.id_col]), "date": _date(row[d.date_col]), "g1": _text(row[d.g1[0]]),
-               "g2": _text(row[d.g2[0]]), "key": _text(row[d.key]), "m1": m1, "m2": _number(row[d.m2.name])}
+        rec = {
+            "id": _text(row[d.id_col]),
+            "date": _date(row[d.date_col]),
+            "g1": _text(row[d.g1[0]]),
+            "g2": _text(row[d.g2[0]]),
+            "key": _text(row[d.key]),
+            "m1": m1,
+            "m2": _number(row[d.m2.name]),
+        }
         if lookup is not None:
             rec["attr"] = lookup.get(rec["key"])
         records.append(rec)
@@ -110,8 +126,14 @@ def _agg(rows: list[Record], fn: str, role: str) -> float | None:
     xs = [r[role] for r in rows if r[role] is not None]
     if not xs or (fn == "std" and len(xs) < 2):
         return None
-    return {"sum": math.fsum, "mean": statistics.fmean, "min": min, "max": max, "median": statistics.median,
-            "std": statistics.stdev}[fn](xs)
+    return {
+        "sum": math.fsum,
+        "mean": statistics.fmean,
+        "min": min,
+        "max": max,
+        "median": statistics.median,
+        "std": statistics.stdev,
+    }[fn](xs)
 
 
 def _label(rec: Record, by: str) -> str:
@@ -218,7 +240,9 @@ def evaluate(q: Query, records: list[Record]) -> Any:
         while f"{y:04d}-{m:02d}" <= last:
             series.append(monthly.get(f"{y:04d}-{m:02d}") or 0.0)
             y, m = (y + 1, 1) if m == 12 else (y, m + 1)
-        windows = [statistics.fmean(series[i - a[0] + 1: i + 1]) for i in range(a[0] - 1, len(series))]
+        windows = [
+            statistics.fmean(series[i - a[0] + 1 : i + 1]) for i in range(a[0] - 1, len(series))
+        ]
         return max(windows) if windows else None
     if name == "daily_jump":
         daily: dict[str, float] = {}
@@ -247,13 +271,17 @@ def evaluate(q: Query, records: list[Record]) -> Any:
         for r in rows:
             if r[role] is not None:
                 groups.setdefault(r[by], []).append(r[role])
-        means = {k: (statistics.fmean(sorted(v, reverse=True)[:n]) if len(v) >= n else None)
-                 for k, v in groups.items()}
+        means = {
+            k: (statistics.fmean(sorted(v, reverse=True)[:n]) if len(v) >= n else None)
+            for k, v in groups.items()
+        }
         return _reduce(means, ("argmax",))
     if name == "running_share":
         by, label, pct = a
-        s = sorted((r for r in rows if r[by] == label and r["m1"] is not None),
-                   key=lambda r: (r["date"], r["id"]))
+        s = sorted(
+            (r for r in rows if r[by] == label and r["m1"] is not None),
+            key=lambda r: (r["date"], r["id"]),
+        )
         if not s:
             return None
         total, cum = math.fsum(r["m1"] for r in s), 0.0

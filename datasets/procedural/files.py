@@ -23,7 +23,13 @@ from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_
 LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")
 """Every file layout; ``csv`` alone holds no dimension table, so join templates never use it."""
 
-KIND_OF_LAYOUT = {"csv": "csv", "csv+csv": "csv", "csv+xlsx": "multi", "sqlite": "sqlite", "excel": "excel"}
+KIND_OF_LAYOUT = {
+    "csv": "csv",
+    "csv+csv": "csv",
+    "csv+xlsx": "multi",
+    "sqlite": "sqlite",
+    "excel": "excel",
+}
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,9 @@ def _pandas_one(path: Path, table: str | None) -> pd.DataFrame:
 def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The fact and dimension tables through pandas, as an analyst would load them."""
     if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):  # one workbook: open it once
-        sheets = pd.read_excel(directory / p.fact_file, sheet_name=[p.fact_table, p.dim_table], engine="openpyxl")
+        sheets = pd.read_excel(
+            directory / p.fact_file, sheet_name=[p.fact_table, p.dim_table], engine="openpyxl"
+        )
         return sheets[p.fact_table], sheets[p.dim_table]
     fact = _pandas_one(directory / p.fact_file, p.fact_table)
     dim = _pandas_one(directory / p.dim_file, p.dim_table) if p.dim_file else None

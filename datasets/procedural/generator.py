@@ -1,4 +1,4 @@
-"""One procedural task from ``(deployment seed, split, index)``: files written, answer computed twice.
+"""One procedural task from ``(deployment seed, split, index)``: files written, answer found twice.
 
 :func:`make_task` draws a template, a domain, a file layout, defects and a row
 count; composes the template with extra filters (each one more operation the
@@ -35,7 +35,7 @@ GENERATOR_VERSION = 1
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 TARGET_DEPTHS = (1, 2, 3, 4, 5)
-"""Composition adds filters until a task's depth reaches a target drawn from these (never removes)."""
+"""Composition adds filters until a task's depth reaches a target drawn from these."""
 DEFECT_RATE = 0.25
 EXCEL_MAX_ROWS = 120
 MAX_ROWS = 2000
@@ -56,9 +56,17 @@ def level_of(depth: int) -> str:
 
 def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd.DataFrame:
     """The clean truth by role, for templates to draw parameters from."""
-    out = pd.DataFrame({"id": truth_fact[d.id_col].astype(str), "date": pd.to_datetime(truth_fact[d.date_col], format="%Y-%m-%d"),
-                        "g1": truth_fact[d.g1[0]], "g2": truth_fact[d.g2[0]], "key": truth_fact[d.key],
-                        "m1": truth_fact[d.m1.name].astype(float), "m2": truth_fact[d.m2.name].astype(float)})
+    out = pd.DataFrame(
+        {
+            "id": truth_fact[d.id_col].astype(str),
+            "date": pd.to_datetime(truth_fact[d.date_col], format="%Y-%m-%d"),
+            "g1": truth_fact[d.g1[0]],
+            "g2": truth_fact[d.g2[0]],
+            "key": truth_fact[d.key],
+            "m1": truth_fact[d.m1.name].astype(float),
+            "m2": truth_fact[d.m2.name].astype(float),
+        }
+    )
     out["attr"] = out["key"].map(dict(zip(truth_dim[d.key], truth_dim[d.attr[0]])))
     return out
 
@@ -79,15 +87,25 @@ def _extra_filter(c: Ctx, kind: str) -> tuple[tuple, str] | None:
         return ("date", "year", y), f"dated in {y}"
     if kind == "attr":
         v = c.pick("attr")
-        return ("attr", "eq", v), f"whose {c.col('key')} has {c.col('attr')} {v} in the lookup table"
+        return (
+            "attr",
+            "eq",
+            v,
+        ), f"whose {c.col('key')} has {c.col('attr')} {v} in the lookup table"
     raise ValueError(kind)
 
 
-def _compose(c: Ctx, t: Template, ask: Ask, n_extra: int, has_dim: bool) -> tuple[list, list[str], int]:
-    """Add up to ``n_extra`` filters on roles the template does not use; return filters, words, ops added."""
+def _compose(
+    c: Ctx, t: Template, ask: Ask, n_extra: int, has_dim: bool
+) -> tuple[list, list[str], int]:
+    """Add up to ``n_extra`` filters on roles the template does not use; return filters, words, "
+    "ops added."""
     used = set(t.uses) | {f[0] for f in ask.filters}
-    kinds = [k for k in ("g1", "g2", "m2", "year", "attr")
-             if (k if k != "year" else "date") not in used and (k != "attr" or has_dim)]
+    kinds = [
+        k
+        for k in ("g1", "g2", "m2", "year", "attr")
+        if (k if k != "year" else "date") not in used and (k != "attr" or has_dim)
+    ]
     c.rng.shuffle(kinds)
     filters, words, ops = list(ask.filters), [], 0
     for kind in kinds[:n_extra]:
@@ -103,23 +121,37 @@ def _compose(c: Ctx, t: Template, ask: Ask, n_extra: int, has_dim: bool) -> tupl
 def _defect_notes(d: Domain, mess: Mess, has_dim: bool) -> list[str]:
     m1, notes = f"`{d.m1.name}`", []
     if mess.duplicates:
-        notes.append("Some rows are exact copies of an earlier row (a record entered twice): count each record "
-                     "once.")
+        notes.append(
+            "Some rows are exact copies of an earlier row (a record entered twice): count each "
+            "record "
+            "once."
+        )
     if mess.text_numbers:
         sign = " and a $ sign" if d.m1.unit == "dollars" else ""
-        notes.append(f"{m1} is stored as text with thousands separators{sign}; read it as a number.")
+        notes.append(
+            f"{m1} is stored as text with thousands separators{sign}; read it as a number."
+        )
     if mess.units:
         base, other, factor = ALT_UNITS[d.m1.unit]
-        notes.append(f"{m1} is recorded in {base} or in {other}, as `{unit_col(d)}` says ({factor} {other} = "
-                     f"1 {base}); work in {base}.")
+        notes.append(
+            f"{m1} is recorded in {base} or in {other}, as `{unit_col(d)}` says ({factor} "
+            f"{other} = "
+            f"1 {base}); work in {base}."
+        )
     if mess.missing:
-        notes.append(f"Blank {m1} cells are missing values: leave them out of any calculation on {m1} (a blank "
-                     "is not above or below any threshold).")
+        notes.append(
+            f"Blank {m1} cells are missing values: leave them out of any calculation on {m1} (a "
+            f"blank "
+            "is not above or below any threshold)."
+        )
     if mess.mixed_dates:
         notes.append(f"`{d.date_col}` is written either as YYYY-MM-DD or as DD/MM/YYYY.")
     if has_dim:
-        notes.append(f"A `{d.key}` missing from the lookup table has no `{d.attr[0]}`: leave its rows out of "
-                     f"anything about `{d.attr[0]}`.")
+        notes.append(
+            f"A `{d.key}` missing from the lookup table has no `{d.attr[0]}`: leave its rows "
+            f"out of "
+            f"anything about `{d.attr[0]}`."
+        )
     return notes
 
 
@@ -154,7 +186,9 @@ def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Draw
         templates = [x for x in templates if x.name == only]
         if not templates:
             raise ValueError(f"template {only!r} is not in the {split!r} pool")
-    categories = sorted({x.category for x in templates})  # categories equally likely, then templates
+    categories = sorted(
+        {x.category for x in templates}
+    )  # categories equally likely, then templates
     category = categories[int(rng.integers(len(categories)))]
     in_category = [x for x in templates if x.category == category]
     t = in_category[int(rng.integers(len(in_category)))]
@@ -162,7 +196,9 @@ def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Draw
     if "units" in t.needs and d.m1.unit not in ALT_UNITS:
         unit_domains = [x for x in domains if x.m1.unit in ALT_UNITS]
         d = unit_domains[int(rng.integers(len(unit_domains)))]
-    layouts = t.layouts or (("csv+csv", "csv+xlsx", "sqlite", "excel") if t.needs_dim else files.LAYOUTS)
+    layouts = t.layouts or (
+        ("csv+csv", "csv+xlsx", "sqlite", "excel") if t.needs_dim else files.LAYOUTS
+    )
     layout = str(layouts[int(rng.integers(len(layouts)))])
     has_dim = layout != "csv"
     cap = EXCEL_MAX_ROWS if "xlsx" in layout or layout == "excel" else MAX_ROWS
@@ -172,15 +208,20 @@ def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Draw
 
 
 def peek(seed: int, split: str, index: int) -> dict[str, str]:
-    """What attempt 0 of a task draws (category, family, template, domain, layout, kind), without making it.
+    """What attempt 0 of a task draws (category, template, domain, layout...), without making it.
 
     Cheap (no data), so a search can skip indices that cannot match; the task
     made may differ when attempt 0 is dropped, so a search checks the made task too.
     """
     drawn = _draw(np.random.default_rng([seed, global_number(split, index), 0]), split)
-    return {"category": drawn.template.category, "family": drawn.template.family,
-            "template": drawn.template.name, "domain": drawn.domain.name, "layout": drawn.layout,
-            "kind": files.KIND_OF_LAYOUT[drawn.layout]}
+    return {
+        "category": drawn.template.category,
+        "family": drawn.template.family,
+        "template": drawn.template.name,
+        "domain": drawn.domain.name,
+        "layout": drawn.layout,
+        "kind": files.KIND_OF_LAYOUT[drawn.layout],
+    }
 
 
 def _answer(op: tuple, q: dict, records: Any, raw: dict, engine: Any) -> Any:
@@ -198,17 +239,26 @@ def _draft(ask: Ask, gold: Any, question: str, level: str, d: Domain) -> Draft:
     if ask.style == "number":
         if not math.isfinite(gold) or _near_half(gold, ask.decimals):
             raise Dropped("rounding-boundary")
-        return Draft(question, round(float(gold), ask.decimals), "number", level, decimals=ask.decimals)
+        return Draft(
+            question, round(float(gold), ask.decimals), "number", level, decimals=ask.decimals
+        )
     if ask.style == "integer":
         return Draft(question, int(gold), "integer", level)
     if ask.style == "text":
         return Draft(question, str(gold), "text", level, what=ask.what)
     if ask.style in ("set", "list"):
-        return Draft(question, [str(v) for v in gold], ask.style, level, what=ask.what, order=ask.order)
+        return Draft(
+            question, [str(v) for v in gold], ask.style, level, what=ask.what, order=ask.order
+        )
     a, b = str(gold).split("|", 1)
     names = (d.g1[0], d.g2[0])
-    return Draft(question, [(names[0], a), (names[1], b)], "parts", level,
-                 what=f"the row's `{names[0]}` and the column's `{names[1]}` written exactly as in the data")
+    return Draft(
+        question,
+        [(names[0], a), (names[1], b)],
+        "parts",
+        level,
+        what=f"the row's `{names[0]}` and the column's `{names[1]}` written exactly as in the data",
+    )
 
 
 PREVIEW_MIN_INTEGER = 100
@@ -217,15 +267,19 @@ PREVIEW_MIN_INTEGER = 100
 
 def in_previews(paths: dict[str, str], oracle: str, style: str) -> bool:
     """Whether a numeric answer appears, as a whole number, in the file previews the reset shows."""
-    if style not in ("number", "integer") or (style == "integer" and abs(int(oracle)) < PREVIEW_MIN_INTEGER):
+    if style not in ("number", "integer") or (
+        style == "integer" and abs(int(oracle)) < PREVIEW_MIN_INTEGER
+    ):
         return False
     shown = json.dumps([describe_file(n, p).preview for n, p in sorted(paths.items())])
     core = re.escape(oracle.lstrip("-"))
     return re.search(rf"(?<![\d.]){core}(?!\d|\.\d)", shown) is not None
 
 
-def attempt(seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None) -> Task:
-    """One attempt at the task ``index`` of ``split``; files go into ``directory`` (existing, empty).
+def attempt(
+    seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None
+) -> Task:
+    """One attempt at task ``index`` of ``split``; files go into ``directory`` (existing, empty).
 
     ``only`` restricts the draw to one template (for checking a template on its own).
     """
@@ -247,17 +301,29 @@ def attempt(seed: int, split: str, index: int, tries: int, directory: Path, only
     paths = files.write(place, fact, dim, directory)
     pd_fact, pd_dim = files.read_pandas(place, directory)
     pl_fact, pl_dim = files.read_plain(place, directory)
-    gold = _answer(ask.op, query, engine_pandas.prepare(pd_fact, pd_dim, d, drawn.mess),
-                   engine_pandas.raw_facts(pd_fact, pd_dim, d), engine_pandas)
-    check = _answer(ask.op, query, engine_plain.prepare(pl_fact, pl_dim, d, drawn.mess),
-                    engine_plain.raw_facts(pl_fact, pl_dim, d), engine_plain)
+    gold = _answer(
+        ask.op,
+        query,
+        engine_pandas.prepare(pd_fact, pd_dim, d, drawn.mess),
+        engine_pandas.raw_facts(pd_fact, pd_dim, d),
+        engine_pandas,
+    )
+    check = _answer(
+        ask.op,
+        query,
+        engine_plain.prepare(pl_fact, pl_dim, d, drawn.mess),
+        engine_plain.raw_facts(pl_fact, pl_dim, d),
+        engine_plain,
+    )
     if gold is None or (isinstance(gold, (list, str)) and not gold):
         raise Dropped("undefined-answer")
     if not agree(gold, check):
         raise Dropped("engines-disagree")
     if uses_attr(query) and not has_dim:
         raise Dropped("no-lookup-table")
-    question = ask.question + (f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else "")
+    question = ask.question + (
+        f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
+    )
     question += "?"
     draft = _draft(ask, gold, question, level_of(depth), d)
     notes = " ".join(_defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
@@ -269,10 +335,27 @@ def attempt(seed: int, split: str, index: int, tries: int, directory: Path, only
     if in_previews(paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
     return Task(
-        id=f"{NAME}-{split}-{index}", instruction=instruction, files=paths, answer=answer,
-        oracle_answer=oracle, verifier=verifier, split=split,
-        metadata={"source": NAME, "dataset": NAME, "index": index, "category": t.category,
-                  "family": t.family, "template": t.name, "domain": d.name, "level": level_of(depth),
-                  "depth": depth, "kind": files.KIND_OF_LAYOUT[drawn.layout], "layout": drawn.layout,
-                  "defects": drawn.mess.names(), "rows": int(len(fact)), "generator_version": GENERATOR_VERSION},
+        id=f"{NAME}-{split}-{index}",
+        instruction=instruction,
+        files=paths,
+        answer=answer,
+        oracle_answer=oracle,
+        verifier=verifier,
+        split=split,
+        metadata={
+            "source": NAME,
+            "dataset": NAME,
+            "index": index,
+            "category": t.category,
+            "family": t.family,
+            "template": t.name,
+            "domain": d.name,
+            "level": level_of(depth),
+            "depth": depth,
+            "kind": files.KIND_OF_LAYOUT[drawn.layout],
+            "layout": drawn.layout,
+            "defects": drawn.mess.names(),
+            "rows": int(len(fact)),
+            "generator_version": GENERATOR_VERSION,
+        },
     )

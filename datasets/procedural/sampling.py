@@ -18,7 +18,9 @@ from analyst_env.datasets.procedural.dataset import ProceduralDataset
 from analyst_env.datasets.task import Task
 
 
-def take(ds: ProceduralDataset, split: str, start: int, count: int) -> tuple[list[Task], list[float]]:
+def take(
+    ds: ProceduralDataset, split: str, start: int, count: int
+) -> tuple[list[Task], list[float]]:
     """Tasks ``start .. start + count - 1`` of ``split`` and the seconds each took to make."""
     tasks, seconds = [], []
     for index in range(start, start + count):
@@ -53,10 +55,15 @@ def nondeterministic(seed: int, tasks: list[Task]) -> list[str]:
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else 0.0
+    return (
+        ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else 0.0
+    )
 
 
 def timing(seconds: list[float]) -> dict[str, Any]:
-    return {"tasks": len(seconds), "p50_ms": 1000 * percentile(seconds, 50),
-            "p99_ms": 1000 * percentile(seconds, 99),
-            "tasks_per_s": len(seconds) / sum(seconds) if sum(seconds) else 0.0}
+    return {
+        "tasks": len(seconds),
+        "p50_ms": 1000 * percentile(seconds, 50),
+        "p99_ms": 1000 * percentile(seconds, 99),
+        "tasks_per_s": len(seconds) / sum(seconds) if sum(seconds) else 0.0,
+    }

@@ -31,7 +31,9 @@ def global_number(split: str, index: int) -> int:
     return SPLIT_BASE[split] + index
 
 
-def pools(split: str, templates: list[Template], held_family: bool) -> tuple[list[Template], list[Domain]]:
+def pools(
+    split: str, templates: list[Template], held_family: bool
+) -> tuple[list[Template], list[Domain]]:
     """The templates and domains a task of ``split`` draws from.
 
     For ``ood``, ``held_family`` picks which hold-out the task exercises: a held-out

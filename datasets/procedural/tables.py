@@ -1,4 +1,4 @@
-"""One task's data: clean tables drawn from its seed, then written with the defects the task asks for.
+"""One task's data: clean tables drawn from its seed, then written with the defects it asks for.
 
 ``draw`` makes the truth (a fact table and its dimension table, every value
 typed); ``Mess`` says which real-world defects the written files carry
@@ -72,7 +72,8 @@ class Truth:
 
 
 def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
-    """Clean fact and dimension tables; pools, skew, correlation and date span all drawn from ``rng``."""
+    """Clean fact and dimension tables; pools, skew, correlation and date span all drawn from "
+    "``rng``."""
     g1_pool = list(domain.g1[1])[: int(rng.integers(3, len(domain.g1[1]) + 1))]
     g2_pool = list(domain.g2[1])
     n_keys = int(rng.integers(max(4, n_rows // 12), max(6, n_rows // 3) + 1))
@@ -83,7 +84,9 @@ def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
     span = int(rng.integers(180, 540))
     days = np.sort(rng.integers(0, span, n_rows))
     g1 = rng.choice(len(g1_pool), n_rows, p=w1)
-    lift = rng.uniform(0.6, 1.6, len(g1_pool))  # groups differ in level, so group questions have answers
+    lift = rng.uniform(
+        0.6, 1.6, len(g1_pool)
+    )  # groups differ in level, so group questions have answers
     m1 = _draw_measure(rng, domain.m1, n_rows) * lift[g1]
     m1 = np.round(m1, domain.m1.decimals)
     rho = float(rng.uniform(-0.9, 0.9))
@@ -91,18 +94,24 @@ def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
     z1 = (m1 - m1.mean()) / (m1.std() or 1.0)
     m2 = np.round(np.abs(m2 + rho * z1 * (m2.std() or 1.0)), domain.m2.decimals)
     ids = np.arange(1, n_rows + 1) + int(rng.integers(1, 9)) * 1000
-    fact = pd.DataFrame({
-        domain.id_col: ids,
-        domain.date_col: [(start + dt.timedelta(days=int(d))).isoformat() for d in days],
-        domain.g1[0]: [g1_pool[i] for i in g1],
-        domain.g2[0]: [g2_pool[i] for i in rng.choice(len(g2_pool), n_rows, p=w2)],
-        domain.key: [keys[i] for i in rng.integers(0, n_keys, n_rows)],
-        domain.m1.name: m1,
-        domain.m2.name: m2.astype(int) if domain.m2.decimals == 0 else m2,
-    })
+    fact = pd.DataFrame(
+        {
+            domain.id_col: ids,
+            domain.date_col: [(start + dt.timedelta(days=int(d))).isoformat() for d in days],
+            domain.g1[0]: [g1_pool[i] for i in g1],
+            domain.g2[0]: [g2_pool[i] for i in rng.choice(len(g2_pool), n_rows, p=w2)],
+            domain.key: [keys[i] for i in rng.integers(0, n_keys, n_rows)],
+            domain.m1.name: m1,
+            domain.m2.name: m2.astype(int) if domain.m2.decimals == 0 else m2,
+        }
+    )
     attr_pool = list(domain.attr[1])
-    dim = pd.DataFrame({domain.key: sorted(keys),
-                        domain.attr[0]: [attr_pool[i] for i in rng.integers(0, len(attr_pool), n_keys)]})
+    dim = pd.DataFrame(
+        {
+            domain.key: sorted(keys),
+            domain.attr[0]: [attr_pool[i] for i in rng.integers(0, len(attr_pool), n_keys)],
+        }
+    )
     return Truth(fact, dim, domain)
 
 
@@ -111,7 +120,9 @@ def _text_number(value: float, decimals: int, dollars: bool) -> str:
     return ("$" + body) if dollars else body
 
 
-def apply_mess(truth: Truth, mess: Mess, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+def apply_mess(
+    truth: Truth, mess: Mess, rng: np.random.Generator
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The fact and dimension tables as they will be written, defects included."""
     d = truth.domain
     fact, dim = truth.fact.copy(), truth.dim.copy()
@@ -131,8 +142,10 @@ def apply_mess(truth: Truth, mess: Mess, rng: np.random.Generator) -> tuple[pd.D
     fact[d.m1.name] = pd.Series(cells, dtype=object) if (mess.text_numbers or mess.missing) else m1
     if mess.mixed_dates:
         flip = rng.random(n) < rng.uniform(0.2, 0.5)
-        fact[d.date_col] = [dt.date.fromisoformat(s).strftime("%d/%m/%Y") if f else s
-                            for s, f in zip(fact[d.date_col], flip)]
+        fact[d.date_col] = [
+            dt.date.fromisoformat(s).strftime("%d/%m/%Y") if f else s
+            for s, f in zip(fact[d.date_col], flip)
+        ]
     if mess.duplicates:
         extra = rng.choice(n, max(1, int(n * rng.uniform(0.02, 0.06))), replace=False)
         fact = pd.concat([fact, fact.iloc[extra]], ignore_index=True)

@@ -3,9 +3,9 @@
 Layout::
 
     DIR/
-      dataset.json      optional: {"format": "analyst_env-tasks/1", "name": ..., anything else}
+      dataset.json      optional: {"format": "analyst_env-tasks/1", "name": ..., ...}
       tasks.jsonl       one task per line, the fields of ``datasets.task.Task``
-      files/...         the tasks' input files (any layout: paths in tasks.jsonl are relative to DIR)
+      files/...         the tasks' input files (any layout: tasks.jsonl paths are relative to DIR)
 
 Each line is a ``Task`` record: ``id``, ``instruction``, ``files`` (``{name in
 the working directory: path relative to DIR}``), ``answer``,
@@ -76,7 +76,9 @@ def load_task_dir(path: str) -> Dataset:
     name = root.name
     if (root / META_FILE).is_file():
         try:
-            name = str(json.loads((root / META_FILE).read_text(encoding="utf-8")).get("name") or name)
+            name = str(
+                json.loads((root / META_FILE).read_text(encoding="utf-8")).get("name") or name
+            )
         except (json.JSONDecodeError, AttributeError) as exc:
             raise TaskDirError(f"{root / META_FILE}: not a JSON object ({exc})") from None
     tasks, seen = [], set()
@@ -94,7 +96,9 @@ def load_task_dir(path: str) -> Dataset:
             try:
                 task = Task.model_validate(_resolve(record, root, where))
             except ValidationError as exc:
-                raise TaskDirError(f"{where}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+                raise TaskDirError(
+                    f"{where}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+                ) from None
             if task.verifier.name not in SCORERS:
                 raise TaskDirError(f"{where}: unknown verifier {task.verifier.name!r}")
             if task.id in seen:
@@ -106,8 +110,11 @@ def load_task_dir(path: str) -> Dataset:
     return Dataset(name=name, tasks=tasks)
 
 
-def write_task_dir(tasks: list[Task], out: Path, meta: dict[str, Any], oracle_steps: bool = True) -> Path:
-    """Copy ``tasks`` and their files into a new task directory ``out``; return the tasks.jsonl path."""
+def write_task_dir(
+    tasks: list[Task], out: Path, meta: dict[str, Any], oracle_steps: bool = True
+) -> Path:
+    """Copy ``tasks`` and their files into a new task directory ``out``; return the tasks.jsonl "
+    "path."""
     import shutil
 
     out.mkdir(parents=True, exist_ok=True)
@@ -127,7 +134,8 @@ def write_task_dir(tasks: list[Task], out: Path, meta: dict[str, Any], oracle_st
         if not oracle_steps:
             record.pop("oracle_steps", None)
         lines.append(json.dumps(record, sort_keys=True))
-    (out / META_FILE).write_text(json.dumps({"format": FORMAT, **meta}, indent=1, sort_keys=True) + "\n",
-                                 encoding="utf-8")
+    (out / META_FILE).write_text(
+        json.dumps({"format": FORMAT, **meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     (out / TASKS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out / TASKS_FILE

@@ -24,11 +24,26 @@ import pandas as pd
 from analyst_env.datasets.procedural.domains import Domain
 
 CATEGORIES = (
-    "filtering", "aggregation", "group-by", "joins", "window", "pivot", "time-series", "ranking",
-    "percentiles", "statistical-tests", "correlation", "outliers", "cleaning", "deduplication",
-    "cohorts-funnels", "set-operations", "sql",
+    "filtering",
+    "aggregation",
+    "group-by",
+    "joins",
+    "window",
+    "pivot",
+    "time-series",
+    "ranking",
+    "percentiles",
+    "statistical-tests",
+    "correlation",
+    "outliers",
+    "cleaning",
+    "deduplication",
+    "cohorts-funnels",
+    "set-operations",
+    "sql",
 )
-"""The analysis categories templates are filed under (docs/tasks.md lists them with their templates)."""
+"""The analysis categories templates are filed under (docs/tasks.md lists them with their "
+  "templates)."""
 
 
 @dataclass
@@ -46,8 +61,20 @@ class Ctx:
     def col(self, role: str) -> str:
         """The column name the files use for a role, in backticks."""
         d = self.domain
-        return "`" + {"id": d.id_col, "date": d.date_col, "g1": d.g1[0], "g2": d.g2[0], "key": d.key,
-                      "m1": d.m1.name, "m2": d.m2.name, "attr": d.attr[0]}[role] + "`"
+        return (
+            "`"
+            + {
+                "id": d.id_col,
+                "date": d.date_col,
+                "g1": d.g1[0],
+                "g2": d.g2[0],
+                "key": d.key,
+                "m1": d.m1.name,
+                "m2": d.m2.name,
+                "attr": d.attr[0],
+            }[role]
+            + "`"
+        )
 
     def threshold(self, role: str) -> float:
         """A two-significant-figure threshold inside the middle half of ``role``'s values."""
@@ -91,15 +118,33 @@ class Template:
 TEMPLATES: list[Template] = []
 
 
-def template(category: str, family: str, depth: int, uses: str, needs_dim: bool = False,
-             needs: tuple = (), layouts: tuple | None = None) -> Callable:
+def template(
+    category: str,
+    family: str,
+    depth: int,
+    uses: str,
+    needs_dim: bool = False,
+    needs: tuple = (),
+    layouts: tuple | None = None,
+) -> Callable:
     """Register a template (decorator). ``uses`` is a space-separated list of roles."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
 
     def deco(fn: Callable[[Ctx], Ask | None]) -> Callable[[Ctx], Ask | None]:
-        TEMPLATES.append(Template(fn.__name__, category, family, depth, frozenset(uses.split()), needs_dim,
-                                  needs, layouts, fn))
+        TEMPLATES.append(
+            Template(
+                fn.__name__,
+                category,
+                family,
+                depth,
+                frozenset(uses.split()),
+                needs_dim,
+                needs,
+                layouts,
+                fn,
+            )
+        )
         return fn
 
     return deco
@@ -114,7 +159,13 @@ def fmt_value(x: Any) -> str:
 
 def load_all() -> list[Template]:
     """Import the category modules (they register their templates) and return the registry."""
-    from analyst_env.datasets.procedural import (t_basic, t_clean, t_groups,  # noqa: F401
-                                                 t_relations, t_stats, t_time)
+    from analyst_env.datasets.procedural import (  # noqa: F401 (imported to register)
+        t_basic,
+        t_clean,
+        t_groups,
+        t_relations,
+        t_stats,
+        t_time,
+    )
 
     return TEMPLATES

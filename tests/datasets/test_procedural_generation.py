@@ -1,4 +1,5 @@
-"""The procedural generator: counts, determinism, splits, gold that the scorers accept, drops counted."""
+"""The procedural generator: counts, determinism, splits, gold that the scorers accept, drops "
+"counted."""
 
 import collections
 import json
@@ -46,7 +47,10 @@ def test_same_seed_same_task_other_seed_other_task(ds, sample, tmp_path):
     other = ProceduralDataset(SEED + 1, cache_dir=tmp_path / "other")
     for task in sample["train"][:10]:
         assert fingerprint(again.task_by_id(task.id)) == fingerprint(task)
-    assert sum(fingerprint(other.task_by_id(t.id)) != fingerprint(t) for t in sample["train"][:10]) == 10
+    assert (
+        sum(fingerprint(other.task_by_id(t.id)) != fingerprint(t) for t in sample["train"][:10])
+        == 10
+    )
 
 
 def test_every_task_has_data_of_its_own(sample):
@@ -117,7 +121,8 @@ def _sql_total(path: str, table: str | None, column: str) -> float:
 
 
 def test_tidy_totals_match_sql_over_the_files(tmp_path):
-    """A third, independent reading: SQL (DuckDB over a CSV, SQLite over a database) on the file as written."""
+    """A third, independent reading: SQL (DuckDB over a CSV, SQLite over a database) on the "
+    "file as written."""
     checked = 0
     for i in range(300):
         if checked == 3:
@@ -127,13 +132,24 @@ def test_tidy_totals_match_sql_over_the_files(tmp_path):
             t = attempt(3, "train", i, 0, tmp_path / str(i), only="agg_sum_m1")
         except Dropped:
             continue
-        if set(t.metadata["defects"]) - {"orphans"} or "counting only" in t.instruction or t.metadata["layout"] == "excel":
+        if (
+            set(t.metadata["defects"]) - {"orphans"}
+            or "counting only" in t.instruction
+            or t.metadata["layout"] == "excel"
+        ):
             continue
         column = t.instruction.split("`")[1]
-        table = t.instruction.split("table `")[1].split("`")[0] if "table `" in t.instruction else None
-        fact = next(p for n, p in t.files.items() if n.endswith(".sqlite") or n.startswith(
-            t.instruction.split("`")[3].split(".")[0]))
-        assert round(_sql_total(fact, table, column), 2) == pytest.approx(t.answer, abs=0.011), t.instruction
+        table = (
+            t.instruction.split("table `")[1].split("`")[0] if "table `" in t.instruction else None
+        )
+        fact = next(
+            p
+            for n, p in t.files.items()
+            if n.endswith(".sqlite") or n.startswith(t.instruction.split("`")[3].split(".")[0])
+        )
+        assert round(_sql_total(fact, table, column), 2) == pytest.approx(t.answer, abs=0.011), (
+            t.instruction
+        )
         checked += 1
     assert checked >= 3
 

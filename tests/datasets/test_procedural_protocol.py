@@ -1,5 +1,5 @@
-"""``serve --dataset procedural:SEED`` through the real server: reset by index, id or seed; oracle 1.0 and
-null 0.0 over the sandbox; bad requests refused while the server keeps serving; the seed and the
+"""``serve --dataset procedural:SEED`` through the real server: reset by index, id or seed;
+oracle 1.0 and null 0.0 over the sandbox; bad requests refused while the server keeps serving; the seed and the
 generator out of the kernel's reach."""
 
 import asyncio
@@ -31,8 +31,11 @@ def served(tmp_path_factory):
 
 def test_oracle_one_null_zero_on_every_split(served):
     url, runtime = served
-    tasks = [runtime.select(task_id=None, split=s, index=i, seed=None) for s in ("train", "test", "ood")
-             for i in range(4)]
+    tasks = [
+        runtime.select(task_id=None, split=s, index=i, seed=None)
+        for s in ("train", "test", "ood")
+        for i in range(4)
+    ]
     rows = asyncio.run(validate(url, tasks, concurrency=4))
     bad = [r for r in rows if r["status"] != "pass"]
     assert not bad, bad[:3]
@@ -57,8 +60,11 @@ def test_reset_by_huge_index_by_id_and_by_seed(served):
 async def _bad_then_good(url):
     errors = []
     async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
-        for kwargs in ({"split": "train", "index": 2**40}, {"task_id": "procedural-train-007"},
-                       {"split": "dev", "index": 0}):
+        for kwargs in (
+            {"split": "train", "index": 2**40},
+            {"task_id": "procedural-train-007"},
+            {"split": "dev", "index": 0},
+        ):
             try:
                 await env.reset(**kwargs)
             except Exception as exc:  # the server refuses; the session stays usable
@@ -79,10 +85,17 @@ def test_task_api_pages_an_unbounded_split(served):
     with httpx.Client(base_url=url, timeout=60) as http:
         name = http.get("/list_environments").json()[0]
         assert http.post(f"/{name}/num_tasks", json={"split": "train"}).json()["num_tasks"] == 2**40
-        page = http.post(f"/{name}/task_range", json={"split": "train", "start": 10, "stop": 13}).json()
+        page = http.post(
+            f"/{name}/task_range", json={"split": "train", "start": 10, "stop": 13}
+        ).json()
         assert [t["id"] for t in page["tasks"]] == [f"procedural-train-{i}" for i in (10, 11, 12)]
         assert "answer" not in page["tasks"][0]
-        assert http.post(f"/{name}/task_range", json={"split": "train", "start": 0, "stop": 10**6}).status_code == 400
+        assert (
+            http.post(
+                f"/{name}/task_range", json={"split": "train", "start": 0, "stop": 10**6}
+            ).status_code
+            == 400
+        )
         assert http.post(f"/{name}/tasks", json={"split": "train"}).status_code == 400
         assert http.get("/health").status_code == 200
 

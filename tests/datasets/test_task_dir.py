@@ -22,8 +22,24 @@ from analyst_env.server.settings import Settings
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory):
     root = tmp_path_factory.mktemp("frozen")
-    assert main(["generate", "--count", "6", "--seed", "31337", "--split", "test", "--start", "50",
-                 "--out", str(root / "set")]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--count",
+                "6",
+                "--seed",
+                "31337",
+                "--split",
+                "test",
+                "--start",
+                "50",
+                "--out",
+                str(root / "set"),
+            ]
+        )
+        == 0
+    )
     return root / "set"
 
 
@@ -60,13 +76,22 @@ def _broken(frozen, tmp_path, edit):
     return copy
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: "{not json", "invalid JSON"),
-    (lambda r: json.dumps({k: v for k, v in r.items() if k != "oracle_answer"}), "oracle_answer"),
-    (lambda r: json.dumps(r | {"verifier": {"name": "vibes"}}), "unknown verifier"),
-    (lambda r: json.dumps(r | {"files": {"x.csv": "../../etc/passwd"}}), "leaves the task directory"),
-    (lambda r: json.dumps(r | {"files": {"x.csv": "files/nope.csv"}}), "not found"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: "{not json", "invalid JSON"),
+        (
+            lambda r: json.dumps({k: v for k, v in r.items() if k != "oracle_answer"}),
+            "oracle_answer",
+        ),
+        (lambda r: json.dumps(r | {"verifier": {"name": "vibes"}}), "unknown verifier"),
+        (
+            lambda r: json.dumps(r | {"files": {"x.csv": "../../etc/passwd"}}),
+            "leaves the task directory",
+        ),
+        (lambda r: json.dumps(r | {"files": {"x.csv": "files/nope.csv"}}), "not found"),
+    ],
+)
 def test_bad_lines_are_refused_with_their_line_number(frozen, tmp_path, edit, message):
     with pytest.raises(TaskDirError, match=f"tasks.jsonl:2: .*{message}"):
         load_task_dir(str(_broken(frozen, tmp_path, edit)))

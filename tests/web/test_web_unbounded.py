@@ -1,4 +1,5 @@
-"""/web with a dataset made on demand: paged browsing, filters, a task opened by index (API and browser)."""
+"""/web with a dataset made on demand: paged browsing, filters, a task opened by index (API and "
+"browser)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,13 @@ pytestmark = pytest.mark.live
 def procedural_url(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ANALYST_ENV_CACHE", str(tmp_path_factory.mktemp("cache")))
-        app = build_app(Settings(dataset="procedural:99", max_sessions=4,
-                                 state_dir=str(tmp_path_factory.mktemp("state"))))
+        app = build_app(
+            Settings(
+                dataset="procedural:99",
+                max_sessions=4,
+                state_dir=str(tmp_path_factory.mktemp("state")),
+            )
+        )
         with BackgroundServer(app, startup_timeout_s=120) as url:
             yield url
 
@@ -32,19 +38,44 @@ def test_browse_pages_filters_and_refuses_bad_requests(procedural_url):
         first = http.get("/web/api/browse", params={"dataset": "procedural", "limit": 5}).json()
         assert [t["id"] for t in first["tasks"]] == [f"procedural-train-{i}" for i in range(5)]
         assert "answer" not in first["tasks"][0] and first["next_start"] == 5
-        nxt = http.get("/web/api/browse", params={"dataset": "procedural", "limit": 5,
-                                                   "start": first["next_start"]}).json()
+        nxt = http.get(
+            "/web/api/browse",
+            params={"dataset": "procedural", "limit": 5, "start": first["next_start"]},
+        ).json()
         assert nxt["tasks"][0]["id"] == "procedural-train-5"
-        joins = http.get("/web/api/browse", params={"dataset": "procedural", "split": "ood", "limit": 4,
-                                                    "category": "joins", "level": "hard"}).json()
-        assert joins["tasks"] and all(t["category"] == "joins" and t["level"] == "hard" for t in joins["tasks"])
+        joins = http.get(
+            "/web/api/browse",
+            params={
+                "dataset": "procedural",
+                "split": "ood",
+                "limit": 4,
+                "category": "joins",
+                "level": "hard",
+            },
+        ).json()
+        assert joins["tasks"] and all(
+            t["category"] == "joins" and t["level"] == "hard" for t in joins["tasks"]
+        )
         assert all(t["split"] == "ood" for t in joins["tasks"])
         one = http.get("/web/api/tasks/procedural-test-987654321").json()
         assert one["id"] == "procedural-test-987654321" and "answer" not in one and one["files"]
         assert http.get("/web/api/browse", params={"dataset": "nope"}).status_code == 404
-        assert http.get("/web/api/browse", params={"dataset": "procedural", "split": "dev"}).status_code == 404
-        assert http.get("/web/api/browse", params={"dataset": "procedural", "start": 2**40}).status_code == 400
-        assert http.get("/web/api/browse", params={"dataset": "procedural", "limit": 500}).status_code == 422
+        assert (
+            http.get(
+                "/web/api/browse", params={"dataset": "procedural", "split": "dev"}
+            ).status_code
+            == 404
+        )
+        assert (
+            http.get(
+                "/web/api/browse", params={"dataset": "procedural", "start": 2**40}
+            ).status_code
+            == 400
+        )
+        assert (
+            http.get("/web/api/browse", params={"dataset": "procedural", "limit": 500}).status_code
+            == 422
+        )
         assert http.get("/web/api/tasks/procedural-train-x").status_code == 404
         assert http.get("/health").status_code == 200
 
