@@ -6,7 +6,8 @@ registered function (its own wording and its own reference computation); a
 kinds composition may add to it (none, one or two of: a ``g1`` value, a ``g2``
 value, an ``m2`` threshold, a year, a lookup-table attribute), counted only
 where the filter's column is not one the template itself reads and the layout
-can hold the lookup table. Aggregate functions, columns, thresholds, domains
+can hold the lookup table (a template about the file as a whole, such as
+counting duplicate rows, takes no filters and counts once). Aggregate functions, columns, thresholds, domains
 and layouts are parameters and are not counted as templates.
 
 ``python -m analyst_env.datasets.procedural.coverage [N]`` prints the tables of
@@ -31,6 +32,7 @@ def composed_templates() -> dict[str, Any]:
     for t in load_all():
         free = [k for k in FILTER_KINDS if (k if k != "year" else "date") not in t.uses]
         shapes = sum(1 for n in (0, 1, 2) for _ in itertools.combinations(free, n))
+        shapes = shapes if t.composable else 1
         by_category[t.category][0] += 1
         by_category[t.category][1] += shapes
     return {

@@ -226,8 +226,8 @@ class ProceduralDataset:
 
 
 class SplitView(Sequence):
-    """One split as a (very long) read-only sequence: ``len``, indexing and slices make tasks "
-    "lazily."""
+    """One split as a (very long) read-only sequence: ``len``, indexing and slices make tasks
+    lazily."""
 
     def __init__(self, dataset: ProceduralDataset, name: str) -> None:
         self.dataset, self.name = dataset, name

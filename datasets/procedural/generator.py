@@ -98,8 +98,10 @@ def _extra_filter(c: Ctx, kind: str) -> tuple[tuple, str] | None:
 def _compose(
     c: Ctx, t: Template, ask: Ask, n_extra: int, has_dim: bool
 ) -> tuple[list, list[str], int]:
-    """Add up to ``n_extra`` filters on roles the template does not use; return filters, words, "
-    "ops added."""
+    """Add up to ``n_extra`` filters on roles the template does not use; return filters, words,
+    ops added."""
+    if not t.composable:
+        return list(ask.filters), [], 0
     used = set(t.uses) | {f[0] for f in ask.filters}
     kinds = [
         k

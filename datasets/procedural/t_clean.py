@@ -41,7 +41,7 @@ def clean_dates_month(c: Ctx) -> Ask | None:
     )
 
 
-@template("deduplication", "dedup", 1, "", needs=("duplicates",))
+@template("deduplication", "dedup", 1, "", needs=("duplicates",), composable=False)
 def dedup_count(c: Ctx) -> Ask | None:
     return Ask("How many rows are exact copies of an earlier row", ("raw", "duplicates"), "integer")
 

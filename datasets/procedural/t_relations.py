@@ -1,5 +1,5 @@
-"""Join, cohort, funnel, set-operation and SQL templates: the fact table read with its lookup "
-"table."""
+"""Join, cohort, funnel, set-operation and SQL templates: the fact table read with its lookup
+table."""
 
 from __future__ import annotations
 
@@ -133,7 +133,15 @@ def set_only_with(c: Ctx) -> Ask | None:
     )
 
 
-@template("set-operations", "difference", 2, "key", needs_dim=True, needs=("orphans",))
+@template(
+    "set-operations",
+    "difference",
+    2,
+    "key",
+    needs_dim=True,
+    needs=("orphans",),
+    composable=False,
+)
 def set_orphan_keys(c: Ctx) -> Ask | None:
     return Ask(
         f"How many distinct {c.col('key')} values of the {c.entity_plural()} are missing from the "

@@ -72,8 +72,8 @@ class Truth:
 
 
 def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
-    """Clean fact and dimension tables; pools, skew, correlation and date span all drawn from "
-    "``rng``."""
+    """Clean fact and dimension tables; pools, skew, correlation and date span all drawn from
+    ``rng``."""
     g1_pool = list(domain.g1[1])[: int(rng.integers(3, len(domain.g1[1]) + 1))]
     g2_pool = list(domain.g2[1])
     n_keys = int(rng.integers(max(4, n_rows // 12), max(6, n_rows // 3) + 1))

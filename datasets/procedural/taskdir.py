@@ -113,8 +113,8 @@ def load_task_dir(path: str) -> Dataset:
 def write_task_dir(
     tasks: list[Task], out: Path, meta: dict[str, Any], oracle_steps: bool = True
 ) -> Path:
-    """Copy ``tasks`` and their files into a new task directory ``out``; return the tasks.jsonl "
-    "path."""
+    """Copy ``tasks`` and their files into a new task directory ``out``; return the tasks.jsonl
+    path."""
     import shutil
 
     out.mkdir(parents=True, exist_ok=True)

@@ -42,8 +42,8 @@ CATEGORIES = (
     "set-operations",
     "sql",
 )
-"""The analysis categories templates are filed under (docs/tasks.md lists them with their "
-  "templates)."""
+"""The analysis categories templates are filed under (docs/tasks.md lists them with their
+  templates)."""
 
 
 @dataclass
@@ -113,6 +113,7 @@ class Template:
     needs: tuple  # defects the files must carry (Mess field names)
     layouts: tuple | None  # None: any layout that suits needs_dim
     fn: Callable[[Ctx], Ask | None]
+    composable: bool = True  # False: the answer is about the file as a whole; no filters are added
 
 
 TEMPLATES: list[Template] = []
@@ -126,8 +127,14 @@ def template(
     needs_dim: bool = False,
     needs: tuple = (),
     layouts: tuple | None = None,
+    composable: bool = True,
 ) -> Callable:
-    """Register a template (decorator). ``uses`` is a space-separated list of roles."""
+    """Register a template (decorator). ``uses`` is a space-separated list of roles.
+
+    ``composable=False`` marks a template whose answer is about the whole file
+    (duplicate rows, keys missing from the lookup table): composition adds no
+    filter to it, since a filter in its question would change nothing in its answer.
+    """
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
 
@@ -143,6 +150,7 @@ def template(
                 needs,
                 layouts,
                 fn,
+                composable,
             )
         )
         return fn

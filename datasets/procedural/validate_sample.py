@@ -1,5 +1,5 @@
-"""What ``validate procedural --sample N`` checks before the protocol runs: generation and "
-"determinism."""
+"""What ``validate procedural --sample N`` checks before the protocol runs: generation and
+determinism."""
 
 from __future__ import annotations
 

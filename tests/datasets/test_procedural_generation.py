@@ -1,5 +1,5 @@
-"""The procedural generator: counts, determinism, splits, gold that the scorers accept, drops "
-"counted."""
+"""The procedural generator: counts, determinism, splits, gold that the scorers accept, drops
+counted."""
 
 import collections
 import json
@@ -121,8 +121,8 @@ def _sql_total(path: str, table: str | None, column: str) -> float:
 
 
 def test_tidy_totals_match_sql_over_the_files(tmp_path):
-    """A third, independent reading: SQL (DuckDB over a CSV, SQLite over a database) on the "
-    "file as written."""
+    """A third, independent reading: SQL (DuckDB over a CSV, SQLite over a database) on the
+    file as written."""
     checked = 0
     for i in range(300):
         if checked == 3:
@@ -175,3 +175,18 @@ def test_registry_names(monkeypatch, tmp_path):
     assert load_dataset("procedural").seed == 77
     with pytest.raises(ValueError, match="integer seed"):
         load_dataset("procedural:abc")
+
+
+@pytest.mark.parametrize("name", ["dedup_count", "set_orphan_keys"])
+def test_whole_file_questions_take_no_filters(tmp_path, name):
+    """A filter in such a question would change nothing in its answer, so none is ever added."""
+    made = 0
+    for i in range(25):
+        (tmp_path / str(i)).mkdir()
+        try:
+            t = attempt(11, "train", i, 0, tmp_path / str(i), only=name)
+        except Dropped:
+            continue
+        assert "counting only" not in t.instruction
+        made += 1
+    assert made >= 5

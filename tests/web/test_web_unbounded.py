@@ -1,5 +1,5 @@
-"""/web with a dataset made on demand: paged browsing, filters, a task opened by index (API and "
-"browser)."""
+"""/web with a dataset made on demand: paged browsing, filters, a task opened by index (API and
+browser)."""
 
 from __future__ import annotations
 
