@@ -156,7 +156,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from analyst_env.client.evaluation import evaluate, report
     from analyst_env.datasets import load_dataset
 
-    tasks = load_dataset(args.dataset).tasks
+    dataset = load_dataset(args.dataset)
+    if getattr(dataset, "unbounded", False):
+        print(f"error: {args.dataset!r} is unbounded; freeze a range first "
+              "(analyst-env generate ... --out DIR) and evaluate tasks:DIR", file=sys.stderr)
+        return 2
+    tasks = dataset.tasks
     if args.limit:
         tasks = tasks[: args.limit]
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
@@ -263,7 +268,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         from analyst_env.datasets import load_dataset
 
         try:
-            tasks = load_dataset(args.dataset).tasks
+            dataset = load_dataset(args.dataset)
+            if getattr(dataset, "unbounded", False):
+                raise ValueError("it is unbounded; freeze a range first (analyst-env generate)")
+            tasks = dataset.tasks
         except (ValueError, OSError) as exc:
             print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
             return 2
