@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -34,6 +35,8 @@ from analyst_env.datasets.procedural.splits import SPLIT_SIZE, SPLITS
 from analyst_env.datasets.shipped.cache import MANIFEST, materialize
 from analyst_env.datasets.task import Task
 from analyst_env.paths import cache_root
+
+log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 32
 KEEP_DIRS = 4096
@@ -142,6 +145,13 @@ class ProceduralDataset:
                 task = attempt(self._seed, split, index, tries, work)
             except Dropped as exc:
                 self.counts.add(exc.reason)
+                shutil.rmtree(work)
+                continue
+            except (
+                Exception
+            ) as exc:  # a generator bug: counted apart, and the index still gets a task
+                log.exception("procedural %s-%d attempt %d failed", split, index, tries)
+                self.counts.add(f"generator-error:{type(exc).__name__}")
                 shutil.rmtree(work)
                 continue
             self.counts.add(None)

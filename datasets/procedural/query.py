@@ -29,8 +29,7 @@ REDUCERS = ("argmax", "argmin", "top", "bottom", "kth", "value", "share", "count
 
 def uses_attr(q: Query) -> bool:
     """Whether the query needs the lookup table (and so drops rows with unknown keys)."""
-    op = q["op"]
-    return any(f[0] == "attr" for f in q["filters"]) or (op[0] == "group" and op[1] == "attr")
+    return any(f[0] == "attr" for f in q["filters"]) or "attr" in q["op"]
 
 
 def percentile_linear(sorted_values: list[float], p: float) -> float:
