@@ -7,8 +7,9 @@ kinds composition may add to it (none, one or two of: a ``g1`` value, a ``g2``
 value, an ``m2`` threshold, a year, a lookup-table attribute), counted only
 where the filter's column is not one the template itself reads and the layout
 can hold the lookup table (a template about the file as a whole, such as
-counting duplicate rows, takes no filters and counts once). Aggregate functions, columns, thresholds, domains
-and layouts are parameters and are not counted as templates.
+counting duplicate rows, takes no filters and counts once). Aggregate
+functions, columns, thresholds, domains and layouts are parameters and are not
+counted as templates.
 
 ``python -m analyst_env.datasets.procedural.coverage [N]`` prints the tables of
 docs/tasks.md from N generated tasks (default 2000).
