@@ -75,6 +75,9 @@ class SessionClosed(RuntimeError):
         return "this session is closed; open a new session (a new WebSocket) to start an episode"
 
 
+READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
+"""The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
+
 MAX_UNBOUNDED_RANGE = 1000
 """Tasks one Task API range call may ask of a split whose tasks are made on demand."""
 
@@ -134,7 +137,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 seed=opts.seed,
             )
             self._episode = episode
-            status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
+            status, message = "ready", READY_MESSAGE
             try:
                 episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
                 if not getattr(episode.sandbox, "helpers_defined", False):

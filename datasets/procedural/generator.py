@@ -11,6 +11,7 @@ next attempt of the same index is drawn, so every index still names one task.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -279,6 +280,34 @@ def in_previews(paths: dict[str, str], oracle: str, style: str) -> bool:
     return re.search(rf"(?<![\d.]){core}(?!\d|\.\d)", shown) is not None
 
 
+@functools.cache
+def shared_text() -> str:
+    """What every episode shows whatever its task: the reset message, the tools, the prompts.
+
+    A label gold that is a word of it would be "shown" to every episode (``validate``
+    counts that as a leak), so such a task is dropped.
+    """
+    from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt
+    from analyst_env.server.environment import READY_MESSAGE
+    from analyst_env.server.tools import TOOLS
+
+    specs = [t.spec() for t in TOOLS.values()]
+    catalogue = json.dumps([s.model_dump(mode="json") for s in specs])
+    return "\n".join([READY_MESSAGE, catalogue, SYSTEM_PROMPT, hermes_tools_prompt(specs)])
+
+
+def in_shared_text(answer: Any) -> bool:
+    """Whether a label of the answer is a whole word of :func:`shared_text` (case-insensitive)."""
+    atoms = answer if isinstance(answer, list) else [answer]
+    labels = [a[1] if isinstance(a, (list, tuple)) else a for a in atoms]
+    text = shared_text()
+    return any(
+        isinstance(v, str)
+        and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.IGNORECASE) is not None
+        for v in labels
+    )
+
+
 def attempt(
     seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None
 ) -> Task:
@@ -325,6 +354,8 @@ def attempt(
         raise Dropped("answer-in-question")
     if in_previews(paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
+    if draft.style in ("text", "set", "list", "parts") and in_shared_text(answer):
+        raise Dropped("answer-in-shared-text")
     return Task(
         id=f"{NAME}-{split}-{index}",
         instruction=instruction,

@@ -12,7 +12,7 @@ import pytest
 from analyst_env.datasets.procedural import ProceduralDataset
 from analyst_env.datasets.procedural.coverage import composed_templates
 from analyst_env.datasets.procedural.domains import DOMAINS
-from analyst_env.datasets.procedural.generator import Dropped, attempt
+from analyst_env.datasets.procedural.generator import Dropped, attempt, in_shared_text
 from analyst_env.datasets.procedural.sampling import fingerprint
 from analyst_env.datasets.procedural.splits import HOLDOUT_DOMAINS, HOLDOUT_FAMILIES, SPLIT_SIZE
 from analyst_env.datasets.procedural.templates import CATEGORIES, load_all
@@ -90,6 +90,8 @@ def test_neither_the_gold_nor_the_seed_is_shown(sample):
                 assert str(SEED).encode() not in Path(path).read_bytes()
             if t.verifier.name == "numeric" and abs(float(t.answer)) >= 100:
                 assert t.oracle_answer not in t.instruction
+            if t.verifier.name in ("exact", "set", "list", "dabench"):
+                assert not in_shared_text(t.answer)  # "Environment" as a label: in every reset
 
 
 def test_levels_follow_depth_and_hard_tasks_chain_operations(sample):
