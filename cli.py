@@ -115,7 +115,9 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
 
     app = build_app(settings, runtime=runtime)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-    print(f"analyst_env serving {len(app.state.runtime.tasks)} task(s) from {settings.dataset!r}")
+    runtime = app.state.runtime
+    count = "unbounded" if runtime.unbounded else len(runtime.tasks)
+    print(f"analyst_env serving {count} task(s) from {settings.dataset!r}")
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
     print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
     print(f"  web UI: http://{shown}:{args.port}/web   (tasks, play, live sessions, replay)", flush=True)
@@ -146,7 +148,11 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         print("Show the tasks of one with: analyst-env tasks --dataset NAME")
         return 0
     dataset = load_dataset(args.dataset)
-    tasks = [t for t in dataset.tasks if args.split is None or t.split == args.split]
+    if getattr(dataset, "unbounded", False):  # made on demand: show the first few of each split
+        splits = [args.split] if args.split else dataset.splits()
+        tasks = [dataset.task(s, i) for s in splits for i in range(args.limit or 10)]
+    else:
+        tasks = [t for t in dataset.tasks if args.split is None or t.split == args.split]
     if args.json:
         print(json.dumps([t.public_view() for t in tasks], indent=2))
         return 0
@@ -154,7 +160,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         kind = t.metadata.get("kind", "")
         first_line = t.instruction.strip().splitlines()[0] if t.instruction.strip() else ""
         print(f"{t.id:<28} {t.split:<6} {kind:<7} {first_line[:80]}")
-    print(f"{len(tasks)} task(s); splits: {', '.join(dataset.splits())}")
+    print(f"{len(tasks)} task(s) shown; splits: {', '.join(dataset.splits())}")
     return 0
 
 
@@ -179,7 +185,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     try:
         settings.check()
-        tasks = select_tasks(load_dataset(args.dataset).tasks, args.split, args.limit)
+        dataset = load_dataset(args.dataset)
+        if getattr(dataset, "unbounded", False):
+            raise ValueError(f"{args.dataset!r} is unbounded; freeze a range first "
+                             "(analyst-env generate ... --out DIR) and evaluate tasks:DIR")
+        tasks = select_tasks(dataset.tasks, args.split, args.limit)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -251,12 +261,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
         return 2
+    generation = None
+    if getattr(dataset, "unbounded", False):
+        from analyst_env.datasets.procedural.validate_sample import sample_for_validation
+
+        tasks, generation = sample_for_validation(dataset, args.split, args.start, args.sample)
+    else:
+        tasks = dataset.tasks
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-    bar = tqdm(total=len(dataset.tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
+    bar = tqdm(total=len(tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
 
     def run(url: str) -> list[dict[str, Any]]:
         return asyncio.run(
-            validate(url, dataset.tasks, concurrency=args.concurrency, headers=headers, on_result=lambda _: bar.update(1))
+            validate(url, tasks, concurrency=args.concurrency, headers=headers,
+                     on_result=lambda _: bar.update(1))
         )
 
     if args.url:
@@ -275,6 +293,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             runtime.close()
     bar.close()
     result = report(args.dataset, rows)
+    if generation is not None:
+        result["generation"] = generation
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)
@@ -285,6 +305,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  broken upstream {broken['task_id']}: {broken['gold_status']}", file=sys.stderr)
     print(format_probes(result))
     print(summary(result))
+    if generation is not None:
+        print(f"generation: {json.dumps(generation, sort_keys=True)}")
+        if generation["nondeterministic"]:
+            return 1
     return 1 if result["failed"] else 0
 
 
@@ -295,7 +319,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         from analyst_env.datasets import load_dataset
 
         try:
-            tasks = load_dataset(args.dataset).tasks
+            dataset = load_dataset(args.dataset)
+            if getattr(dataset, "unbounded", False):
+                raise ValueError("it is unbounded; freeze a range first (analyst-env generate)")
+            tasks = dataset.tasks
         except (ValueError, OSError) as exc:
             print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
             return 2
@@ -359,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--dataset", help="Shipped set name or FORMAT:PATH")
     tasks.add_argument("--split")
     tasks.add_argument("--json", action="store_true", help="Print the public task specs as JSON")
+    tasks.add_argument("--limit", type=int,
+                       help="Tasks per split shown for an unbounded set (default 10)")
     tasks.set_defaults(func=cmd_tasks)
 
     ev = sub.add_parser("eval", help="Evaluate a model (or the oracle/null policy) on a dataset")
@@ -401,6 +430,12 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--json", help="Write the report here")
     va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
     va.add_argument("--token", help="Bearer token for --url")
+    va.add_argument("--sample", type=int, default=100,
+                    help="Tasks checked of an unbounded set (default 100)")
+    va.add_argument("--split", default="train",
+                    help="Split sampled of an unbounded set (default train)")
+    va.add_argument("--start", type=int, default=0,
+                    help="First index sampled of an unbounded set (default 0)")
     va.set_defaults(func=cmd_validate)
 
     bench = sub.add_parser(
@@ -442,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from analyst_env.envs_cli import add_parser as add_envs_parser
 
+    add_generate_parser(sub)  # generate --count N --seed S --out DIR
     add_envs_parser(sub)  # envs list|show|create|build|delete
     return parser
 

@@ -18,6 +18,7 @@ import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -79,6 +80,13 @@ class SessionClosed(RuntimeError):
         return "this session is closed; open a new session (a new WebSocket) to start an episode"
 
 
+READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
+"""The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
+
+MAX_UNBOUNDED_RANGE = 1000
+"""Tasks one Task API range call may ask of a split whose tasks are made on demand."""
+
+
 class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     """One session's environment. Cheap to construct; the sandbox starts at ``reset``."""
 
@@ -135,7 +143,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 seed=opts.seed,
             )
             self._episode = episode
-            status, message = "ready", "Environment ready. Use add_and_execute_code_cell to start."
+            status, message = "ready", READY_MESSAGE
             try:
                 episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
                 if not episode.sandbox.helpers_defined:
@@ -374,7 +382,11 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return self._runtime.splits()
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        return self.get_task_range(split, 0, self.num_tasks(split))
+        tasks = self._tasks_of(split)
+        if getattr(tasks, "unbounded", False):
+            # IndexError is what the Task API answers with 400
+            raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range")
+        return self.get_task_range(split, 0, len(tasks))
 
     def num_tasks(self, split: str) -> int:
         return len(self._tasks_of(split))
@@ -387,9 +399,12 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
 
     def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
+        if getattr(tasks, "unbounded", False) and stop - start > MAX_UNBOUNDED_RANGE:
+            raise IndexError(f"split {split!r} makes its tasks on demand: ask for at most "
+                             f"{MAX_UNBOUNDED_RANGE} at a time")
         return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
 
-    def _tasks_of(self, split: str) -> list:
+    def _tasks_of(self, split: str) -> Sequence:
         return self._runtime.split(split) if split in self._runtime.splits() else []
 
     @staticmethod

@@ -7,6 +7,8 @@ must be cheap; everything expensive to build lives here and is built once.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 from analyst_env.datasets import Dataset, Task, describe_file, load_dataset
 from analyst_env.envs.backends import make_backend
@@ -42,6 +44,31 @@ class TaskNotFoundError(KeyError):
         return str(self.args[0])
 
 
+class Chain(Sequence):
+    """Several task sequences read as one, without copying (an unbounded split is one of them)."""
+
+    def __init__(self, parts: list[Sequence]) -> None:
+        self.parts = [p for p in parts if len(p)]
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        for part in self.parts:
+            if index < len(part):
+                return part[index]
+            index -= len(part)
+        raise IndexError(index)
+
+    @property
+    def unbounded(self) -> bool:
+        return any(not isinstance(p, list) for p in self.parts)
+
+
 class Runtime:
     """Shared, thread-safe (read-only after construction) server state."""
 
@@ -57,7 +84,10 @@ class Runtime:
         self.backend = backend if backend is not None else make_backend(settings)
         if datasets is None:
             datasets = [load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()]
-        self.tasks: list[Task] = [t for ds in datasets for t in ds.tasks]
+        self.unbounded: list[Any] = [ds for ds in datasets if getattr(ds, "unbounded", False)]
+        """Datasets that make their tasks on demand (``procedural``): never listed, only indexed."""
+        bounded = [ds for ds in datasets if not getattr(ds, "unbounded", False)]
+        self.tasks: list[Task] = [t for ds in bounded for t in ds.tasks]
         self._by_id = {t.id: t for t in self.tasks}
         if len(self._by_id) != len(self.tasks):
             raise ValueError("task ids must be unique across the served datasets")
@@ -78,18 +108,32 @@ class Runtime:
 
     # ── task catalogue ──────────────────────────────────────────────────────
     def splits(self) -> list[str]:
-        return sorted(self._splits)
+        return sorted(set(self._splits).union(*(ds.splits() for ds in self.unbounded)))
 
-    def split(self, name: str) -> list[Task]:
-        try:
-            return self._splits[name]
-        except KeyError:
-            raise TaskNotFoundError(f"unknown split {name!r}; splits: {self.splits()}") from None
+    def split(self, name: str) -> Sequence[Task]:
+        """The split's tasks: a list, or a lazy ``Chain`` when an unbounded dataset has it."""
+        lazy = [ds.split(name) for ds in self.unbounded if name in ds.splits()]
+        if not lazy:
+            try:
+                return self._splits[name]
+            except KeyError:
+                known = self.splits()
+                raise TaskNotFoundError(f"unknown split {name!r}; splits: {known}") from None
+        return Chain([self._splits.get(name, []), *lazy])
+
+    def all_tasks(self) -> Sequence[Task]:
+        """Every served task, bounded sets first (lazy when an unbounded dataset is served)."""
+        if not self.unbounded:
+            return self.tasks
+        return Chain([self.tasks, *(ds.split(s) for ds in self.unbounded for s in ds.splits())])
 
     def task(self, task_id: str) -> Task:
         try:
             return self._by_id[task_id]
         except KeyError:
+            for ds in self.unbounded:
+                if ds.parse_id(task_id) is not None:
+                    return ds.task_by_id(task_id)
             import difflib
 
             close = difflib.get_close_matches(task_id, self._by_id, n=1)
@@ -109,7 +153,7 @@ class Runtime:
             if split is not None or index is not None:
                 raise ValueError("pass either task_id or split/index, not both")
             return self.task(task_id)
-        pool = self.split(split) if split is not None else self.tasks
+        pool = self.split(split) if split is not None else self.all_tasks()
         if not pool:
             raise TaskNotFoundError("the server has no tasks to serve")
         if index is not None:

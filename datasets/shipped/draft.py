@@ -86,7 +86,7 @@ def _fmt(value: float, decimals: int) -> str:
     return f"{round(float(value), decimals):.{decimals}f}"
 
 
-def _format_sentence(d: Draft) -> str:
+def format_sentence(d: Draft) -> str:
     if d.style == "number":
         return f"Give your final answer as a single number rounded to {d.decimals} decimal places, without units."
     if d.style == "integer":
@@ -149,7 +149,7 @@ def to_task(d: Draft, task_id: str, file_name: str, file_path: str, kind: str, t
     noun = {"csv": "CSV file", "sqlite": "SQLite database", "excel": "Excel workbook"}[kind]
     instruction = (
         f"{d.question}\n\nThe data is in the {noun} `{file_name}` in your working directory.\n\n"
-        f"{_format_sentence(d)}"
+        f"{format_sentence(d)}"
     )
     oracle, gold, verifier = oracle_and_verifier(d)
     return Task(

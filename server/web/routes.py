@@ -28,6 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from analyst_env.datasets import describe_file
 from analyst_env.server.live import LiveHub
 from analyst_env.server.runtime import Runtime, TaskNotFoundError
+from analyst_env.server.web.browse import browse_router, unbounded_info
 from analyst_env.server.web.previews import head_preview
 from analyst_env.server.web.replay import TrajectoryNotFound, list_trajectories, load_trajectory
 from analyst_env.server.web.runs import runs_router
@@ -61,13 +62,15 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
         """What the page needs to start: names, counts, and the routes it talks to."""
         from analyst_env import __version__
 
-        datasets = sorted({dataset_of(t) for t in runtime.tasks})
+        unbounded = unbounded_info(runtime)
+        datasets = sorted({dataset_of(t) for t in runtime.tasks} | {u["name"] for u in unbounded})
         return {
             "env_name": env_name,
             "version": __version__,
             "datasets": datasets,
             "splits": runtime.splits(),
             "task_count": len(runtime.tasks),
+            "unbounded": unbounded,
             "max_sessions": settings.max_sessions,
             "record_trajectories": settings.record_trajectories,
             "backend": runtime.backend.name,
@@ -115,6 +118,7 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
 
     app.include_router(router)
     app.include_router(runs_router(settings.state_dir), tags=["Web UI"])
+    app.include_router(browse_router(runtime, _task_row))
     app.include_router(live_router(LiveHub.for_runtime(runtime)), tags=["Web UI"])
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
 
@@ -134,6 +138,8 @@ def _task_row(task: Any) -> dict:
         "split": task.split,
         "kind": meta.get("kind"),
         "level": meta.get("level"),
+        "category": meta.get("category"),
+        "domain": meta.get("domain"),
         "instruction": task.instruction[:300],
         "files": sorted(task.files),
     }

@@ -14,7 +14,8 @@ def test_known_datasets():
 
 @pytest.mark.parametrize("spec", ["nope:/x", "spider-ish:foo"])
 def test_unknown_format(spec):
-    with pytest.raises(ValueError, match="known formats: dabench.*shipped sets: starter"):
+    hint = "known formats: dabench.*procedural \\(SEED\\); shipped sets: .*starter"
+    with pytest.raises(ValueError, match=hint):
         load_dataset(spec)
 
 

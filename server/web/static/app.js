@@ -10,7 +10,8 @@
 
 const {h} = Render;
 const TOKEN_KEY = "analyst_env_token";
-const state = {info: null, tasks: null, filters: {q: "", dataset: "", split: "", kind: "", level: ""}, cleanup: []};
+const state = {info: null, tasks: null, filters: {q: "", dataset: "", split: "", kind: "", level: ""}, cleanup: [],
+  browse: {}};
 
 // ── auth and requests ─────────────────────────────────────────────────────
 const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
@@ -147,6 +148,69 @@ async function viewTasks(main) {
     count.textContent = rows.length > shown.length ? `${rows.length} match, first ${shown.length} shown` : `${rows.length} match`;
   }
   draw();
+  if (!state.info) state.info = await api("/web/api/info");
+  for (const u of state.info.unbounded || []) main.append(unboundedSection(u));
+}
+
+// An unbounded dataset (tasks made on demand) is browsed a page at a time, or opened by index.
+function unboundedSection(u) {
+  const g = state.browse[u.name] || (state.browse[u.name] = {split: Object.keys(u.splits)[0], start: 0,
+    category: "", domain: "", level: "", kind: "", q: "", pages: []});
+  const pick = (key, values, label) => h("label", {class: "field"}, label,
+    h("select", {"data-browse": key, onchange: (e) => { g[key] = e.target.value; restart(); }},
+      key === "split" ? null : h("option", {value: ""}, "all"),
+      values.map((v) => h("option", {value: v, selected: g[key] === v}, v))));
+  const q = h("input", {type: "search", placeholder: "Text in the instruction…", value: g.q, id: `browse-q-${u.name}`,
+    onchange: (e) => { g.q = e.target.value; restart(); }});
+  const index = h("input", {type: "number", min: 0, placeholder: "index", id: `browse-index-${u.name}`, class: "narrow"});
+  const open = h("button", {class: "button", id: `browse-open-${u.name}`, onclick: () => {
+    if (index.value !== "") location.hash = `#/task/${encodeURIComponent(`${u.name}-${g.split}-${index.value}`)}`;
+  }}, "Open");
+  const note = h("span", {class: "muted"});
+  const tbody = h("tbody");
+  const more = h("button", {class: "button", id: `browse-more-${u.name}`, onclick: () => load()}, "Next page");
+  const sizes = Object.entries(u.splits).map(([k, v]) => `${k}: ${v.toLocaleString()}`).join(", ");
+  const section = h("div", {class: "card", id: `browse-${u.name}`},
+    h("h2", {}, `${u.name} (made on demand)`),
+    h("p", {class: "muted"}, `Each index is its own task, generated when asked for (${sizes}).`),
+    h("div", {class: "filters"}, pick("split", Object.keys(u.splits), "Split"),
+      pick("category", u.facets.category, "Category"), pick("domain", u.facets.domain, "Domain"),
+      pick("level", u.facets.level, "Level"), pick("kind", u.facets.kind, "Kind"), q,
+      h("label", {class: "field"}, "Start at", h("input", {type: "number", min: 0, value: g.start, class: "narrow",
+        onchange: (e) => { g.start = Math.max(0, Number(e.target.value) || 0); restart(); }})),
+      index, open),
+    h("div", {class: "table-wrap"}, h("table", {class: "list", id: `browse-table-${u.name}`},
+      h("thead", {}, h("tr", {}, ["Task", "Split", "Kind", "Level", "Instruction"].map((c) => h("th", {}, c)))),
+      tbody)),
+    h("div", {class: "row"}, more, note));
+  function row(t) {
+    return h("tr", {class: "clickable", "data-task": t.id, onclick: () => { location.hash = `#/task/${encodeURIComponent(t.id)}`; }},
+      h("td", {}, h("a", {href: `#/task/${encodeURIComponent(t.id)}`, class: "mono"}, t.id)), h("td", {}, t.split),
+      h("td", {}, t.kind ? h("span", {class: `kind kind-${t.kind}`}, t.kind) : ""), h("td", {}, t.level || ""),
+      h("td", {class: "instr"}, t.instruction.split("\n")[0]));
+  }
+  function restart() { g.pages = []; g.next = g.start; tbody.replaceChildren(); load(); }
+  async function load() {
+    more.disabled = true;
+    note.textContent = "Generating…";
+    const params = new URLSearchParams({dataset: u.name, split: g.split, start: g.next ?? g.start, limit: 25,
+      category: g.category, domain: g.domain, level: g.level, kind: g.kind, q: g.q});
+    try {
+      const page = await api(`/web/api/browse?${params}`);
+      g.pages.push(page);
+      g.next = page.next_start;
+      tbody.append(...page.tasks.map(row));
+      const shown = g.pages.reduce((n, p) => n + p.tasks.length, 0);
+      note.textContent = `${shown} shown; indices ${g.start}–${page.next_start - 1} searched`;
+      more.disabled = page.exhausted;
+    } catch (e) {
+      note.textContent = `Could not load: ${e.message}`;
+      more.disabled = false;
+    }
+  }
+  if (g.pages.length) { for (const p of g.pages) tbody.append(...p.tasks.map(row)); more.disabled = false; }
+  else { g.next = g.start; load(); }
+  return section;
 }
 
 async function viewTask(main, taskId) {
@@ -613,7 +677,8 @@ async function start() {
   api("/web/api/info").then((info) => {
     state.info = info;
     document.getElementById("server-info").textContent =
-      `v${info.version} · ${info.task_count} tasks · ${info.backend} sandbox`;
+      `v${info.version} · ${info.task_count}${(info.unbounded || []).length ? " + unbounded" : ""} tasks · ` +
+      `${info.backend} sandbox`;
   }).catch((e) => { document.getElementById("server-info").textContent = `server unreachable: ${e.message}`; });
   window.addEventListener("hashchange", route);
   await route();

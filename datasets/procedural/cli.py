@@ -1,0 +1,96 @@
+"""``analyst-env generate``: freeze procedural tasks into a portable task directory.
+
+``generate --count N --seed S [--split train|test|ood] [--start I] --out DIR``
+makes tasks ``I .. I + N - 1`` of the split from seed ``S`` and writes them as a
+task directory (``taskdir``) that ``serve --dataset tasks:DIR`` and ``validate
+tasks:DIR`` read. The seed itself is not written into the directory, only a
+digest of it, so a frozen set does not hand out the key to the rest of the space.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from analyst_env.datasets.procedural.splits import SPLITS
+
+
+def add_parser(sub) -> None:
+    gen = sub.add_parser(
+        "generate", help="Write procedural tasks (JSONL + files) into a portable task directory"
+    )
+    gen.add_argument("--count", type=int, required=True, help="How many tasks")
+    gen.add_argument(
+        "--seed", type=int, required=True, help="Deployment seed the tasks are made from"
+    )
+    gen.add_argument(
+        "--split", default="train", choices=SPLITS, help="Split to draw from (default train)"
+    )
+    gen.add_argument("--start", type=int, default=0, help="First index of the split (default 0)")
+    gen.add_argument(
+        "--out", required=True, help="Output directory (must not hold a tasks.jsonl yet)"
+    )
+    gen.add_argument(
+        "--no-oracle-steps", action="store_true", help="Leave oracle_steps out of the records"
+    )
+    gen.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyst_env.datasets.procedural.dataset import ProceduralDataset
+    from analyst_env.datasets.procedural.generator import GENERATOR_VERSION
+    from analyst_env.datasets.procedural.sampling import take, timing
+    from analyst_env.datasets.procedural.taskdir import TaskDirError, write_task_dir
+
+    if args.count < 1 or args.start < 0:
+        print("error: --count must be at least 1 and --start at least 0", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    work = Path(
+        tempfile.mkdtemp(prefix=".generate-", dir=out.parent if out.parent.exists() else None)
+    )
+    try:
+        ds = ProceduralDataset(args.seed, cache_dir=work, keep_dirs=args.count + 1)
+        try:
+            tasks, seconds = take(ds, args.split, args.start, args.count)
+        except IndexError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        meta = {
+            "name": f"procedural-{args.split}-{args.start}-{args.start + args.count - 1}",
+            "generator": "procedural",
+            "generator_version": GENERATOR_VERSION,
+            "split": args.split,
+            "start": args.start,
+            "count": args.count,
+            "seed_sha256": hashlib.sha256(str(args.seed).encode()).hexdigest(),
+            "generation": ds.stats(),
+        }
+        try:
+            path = write_task_dir(tasks, out, meta, oracle_steps=not args.no_oracle_steps)
+        except (TaskDirError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    stats = ds.stats()
+    print(
+        json.dumps(
+            {
+                "wrote": str(path),
+                "tasks": len(tasks),
+                "timing": timing(seconds),
+                "attempts": stats["attempts"],
+                "dropped": stats["dropped"],
+                "drop_rate": round(stats["drop_rate"], 4),
+                "by_reason": stats["by_reason"],
+            },
+            indent=1,
+        )
+    )
+    return 0

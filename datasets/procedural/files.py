@@ -1,0 +1,161 @@
+"""Where a task's tables go on disk (its layout) and the two independent ways they are read back.
+
+A layout names the files: one CSV, two CSVs, a CSV beside a workbook
+(cross-format), one SQLite database or one workbook with two sheets. The
+reference answer is computed twice from the files as written: once through
+pandas (``read_pandas``) and once through the standard library and openpyxl
+(``read_plain``), so a reader quirk (a value pandas reads as missing, a
+number stored as text) shows up as a disagreement and the task is dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
+
+LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")
+"""Every file layout; ``csv`` alone holds no dimension table, so join templates never use it."""
+
+KIND_OF_LAYOUT = {
+    "csv": "csv",
+    "csv+csv": "csv",
+    "csv+xlsx": "multi",
+    "sqlite": "sqlite",
+    "excel": "excel",
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which file (and table or sheet) holds the fact and the dimension table."""
+
+    fact_file: str
+    fact_table: str | None
+    dim_file: str | None
+    dim_table: str | None
+
+
+def placement(domain: Domain, layout: str) -> Placement:
+    if layout == "csv":
+        return Placement(f"{domain.table}.csv", None, None, None)
+    if layout == "csv+csv":
+        return Placement(f"{domain.table}.csv", None, f"{domain.dim_table}.csv", None)
+    if layout == "csv+xlsx":
+        return Placement(f"{domain.table}.csv", None, f"{domain.dim_table}.xlsx", domain.dim_table)
+    if layout == "sqlite":
+        name = f"{domain.name}.sqlite"
+        return Placement(name, domain.table, name, domain.dim_table)
+    if layout == "excel":
+        name = f"{domain.name}.xlsx"
+        return Placement(name, domain.table, name, domain.dim_table)
+    raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+
+
+def describe(p: Placement) -> str:
+    """The sentence telling the agent where its data is."""
+
+    def where(file: str, table: str | None) -> str:
+        if file.endswith(".sqlite"):
+            return f"table `{table}` of the SQLite database `{file}`"
+        if file.endswith(".xlsx"):
+            return f"sheet `{table}` of the Excel workbook `{file}`"
+        return f"the CSV file `{file}`"
+
+    text = f"The records are in {where(p.fact_file, p.fact_table)}"
+    if p.dim_file:
+        text += f"; the lookup table is in {where(p.dim_file, p.dim_table)}"
+    return text + ", in your working directory."
+
+
+def write(p: Placement, fact: pd.DataFrame, dim: pd.DataFrame, directory: Path) -> dict[str, str]:
+    """Write the files of ``p`` into ``directory``; return ``{name: path}``."""
+    if p.fact_file == p.dim_file:
+        path = directory / p.fact_file
+        writer = write_sqlite if path.suffix == ".sqlite" else write_xlsx
+        writer({p.fact_table: fact, p.dim_table: dim}, path)
+        return {p.fact_file: str(path)}
+    files = {p.fact_file: str(directory / p.fact_file)}
+    write_csv(fact, directory / p.fact_file)
+    if p.dim_file:
+        files[p.dim_file] = str(directory / p.dim_file)
+        if p.dim_file.endswith(".xlsx"):
+            write_xlsx({p.dim_table: dim}, directory / p.dim_file)
+        else:
+            write_csv(dim, directory / p.dim_file)
+    return files
+
+
+def _pandas_one(path: Path, table: str | None) -> pd.DataFrame:
+    if path.suffix == ".sqlite":
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return pd.read_sql_query(f'SELECT * FROM "{table}"', con)
+        finally:
+            con.close()
+    if path.suffix == ".xlsx":
+        return pd.read_excel(path, sheet_name=table, engine="openpyxl")
+    return pd.read_csv(path)
+
+
+def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The fact and dimension tables through pandas, as an analyst would load them."""
+    if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):  # one workbook: open it once
+        sheets = pd.read_excel(
+            directory / p.fact_file, sheet_name=[p.fact_table, p.dim_table], engine="openpyxl"
+        )
+        return sheets[p.fact_table], sheets[p.dim_table]
+    fact = _pandas_one(directory / p.fact_file, p.fact_table)
+    dim = _pandas_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
+    return fact, dim
+
+
+Rows = list[dict[str, object]]
+
+
+def _sheet_rows(wb, table: str) -> Rows:
+    rows = wb[table].iter_rows(values_only=True)
+    names = [str(c) for c in next(rows)]
+    return [dict(zip(names, r)) for r in rows]
+
+
+def _plain_one(path: Path, table: str | None) -> Rows:
+    if path.suffix == ".sqlite":
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            cur = con.execute(f'SELECT * FROM "{table}"')
+            names = [c[0] for c in cur.description]
+            return [dict(zip(names, row)) for row in cur]
+        finally:
+            con.close()
+    if path.suffix == ".xlsx":
+        from openpyxl import load_workbook
+
+        wb = load_workbook(path, read_only=True, data_only=True)
+        try:
+            return _sheet_rows(wb, table)
+        finally:
+            wb.close()
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [dict(r) for r in csv.DictReader(fh)]
+
+
+def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:
+    """The same tables through the standard library (and openpyxl), every cell as stored."""
+    if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):
+        from openpyxl import load_workbook
+
+        wb = load_workbook(directory / p.fact_file, read_only=True, data_only=True)
+        try:
+            return _sheet_rows(wb, p.fact_table), _sheet_rows(wb, p.dim_table)
+        finally:
+            wb.close()
+    fact = _plain_one(directory / p.fact_file, p.fact_table)
+    dim = _plain_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
+    return fact, dim

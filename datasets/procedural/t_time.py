@@ -1,0 +1,80 @@
+"""Time-series templates: monthly and quarterly totals, growth, rolling means."""
+
+from __future__ import annotations
+
+from analyst_env.datasets.procedural.templates import Ask, Ctx, template
+
+
+@template("time-series", "resample", 2, "date m1")
+def ts_month_top_sum(c: Ctx) -> Ask | None:
+    return Ask(
+        f"Total {c.col('m1')} per calendar month of {c.col('date')}. Which month has the "
+        f"highest total",
+        ("group", "month", "sum", "m1", ("argmax",)),
+        "text",
+        what="month in YYYY-MM form",
+    )
+
+
+@template("time-series", "resample", 2, "date")
+def ts_month_fewest(c: Ctx) -> Ask | None:
+    return Ask(
+        f"Count the {c.entity_plural()} per calendar month of {c.col('date')} (months with none "
+        f"are "
+        "not counted). Which month has the fewest",
+        ("group", "month", "count", "m1", ("argmin",)),
+        "text",
+        what="month in YYYY-MM form",
+    )
+
+
+@template("time-series", "resample", 2, "date m1")
+def ts_quarter_top_sum(c: Ctx) -> Ask | None:
+    return Ask(
+        f"Total {c.col('m1')} per calendar quarter of {c.col('date')}. Which quarter has the "
+        f"highest "
+        "total",
+        ("group", "quarter", "sum", "m1", ("argmax",)),
+        "text",
+        what="quarter in YYYY-Qn form (e.g. 2023-Q4)",
+    )
+
+
+@template("time-series", "resample", 2, "date m1")
+def ts_month_mean_value(c: Ctx) -> Ask | None:
+    month = str(c.rng.choice(c.months()))
+    return Ask(
+        f"What is the average {c.col('m1')} of the {c.entity_plural()} dated in {month}",
+        ("group", "month", "mean", "m1", ("value", month)),
+        "number",
+    )
+
+
+@template("time-series", "growth", 3, "date m1")
+def ts_growth(c: Ctx) -> Ask | None:
+    months = c.months()
+    if len(months) < 2:
+        return None
+    i = int(c.rng.integers(0, len(months) - 1))
+    a, b = months[i], months[i + 1]
+    return Ask(
+        f"Total {c.col('m1')} per calendar month of {c.col('date')}. By what percentage did the "
+        f"total "
+        f"change from {a} to {b} (negative for a fall)",
+        ("growth", a, b),
+        "number",
+    )
+
+
+@template("time-series", "rolling", 3, "date m1")
+def ts_rolling_max(c: Ctx) -> Ask | None:
+    w = int(c.rng.choice([2, 3, 4]))
+    return Ask(
+        f"Total {c.col('m1')} per calendar month of {c.col('date')}, from the first to the last "
+        f"month "
+        f"with data (a month with no {c.entity_plural()} counts as 0). What is the largest "
+        f"{w}-month "
+        "rolling average of these monthly totals",
+        ("rolling_max", w),
+        "number",
+    )

@@ -1,0 +1,179 @@
+"""The question templates, registered by category; each asks one thing a query (``query``) computes.
+
+A template is a function ``(ctx) -> Ask | None`` registered with
+:func:`template`. It draws its parameters from the task's clean tables (so a
+named group exists and a threshold splits the rows), words the question in the
+domain's own column names, and states every rule the answer depends on (which
+standard deviation, how percentiles interpolate). ``None`` means the drawn
+data does not suit it (too few groups); the generator then draws again.
+
+The category modules (``t_basic``, ``t_groups``, ``t_time``, ``t_stats``,
+``t_clean``, ``t_relations``) hold the templates; this module holds the
+registry and the shared wording helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyst_env.datasets.procedural.domains import Domain
+
+CATEGORIES = (
+    "filtering",
+    "aggregation",
+    "group-by",
+    "joins",
+    "window",
+    "pivot",
+    "time-series",
+    "ranking",
+    "percentiles",
+    "statistical-tests",
+    "correlation",
+    "outliers",
+    "cleaning",
+    "deduplication",
+    "cohorts-funnels",
+    "set-operations",
+    "sql",
+)
+"""The analysis categories templates are filed under (docs/tasks.md lists them with their
+  templates)."""
+
+
+@dataclass
+class Ctx:
+    """What a template may look at: the domain, the clean records by role, and a seeded rng."""
+
+    domain: Domain
+    records: pd.DataFrame  # clean truth by role: id, date, g1, g2, key, m1, m2, attr
+    rng: np.random.Generator
+
+    def pick(self, role: str, exclude: tuple = ()) -> str | None:
+        values = sorted(set(self.records[role].dropna().astype(str)) - set(exclude))
+        return str(self.rng.choice(values)) if values else None
+
+    def col(self, role: str) -> str:
+        """The column name the files use for a role, in backticks."""
+        d = self.domain
+        return (
+            "`"
+            + {
+                "id": d.id_col,
+                "date": d.date_col,
+                "g1": d.g1[0],
+                "g2": d.g2[0],
+                "key": d.key,
+                "m1": d.m1.name,
+                "m2": d.m2.name,
+                "attr": d.attr[0],
+            }[role]
+            + "`"
+        )
+
+    def threshold(self, role: str) -> float:
+        """A two-significant-figure threshold inside the middle half of ``role``'s values."""
+        s = self.records[role].dropna()
+        return float(f"{float(s.quantile(self.rng.uniform(0.25, 0.75))):.2g}")
+
+    def months(self) -> list[str]:
+        return sorted(set(self.records["date"].dt.strftime("%Y-%m")))
+
+    def entity_plural(self) -> str:
+        e = self.domain.entity
+        return e[:-1] + "ies" if e.endswith("y") else e + ("es" if e.endswith(("s", "ch")) else "s")
+
+
+@dataclass
+class Ask:
+    """A template's question: its words, its query's op, and how the answer is written."""
+
+    question: str
+    op: tuple
+    style: str  # number | integer | text | set | list | pair
+    decimals: int = 2
+    what: str = ""
+    order: str = ""
+    filters: list = field(default_factory=list)  # the template's own filters (part of its meaning)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    category: str
+    family: str
+    depth: int  # operations the template itself chains (filters added by composition come on top)
+    uses: frozenset  # roles the template's own logic reads: composition never filters on them
+    needs_dim: bool
+    needs: tuple  # defects the files must carry (Mess field names)
+    layouts: tuple | None  # None: any layout that suits needs_dim
+    fn: Callable[[Ctx], Ask | None]
+    composable: bool = True  # False: the answer is about the file as a whole; no filters are added
+
+
+TEMPLATES: list[Template] = []
+
+
+def template(
+    category: str,
+    family: str,
+    depth: int,
+    uses: str,
+    needs_dim: bool = False,
+    needs: tuple = (),
+    layouts: tuple | None = None,
+    composable: bool = True,
+) -> Callable:
+    """Register a template (decorator). ``uses`` is a space-separated list of roles.
+
+    ``composable=False`` marks a template whose answer is about the whole file
+    (duplicate rows, keys missing from the lookup table): composition adds no
+    filter to it, since a filter in its question would change nothing in its answer.
+    """
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r}")
+
+    def deco(fn: Callable[[Ctx], Ask | None]) -> Callable[[Ctx], Ask | None]:
+        TEMPLATES.append(
+            Template(
+                fn.__name__,
+                category,
+                family,
+                depth,
+                frozenset(uses.split()),
+                needs_dim,
+                needs,
+                layouts,
+                fn,
+                composable,
+            )
+        )
+        return fn
+
+    return deco
+
+
+def fmt_value(x: Any) -> str:
+    """A threshold or label as the question writes it."""
+    if isinstance(x, float):
+        return f"{x:g}" if abs(x) < 1e15 else str(x)
+    return str(x)
+
+
+def load_all() -> list[Template]:
+    """Import the category modules (they register their templates) and return the registry."""
+    from analyst_env.datasets.procedural import (  # noqa: F401 (imported to register)
+        t_basic,
+        t_clean,
+        t_groups,
+        t_relations,
+        t_stats,
+        t_time,
+    )
+
+    return TEMPLATES

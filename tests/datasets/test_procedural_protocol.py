@@ -1,0 +1,145 @@
+"""``serve --dataset procedural:SEED`` through the real server: reset by index, id or seed;
+oracle 1.0 and null 0.0 over the sandbox; bad requests refused while the server keeps serving; the seed and the
+generator out of the kernel's reach."""
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from analyst_env.client import AnalystEnv
+from analyst_env.client.local_server import BackgroundServer
+from analyst_env.client.validation import validate
+from analyst_env.server.app import build_app
+from analyst_env.server.settings import Settings
+
+pytestmark = pytest.mark.live
+
+SEED = 918273645
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("procedural-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANALYST_ENV_CACHE", str(cache))  # hidden from kernels, like the default cache
+        app = build_app(Settings(dataset=f"procedural:{SEED}", max_sessions=12))
+        with BackgroundServer(app) as url:
+            yield url, app.state.runtime
+
+
+def test_oracle_one_null_zero_on_every_split(served):
+    url, runtime = served
+    tasks = [
+        runtime.select(task_id=None, split=s, index=i, seed=None)
+        for s in ("train", "test", "ood")
+        for i in range(4)
+    ]
+    rows = asyncio.run(validate(url, tasks, concurrency=4))
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, bad[:3]
+
+
+async def _reset_by_index(url):
+    async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
+        first = await env.reset(split="test", index=123456789012)
+        again = await env.reset(task_id=first.observation.task_id)
+        drawn = await env.reset(seed=5)
+        return first.observation, again.observation, drawn.observation
+
+
+def test_reset_by_huge_index_by_id_and_by_seed(served):
+    url, _ = served
+    first, again, drawn = asyncio.run(_reset_by_index(url))
+    assert first.task_id == "procedural-test-123456789012"
+    assert again.instruction == first.instruction
+    assert drawn.task_id.startswith("procedural-")
+
+
+async def _bad_then_good(url):
+    errors = []
+    async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
+        for kwargs in (
+            {"split": "train", "index": 2**40},
+            {"task_id": "procedural-train-007"},
+            {"split": "dev", "index": 0},
+        ):
+            try:
+                await env.reset(**kwargs)
+            except Exception as exc:  # the server refuses; the session stays usable
+                errors.append(str(exc))
+        ok = await env.reset(split="train", index=1)
+        return errors, ok.observation.task_id
+
+
+def test_bad_resets_are_refused_and_the_session_goes_on(served):
+    url, _ = served
+    errors, task_id = asyncio.run(_bad_then_good(url))
+    assert len(errors) == 3
+    assert task_id == "procedural-train-1"
+
+
+def test_task_api_pages_an_unbounded_split(served):
+    url, _ = served
+    with httpx.Client(base_url=url, timeout=60) as http:
+        name = http.get("/list_environments").json()[0]
+        assert http.post(f"/{name}/num_tasks", json={"split": "train"}).json()["num_tasks"] == 2**40
+        page = http.post(
+            f"/{name}/task_range", json={"split": "train", "start": 10, "stop": 13}
+        ).json()
+        assert [t["id"] for t in page["tasks"]] == [f"procedural-train-{i}" for i in (10, 11, 12)]
+        assert "answer" not in page["tasks"][0]
+        assert (
+            http.post(
+                f"/{name}/task_range", json={"split": "train", "start": 0, "stop": 10**6}
+            ).status_code
+            == 400
+        )
+        assert http.post(f"/{name}/tasks", json={"split": "train"}).status_code == 400
+        assert http.get("/health").status_code == 200
+
+
+PROBE = r"""
+import json, os, sys
+seed = %(seed)r
+found = {"env": [k for k, v in os.environ.items() if seed in v or seed in k]}
+hits = []
+for root in [os.getcwd(), "/tmp"]:
+    for dirpath, dirs, names in os.walk(root):
+        for n in names:
+            try:
+                with open(os.path.join(dirpath, n), "rb") as fh:
+                    if seed.encode() in fh.read(10_000_000):
+                        hits.append(os.path.join(dirpath, n))
+            except OSError:
+                pass
+found["files"] = hits
+try:
+    import analyst_env.datasets.procedural.generator
+    found["generator"] = "imported"
+except BaseException as exc:
+    found["generator"] = "refused " + type(exc).__name__
+try:
+    found["cache"] = os.listdir(%(cache)r)
+except OSError as exc:
+    found["cache"] = "refused " + type(exc).__name__
+print(json.dumps(found))
+"""
+
+
+async def _probe(url, cache):
+    async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
+        await env.reset(split="train", index=3)
+        out = await env.add_and_execute_code_cell(PROBE % {"seed": str(SEED), "cache": cache})
+        return json.loads(out.observation.text.strip().splitlines()[-1])
+
+
+def test_kernel_sees_neither_the_seed_nor_the_generator(served):
+    url, runtime = served
+    cache = str(runtime.unbounded[0].root.parent)
+    found = asyncio.run(_probe(url, cache))
+    assert found["env"] == []
+    assert found["files"] == []
+    assert found["generator"].startswith("refused")
+    assert found["cache"] in ([],) or str(found["cache"]).startswith("refused")
