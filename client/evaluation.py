@@ -21,7 +21,7 @@ from analyst_env.client.eval_report import task_facets
 from analyst_env.client.policies import ScriptedPolicy
 from analyst_env.client.run_log import RunLog, episode_id_for
 from analyst_env.datasets import Task
-from analyst_env.datasets.task import ToolCall
+from analyst_env.task_format import ToolCall
 
 FrameSink = Callable[[str, dict[str, Any]], None]
 """Receives each frame's data as it arrives: ``(label, data)``; see :func:`run_episode`."""

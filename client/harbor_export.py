@@ -44,7 +44,7 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
-from analyst_env.datasets.task import Task, answer_references
+from analyst_env.task_format import Task, answer_references
 
 GRADER_REQUIREMENT = None
 """Default: a wheel built from the running package, bundled into every task's ``tests/grader/``."""

@@ -21,7 +21,7 @@ from typing import Any
 from analyst_env.client.chat_client import ChatClient, ChatReply
 from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt, openai_tools
 from analyst_env.datasets import Task
-from analyst_env.datasets.task import ToolCall
+from analyst_env.task_format import ToolCall
 
 SCRIPTS: dict[str, Callable[[Task], tuple[list[ToolCall], str]]] = {
     "oracle": lambda task: (list(task.oracle_steps), task.oracle_answer),

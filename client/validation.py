@@ -84,7 +84,7 @@ from typing import Any
 from analyst_env.client.evaluation import run_episode
 from analyst_env.datasets import Task, describe_file
 from analyst_env.datasets.gold_audit import GOLD_OK
-from analyst_env.datasets.task import ToolCall
+from analyst_env.task_format import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 
 CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural")

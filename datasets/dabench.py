@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.gold_audit import contradicting_labels
-from analyst_env.datasets.task import Dataset, Task, VerifierSpec
+from analyst_env.task_format import Dataset, Task, VerifierSpec
 
 QUESTIONS = "da-dev-questions.jsonl"
 LABELS = "da-dev-labels.jsonl"

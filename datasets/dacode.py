@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.gold_audit import contradicting_labels
-from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
+from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 
 TASKS, EVAL, SOURCE, GOLD = "tasks.jsonl", "eval.jsonl", "source", "gold"
 SUPPORTED = ("compare_csv", "compare_text")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.sql_benchmarks import sql_task
-from analyst_env.datasets.task import Dataset, Task
+from analyst_env.task_format import Dataset, Task
 
 EXAMPLES = "examples"
 DATABASES = "databases"

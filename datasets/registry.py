@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from analyst_env.datasets.task import Dataset
+from analyst_env.task_format import Dataset
 
 
 def _dabench(path: str) -> Dataset:

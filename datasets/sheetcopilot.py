@@ -30,7 +30,7 @@ import openpyxl
 import yaml
 
 from analyst_env.datasets.gold_audit import workbook_reference_problems
-from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
+from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers.workbook_match import unsupported_checks
 
 TASKS = "tasks.jsonl"

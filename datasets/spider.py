@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.sql_benchmarks import sql_task
-from analyst_env.datasets.task import Dataset
+from analyst_env.task_format import Dataset
 
 
 def _read_gold_file(path: Path, records: list[dict[str, Any]]) -> list[str]:

@@ -32,7 +32,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analyst_env.datasets.task import Task, ToolCall, VerifierSpec
+from analyst_env.task_format import Task, ToolCall, VerifierSpec
 
 ANSWER_FORMAT = (
     "Answer with a single SQLite query that returns the result, or with the result values:\n"

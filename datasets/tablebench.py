@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analyst_env.datasets.task import Dataset, Task, VerifierSpec
+from analyst_env.task_format import Dataset, Task, VerifierSpec
 from analyst_env.verifiers.tablebench import metric_for, parse_series
 
 TABLE_NAME = "table.csv"

@@ -27,13 +27,19 @@ import threading
 import time
 from typing import Any, Protocol
 
-from .model_texts import (
+from analyst_env.envs.model_texts import (
     SHELL_KERNEL_LOST,
     kernel_died_result,
     timed_out_restarted_result,
     timeout_error,
 )
-from .sandbox import CellResult, Sandbox, SandboxClosedError, SandboxError, ShellResult
+from analyst_env.envs.sandbox import (
+    CellResult,
+    Sandbox,
+    SandboxClosedError,
+    SandboxError,
+    ShellResult,
+)
 
 FILE_OP_TIMEOUT_S = 120.0
 """Limit for ``put_file``/``get_file`` and other control requests, in seconds."""

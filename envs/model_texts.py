@@ -7,7 +7,7 @@ purpose: they are part of what the model learns from.
 
 from __future__ import annotations
 
-from .sandbox import CellResult, ExecutionError
+from analyst_env.envs.sandbox import CellResult, ExecutionError
 
 KERNEL_DIED = (
     "The kernel process died (a crash, os._exit or the out-of-memory killer) and was "

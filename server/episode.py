@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyst_env.datasets.task import Task
 from analyst_env.envs.sandbox import Sandbox
 from analyst_env.models import NotebookCell
+from analyst_env.task_format import Task
 
 
 @dataclass

@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyst_env.datasets.task import Task, answer_references
 from analyst_env.server.episode import Episode, Limits
 from analyst_env.server.verification import verify_answer
+from analyst_env.task_format import Task, answer_references
 
 
 @dataclass

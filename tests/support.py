@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyst_env.datasets.task import Dataset, Task, VerifierSpec
+from analyst_env.task_format import Dataset, Task, VerifierSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"

@@ -15,7 +15,7 @@ before opening them with LibreOffice. Scoring runs in-process with
 :func:`~analyst_env.verifiers.scorers.judge`.
 
 Example:
-    >>> from analyst_env.datasets.task import Task, VerifierSpec
+    >>> from analyst_env.task_format import Task, VerifierSpec
     >>> task = Task(id="t", instruction="Total?", answer=42.5, oracle_answer="42.5",
     ...             verifier=VerifierSpec(name="numeric"))
     >>> result = probe_task(task)
@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyst_env.datasets.task import Task
+from analyst_env.task_format import Task
 from analyst_env.verifiers.normalize import as_number, parse_number
 from analyst_env.verifiers.scorers import judge
 from analyst_env.verifiers.verdict import VerifyContext

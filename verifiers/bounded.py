@@ -28,7 +28,7 @@ symlinks, non-regular files and files over the size cap, see
 ``server/verification.py``) and sends the bytes back.
 
 Example:
-    >>> from analyst_env.datasets.task import VerifierSpec
+    >>> from analyst_env.task_format import VerifierSpec
     >>> score_bounded(VerifierSpec(name="numeric"), "42", 42, ScoringLimits()).reward
     1.0
 """
@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.scorers import judge
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 

@@ -8,7 +8,7 @@ files also declares ``context: VerifyContext``. Scorers never raise on malformed
 answer that cannot be read is simply wrong (0.0).
 
 Example:
-    >>> from analyst_env.datasets.task import VerifierSpec
+    >>> from analyst_env.task_format import VerifierSpec
     >>> score(VerifierSpec(name="numeric", params={"abs_tol": 0.01}), "It is 3.14", 3.1416)
     1.0
     >>> score(VerifierSpec(name="exact"), "'North'.", "north")
@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 

@@ -33,8 +33,8 @@ from typing import Any
 from analyst_env.datasets.procedural.generator import GENERATOR_VERSION, NAME, Dropped, attempt
 from analyst_env.datasets.procedural.splits import SPLIT_SIZE, SPLITS
 from analyst_env.datasets.shipped.cache import MANIFEST, materialize
-from analyst_env.datasets.task import Task
 from analyst_env.paths import cache_root
+from analyst_env.task_format import Task
 
 log = logging.getLogger(__name__)
 

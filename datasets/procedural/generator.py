@@ -30,7 +30,7 @@ from analyst_env.datasets.procedural.splits import global_number, pools
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, apply_mess, draw, unit_col
 from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_value, load_all
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
-from analyst_env.datasets.task import Task
+from analyst_env.task_format import Task
 
 GENERATOR_VERSION = 1
 NAME = "procedural"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
-from analyst_env.datasets.task import Task
+from analyst_env.task_format import Task
 
 
 def take(

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from analyst_env.datasets.task import Dataset, Task
+from analyst_env.task_format import Dataset, Task
 
 TASKS_FILE = "tasks.jsonl"
 META_FILE = "dataset.json"

@@ -7,7 +7,7 @@ from typing import Any
 
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
 from analyst_env.datasets.procedural.sampling import data_digest, nondeterministic, take, timing
-from analyst_env.datasets.task import Task
+from analyst_env.task_format import Task
 
 
 def sample_for_validation(

@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from analyst_env.datasets.task import Task, VerifierSpec
+from analyst_env.task_format import Task, VerifierSpec
 
 T = TypeVar("T")
 

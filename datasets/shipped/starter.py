@@ -36,15 +36,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped import (budget_tasks, csv_tasks, events_tasks, excel_tasks, messy_tables,
-                                          sqlite_tasks, support_tasks, tables, timesheets_tasks, transactions_tasks,
-                                          workbook_tasks)
+from analyst_env.datasets.shipped import (
+    budget_tasks,
+    csv_tasks,
+    events_tasks,
+    excel_tasks,
+    messy_tables,
+    sqlite_tasks,
+    support_tasks,
+    tables,
+    timesheets_tasks,
+    transactions_tasks,
+    workbook_tasks,
+)
 from analyst_env.datasets.shipped.cache import MANIFEST, cache_root, materialize
 from analyst_env.datasets.shipped.draft import leaks, oracle_and_verifier, to_task
 from analyst_env.datasets.shipped.workbook_draft import leaks as workbook_leaks
 from analyst_env.datasets.shipped.workbook_draft import to_workbook_task
 from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
-from analyst_env.datasets.task import Dataset, Task
+from analyst_env.task_format import Dataset, Task
 
 NAME = "starter"
 GENERATOR_VERSION = 3

@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from analyst_env.datasets.shipped.writers import write_xlsx
-from analyst_env.datasets.task import Task, ToolCall, VerifierSpec
+from analyst_env.task_format import Task, ToolCall, VerifierSpec
 
 RESULT = "result.xlsx"
 """The workbook every result-workbook task asks for."""

@@ -3,7 +3,7 @@
 Linux only. See ``backend`` for the design and ``bench`` for its latency.
 """
 
-from .backend import LocalSandboxBackend
-from .socket_link import LocalSandbox
+from analyst_env.envs.local.backend import LocalSandboxBackend
+from analyst_env.envs.local.socket_link import LocalSandbox
 
 __all__ = ["LocalSandbox", "LocalSandboxBackend"]

@@ -29,23 +29,23 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...paths import cache_root
-from ..sandbox import SandboxBackend, SandboxError
-from ..task_files import check_task_file_name
-from . import procctl, uid_ranges
-from .capture import DEFAULT_LIMIT_BYTES
-from .cgroups import CgroupManager
-from .frame_socket import ConnectionClosed
-from .image_specs import IMAGES, ImageSpec
-from .isolation import Sizing, choose_mode, protections, uses_slot_uids
-from .kernel import KernelHandle
-from .rootview import hidden_interpreter_paths
-from .slot_workers import KernelSlot, SlotWorkers
-from .socket_link import LocalSandbox
-from .zygote_client import ZygoteDied, ZygoteProcess
+from analyst_env.envs.local import procctl, uid_ranges
+from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.local.cgroups import CgroupManager
+from analyst_env.envs.local.frame_socket import ConnectionClosed
+from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
+from analyst_env.envs.local.isolation import Sizing, choose_mode, protections, uses_slot_uids
+from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.local.rootview import hidden_interpreter_paths
+from analyst_env.envs.local.slot_workers import KernelSlot, SlotWorkers
+from analyst_env.envs.local.socket_link import LocalSandbox
+from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
+from analyst_env.envs.sandbox import SandboxBackend, SandboxError
+from analyst_env.envs.task_files import check_task_file_name
+from analyst_env.paths import cache_root
 
 if TYPE_CHECKING:
-    from ..backends import BackendSettings
+    from analyst_env.envs.backends import BackendSettings
 
 log = logging.getLogger(__name__)
 _ACTIVATE_TIMEOUT_S = 60.0

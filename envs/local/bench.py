@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from .backend import LocalSandboxBackend
+from analyst_env.envs.local.backend import LocalSandboxBackend
 
 _SETUP = "import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.rand(1000, 5))"
 

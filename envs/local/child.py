@@ -43,11 +43,11 @@ from typing import Any, NoReturn
 
 import numpy
 
-from . import isolation, procctl
-from .capture import PipeCapture
-from .frame_socket import ConnectionClosed, FrameConnection
-from .ipyshell import KernelShell
-from .workpath import resolve_inside
+from analyst_env.envs.local import isolation, procctl
+from analyst_env.envs.local.capture import PipeCapture
+from analyst_env.envs.local.frame_socket import ConnectionClosed, FrameConnection
+from analyst_env.envs.local.ipyshell import KernelShell
+from analyst_env.envs.local.workpath import resolve_inside
 
 
 class _Interruptible:

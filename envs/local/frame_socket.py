@@ -13,7 +13,7 @@ import socket
 import time
 from typing import Any
 
-from ..frames import Decoder, encode
+from analyst_env.envs.frames import Decoder, encode
 
 
 class ConnectionClosed(EOFError):

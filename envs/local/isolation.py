@@ -45,8 +45,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from . import landlock, procctl, rootview, seccomp
-from . import syscalls as sc
+from analyst_env.envs.local import landlock, procctl, rootview, seccomp
+from analyst_env.envs.local import syscalls as sc
 
 Mode = Literal["full", "userns", "landlock", "none"]
 MODES: tuple[str, ...] = ("auto", "full", "userns", "landlock", "none")
@@ -162,7 +162,7 @@ def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
         ValueError: Unknown mode, or an explicit mode that cannot be honoured
             here (the message names what failed).
     """
-    from . import probe
+    from analyst_env.envs.local import probe
 
     first = resolve_mode(requested)  # static checks and auto's first guess
     if requested == "auto":

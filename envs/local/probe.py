@@ -50,7 +50,7 @@ def _facts() -> dict:
 
 
 def _run(mode: str, host_root: str) -> dict:
-    from . import isolation, procctl, seccomp
+    from analyst_env.envs.local import isolation, procctl, seccomp
 
     hidden = [_PACKAGE_DIR]
     exposed: list[str] = []

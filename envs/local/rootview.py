@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import syscalls as sc
+from analyst_env.envs.local import syscalls as sc
 
 SLOTS_DIR = "/slots"
 _SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")

@@ -12,12 +12,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import procctl
-from .kernel import KernelHandle
-from .zygote_client import ZygoteDied, ZygoteProcess
+from analyst_env.envs.local import procctl
+from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
 
 if TYPE_CHECKING:
-    from .socket_link import LocalSandbox
+    from analyst_env.envs.local.socket_link import LocalSandbox
 
 log = logging.getLogger("analyst_env.envs.local.backend")
 

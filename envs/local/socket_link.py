@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..kernel_sandbox import KernelDied, KernelSandbox
-from ..sandbox import SandboxClosedError
-from .frame_socket import ConnectionClosed
-from .kernel import KernelHandle
+from analyst_env.envs.kernel_sandbox import KernelDied, KernelSandbox
+from analyst_env.envs.local.frame_socket import ConnectionClosed
+from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.sandbox import SandboxClosedError
 
 
 class SocketLink:

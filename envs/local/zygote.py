@@ -45,11 +45,11 @@ from typing import Any
 
 import matplotlib
 
-from ..kernel_helpers import HELPER_SOURCE
-from . import isolation, procctl, seccomp
-from .child import run_kernel
-from .image_specs import IMAGES, MPL_BACKEND, ImageSpec
-from .ipyshell import KernelShell, build_shell
+from analyst_env.envs.kernel_helpers import HELPER_SOURCE
+from analyst_env.envs.local import isolation, procctl, seccomp
+from analyst_env.envs.local.child import run_kernel
+from analyst_env.envs.local.image_specs import IMAGES, MPL_BACKEND, ImageSpec
+from analyst_env.envs.local.ipyshell import KernelShell, build_shell
 
 MAX_MESSAGE_BYTES = 1 << 20
 

@@ -15,12 +15,12 @@ import subprocess
 import sys
 from typing import Any
 
-from ..fork_env import SINGLE_THREADED_ENV
-from ..sandbox import SandboxError
-from . import procctl
-from .frame_socket import FrameConnection
-from .image_specs import IMAGES, ImageSpec
-from .kernel import KernelHandle
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
+from analyst_env.envs.local import procctl
+from analyst_env.envs.local.frame_socket import FrameConnection
+from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
+from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.sandbox import SandboxError
 
 _MAX_REPLY_BYTES = 1 << 16
 # Importing the ``analyst_env`` package may import numpy before the zygote module runs,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .recipe import Recipe
+from analyst_env.envs.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from analyst_env import cli
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.client.validation import find_leak, gold_values, leak_patterns, value_pattern
 from analyst_env.datasets import registry
-from analyst_env.datasets.task import Dataset, Task, ToolCall, VerifierSpec
+from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers import scorers
 
 NUMERIC = VerifierSpec(name="numeric", params={"abs_tol": 1e-6})

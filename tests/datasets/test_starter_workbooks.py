@@ -26,9 +26,9 @@ import pytest
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.shipped import starter as starter_mod
-from analyst_env.datasets.task import VerifierSpec
 from analyst_env.server.app import build_app
 from analyst_env.server.settings import Settings
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.recalc import soffice_path
 

@@ -18,7 +18,7 @@ from analyst_env.client.eval_run import EvalSettings, run_eval
 from analyst_env.client.evaluation import evaluate as evaluate_policy
 from analyst_env.client.prompts import SYSTEM_PROMPT, task_prompt
 from analyst_env.client.run_log import episode_id_for
-from analyst_env.datasets.task import ToolCall
+from analyst_env.task_format import ToolCall
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
 pytestmark = pytest.mark.live

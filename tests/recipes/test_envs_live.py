@@ -25,10 +25,10 @@ from recipes.pkgindex import TINY, TINY_VALUE, PackageIndex
 from support import make_tiny_dataset
 
 from analyst_env.client.local_server import BackgroundServer
-from analyst_env.datasets.task import Dataset
 from analyst_env.server.app import build_app
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
+from analyst_env.task_format import Dataset
 
 pytestmark = pytest.mark.live
 REFUSAL = "Sandbox environment image is not ready (build status: {})"

@@ -49,7 +49,7 @@ MODULES = _with_examples(_modules())
 def test_the_walk_finds_the_documented_modules():
     # Guards the walk itself: a broken walk would otherwise pass by running nothing.
     assert "analyst_env.verifiers.normalize" in MODULES
-    assert "analyst_env.datasets.task" in MODULES
+    assert "analyst_env.task_format" in MODULES
     assert len(MODULES) >= 9
 
 

@@ -73,9 +73,9 @@ def test_bearer_token_accepts_a_header_and_leaves_health_open():
 
 
 def test_rich_outputs_are_kept_as_shown_and_within_the_episode_budget():
-    from analyst_env.datasets.task import Task, VerifierSpec
     from analyst_env.server.episode import Episode, Limits
     from analyst_env.server.tools import _shown_outputs
+    from analyst_env.task_format import Task, VerifierSpec
 
     task = Task(id="t", instruction="q", answer="a", oracle_answer="a", verifier=VerifierSpec(name="exact"))
     episode = Episode("e", task, None, Limits(output_limit_chars=100, episode_output_limit_bytes=1_000))

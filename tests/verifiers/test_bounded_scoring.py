@@ -11,10 +11,10 @@ import time
 
 from support import call
 
-from analyst_env.datasets.task import VerifierSpec
 from analyst_env.server.episode import Limits
 from analyst_env.server.settings import Settings
 from analyst_env.server.verification import answer_too_large
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import Verdict, register
 from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits, score_bounded
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.tablebench import exact_match, rouge_l
 

@@ -14,8 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from analyst_env.datasets.task import VerifierSpec
-from analyst_env.verifiers import judge, llm_judge as llm_judge_module
+from analyst_env.task_format import VerifierSpec
+from analyst_env.verifiers import judge
+from analyst_env.verifiers import llm_judge as llm_judge_module
 from analyst_env.verifiers.llm_judge import llm_judge
 
 GOLD = "Revenue peaked in March 2023 at 41,200."

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+
 from analyst_env.datasets import load_dataset
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.adversarial import probe_task, probes_for, summarize
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly

@@ -2,7 +2,7 @@
 
 import pytest
 
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import SCORERS, score
 
 

@@ -12,10 +12,11 @@ import json
 import sqlite3
 import time
 
-import analyst_env.verifiers.sql_execution as sql_execution_module
 import pytest
-from analyst_env.datasets.task import VerifierSpec
+
+import analyst_env.verifiers.sql_execution as sql_execution_module
 from analyst_env.server.rendering import render_table
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly
 

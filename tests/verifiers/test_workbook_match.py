@@ -7,7 +7,7 @@ import io
 import openpyxl
 import pytest
 
-from analyst_env.datasets.task import VerifierSpec
+from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.recalc import RecalcError, recalculate_bytes, soffice_path
 

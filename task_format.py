@@ -6,8 +6,12 @@ and what only the server and the verifier see (``answer``, ``oracle_answer``,
 ``verifier``, ``verify``). The server never copies the second group into an
 observation or into the episode state.
 
+It lives beside the wire types (``models.py``) because every side reads it: the loaders
+in ``datasets/`` make tasks, ``verifiers/`` reads their ``VerifierSpec``, the server
+serves them and the exporters write them, and none of those needs to import another.
+
 Example:
-    >>> from analyst_env.datasets.task import Task, VerifierSpec
+    >>> from analyst_env.task_format import Task, VerifierSpec
     >>> t = Task(id="demo-1", instruction="How many rows?", files={"data.csv": "/tmp/data.csv"},
     ...          answer=3, oracle_answer="3", verifier=VerifierSpec(name="numeric"))
     >>> t.public_view()["id"]
