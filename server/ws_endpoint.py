@@ -215,10 +215,14 @@ class SessionSockets:
                     parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
                     session_id, env, owned, resume, pending = (parked.session_id, parked.env, True, parked.state,
                                                                parked.pending_reply)
+                    self.parking.attach(resume)
+                    if pending is None:  # a reply written into the dead connection, if any
+                        pending = resume.missed_reply(query.get("seen"))
                 else:
                     session_id, env, owned = await self.open_session(websocket)
             except ResumeError as exc:
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                extra = {"retry": True} if exc.retry else {}
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR, **extra))
                 return
             except SessionCapacityError as exc:
                 await _send(websocket, _error_frame(str(exc), WSErrorCode.CAPACITY_REACHED,
@@ -256,6 +260,8 @@ class SessionSockets:
             pass
         finally:
             self.sockets.discard(websocket)
+            if resume is not None:
+                self.parking.detach(resume.episode_id)
             if session_id is not None:
                 if (owned and resume is not None and resume.episode_id is not None and not closed_cleanly
                         and not self.draining):
@@ -277,6 +283,13 @@ class SessionSockets:
                 "code": WSErrorCode.VALIDATION_ERROR,
                 "errors": [{"type": "model_type", "loc": [], "msg": f"a frame must be a JSON object, got {type(frame).__name__}"}],
             }).model_dump_json()
+        reply = await self._ws_reply(frame, env, session_id, resume)
+        if resume is not None and reply is not None and frame.get("type") == "step":
+            resume.record_step_reply(reply)  # kept for a client whose connection ate it
+        return reply
+
+    async def _ws_reply(self, frame: dict, env: Environment, session_id: str,
+                        resume: ResumeState | None) -> str | None:
         msg_type = frame.get("type", "")
         server = self.server
         try:
@@ -292,10 +305,13 @@ class SessionSockets:
                 data = serialize_observation(observation)
                 episode_id = getattr(observation, "episode_id", None)
                 if resume is not None and episode_id:
-                    secret = resume.issue(episode_id)
-                    data["metadata"] = {**(data.get("metadata") or {}), "resume_secret": secret}
-                    data["observation"]["metadata"] = {**(data["observation"].get("metadata") or {}),
-                                                       "resume_secret": secret}
+                    self.parking.detach(resume.episode_id)
+                    resume_meta = {"resume_secret": resume.issue(episode_id),
+                                   "resume_grace_s": self.parking.grace_s}
+                    self.parking.attach(resume)
+                    data["metadata"] = {**(data.get("metadata") or {}), **resume_meta}
+                    data["observation"]["metadata"] = {
+                        **(data["observation"].get("metadata") or {}), **resume_meta}
                 return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)
