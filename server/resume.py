@@ -14,9 +14,10 @@ an error frame (``SESSION_ERROR``) saying so.
 Two more cases make a client's reconnect loop exact:
 
 * The server may not have noticed the drop yet (a step is still running, or a
-  half-open connection waits for its ping timeout). A resume then gets an error frame
-  with ``"retry": true``: the episode is alive and still attached to the old socket;
-  try again shortly.
+  half-open connection waits for its ping timeout). A resume with the right secret
+  then takes the episode over: the old socket is let go (at once if it waits for a
+  frame, after its step otherwise, that step's reply kept for the new socket), and
+  the resume gets an error frame with ``"retry": true``: try again shortly.
 * The reply to the last step may have been written into a connection that was
   already dead. A resume URL may carry ``&seen=<n>``, the number of step replies the
   client received since the reset; if the server sent one more than that, the first
@@ -70,6 +71,20 @@ class ResumeState:
 
 
 @dataclass
+class Attachment:
+    """The open socket of a resumable episode, as a resume that takes the episode over sees it."""
+
+    task: asyncio.Task | None
+    receiving: bool = False  # waiting for the client's next frame
+    taken_over: bool = False  # a resume claimed the episode: stop serving this socket
+
+    def take_over(self) -> None:
+        self.taken_over = True
+        if self.receiving and self.task is not None:
+            self.task.cancel()  # the handler treats this as the connection dropping
+
+
+@dataclass
 class Parked:
     session_id: str
     env: Any
@@ -79,13 +94,13 @@ class Parked:
 
 
 class Parking:
-    """Parked sessions by episode id, each closed by ``close_session`` when its grace period ends."""
+    """Parked sessions by episode id, each closed by ``close_session`` when its grace ends."""
 
     def __init__(self, grace_s: float, close_session: Callable[[str], Awaitable[None]]) -> None:
         self.grace_s = grace_s
         self._close_session = close_session
         self._parked: dict[str, Parked] = {}
-        self._attached: dict[str, str] = {}  # secrets of resumable episodes whose socket is open
+        self._attached: dict[str, tuple[str, Attachment]] = {}  # open sockets, with their secrets
 
     def __len__(self) -> int:
         return len(self._parked)
@@ -99,28 +114,30 @@ class Parking:
         self._parked[episode_id] = parked
         parked.timer = asyncio.ensure_future(self._expire(episode_id, parked))
 
-    def attach(self, state: ResumeState) -> None:
+    def attach(self, state: ResumeState, attachment: Attachment) -> None:
         if state.episode_id is not None and state.secret is not None:
-            self._attached[state.episode_id] = state.secret
+            self._attached[state.episode_id] = (state.secret, attachment)
 
     def detach(self, episode_id: str | None) -> None:
         self._attached.pop(episode_id, None)
 
     def claim(self, episode_id: str, secret: str) -> Parked:
-        """The parked session of ``episode_id`` if ``secret`` is its secret (constant-time compare)."""
+        """The parked session of ``episode_id`` if ``secret`` is its secret."""
         parked = self._parked.get(episode_id)
         attached = self._attached.get(episode_id)
-        if parked is None and attached and hmac.compare_digest(attached.encode(), secret.encode()):
+        if parked is None and attached and _same(attached[0], secret):
+            attached[1].take_over()
             raise ResumeError(
                 f"episode {episode_id[:100]!r} is still attached to its previous connection (the "
-                "server has not seen that connection drop yet, or a step is still running); "
-                "retry shortly",
+                "server had not seen that connection drop; it is let go now, after the step that "
+                "runs, if any); retry shortly",
                 retry=True,
             )
-        if parked is None or not hmac.compare_digest(parked.state.secret.encode(), secret.encode()):
+        if parked is None or not _same(parked.state.secret, secret):
             raise ResumeError(
-                f"no episode {episode_id[:100]!r} is waiting to be resumed: it was closed, its grace period "
-                f"({self.grace_s:g} s) has passed, it is attached to another socket, or the resume secret is wrong. "
+                f"no episode {episode_id[:100]!r} is waiting to be resumed: it was closed, its "
+                f"grace period ({self.grace_s:g} s) has passed, it is attached to another socket, or the "
+                "resume secret is wrong. "
                 "Reset to start a new episode."
             )
         del self._parked[episode_id]
@@ -140,3 +157,8 @@ class Parking:
             if parked.timer is not None:
                 parked.timer.cancel()
         self._parked.clear()
+
+
+def _same(secret: str, given: str) -> bool:
+    """Constant-time comparison of a resume secret with what a client sent."""
+    return hmac.compare_digest(secret.encode(), given.encode())

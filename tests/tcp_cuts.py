@@ -15,7 +15,9 @@ class DroppingProxy:
     ``drop()`` cuts every connection through it (no WebSocket close frame);
     ``refuse(True)`` makes it close new connections at once (the server looks
     unreachable); ``swallow(True)`` makes it discard what clients send (a frame
-    that never reaches the server).
+    that never reaches the server); ``partition()`` silently cuts the client side
+    of every connection and leaves the server side open (a half-open link: the
+    server notices nothing). An end of stream is passed on, as a real proxy does.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -26,6 +28,7 @@ class DroppingProxy:
         self.refusing = False
         self.swallowing = False
         self.connections = 0
+        self._partitioned: set[int] = set()  # client sockets whose end of stream is not passed on
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, scheme: str = "http") -> str:
@@ -51,6 +54,8 @@ class DroppingProxy:
             while data := src.recv(65536):
                 if not (from_client and self.swallowing):
                     dst.sendall(data)
+            if src.fileno() not in self._partitioned:
+                dst.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
@@ -59,6 +64,12 @@ class DroppingProxy:
 
     def swallow(self, on: bool) -> None:
         self.swallowing = on
+
+    def partition(self) -> None:
+        for client in self.links[::2]:
+            self._partitioned.add(client.fileno())
+            cut(client)
+        self.links.clear()
 
     def drop(self) -> None:
         for link in self.links:
