@@ -271,6 +271,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     cfg = BenchConfig.quick() if args.quick else BenchConfig()
     cfg.include_jupyter = not args.no_jupyter
+    cfg.burst_only = args.burst_only
     report = run_bench(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(format_markdown(report))
     if args.json:
@@ -330,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="Write the figures here")
     bench.add_argument("--quick", action="store_true", help="Tiny samples: a smoke test, not a measurement")
     bench.add_argument("--no-jupyter", action="store_true", help="Skip the Jupyter-kernel baseline")
+    bench.add_argument("--burst-only", action="store_true",
+                       help="Only the burst figures (256 sessions at once), with the protocol floor")
     bench.set_defaults(func=cmd_bench)
 
     export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
