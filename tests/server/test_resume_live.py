@@ -39,6 +39,13 @@ def cut(sock) -> None:
     raw.close()
 
 
+def open_resumable(ws: str, task_id: str):
+    """A ``?resume=1`` socket reset into ``task_id``, and the reset's ``data``."""
+    sock = connect(f"{ws}?resume=1")
+    sock.send(json.dumps({"type": "reset", "data": {"task_id": task_id}}))
+    return sock, json.loads(sock.recv(timeout=30))["data"]
+
+
 @pytest.fixture
 def server(settings, runtime):
     app = build_app(settings.model_copy(update={"resume_grace_s": GRACE_S, "max_sessions": 2}), runtime=runtime)
@@ -48,9 +55,7 @@ def server(settings, runtime):
 
 def test_a_dropped_episode_resumes_with_its_secret(server):
     app, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     assert first["observation"]["metadata"]["resume_secret"] == secret
     sock.send(code("kept = 'across the cut'"))
@@ -81,9 +86,7 @@ def test_a_dropped_episode_resumes_with_its_secret(server):
 
 def test_after_the_grace_period_the_episode_is_closed_and_a_resume_is_refused(server):
     app, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     cut(sock)
     time.sleep(0.5)
@@ -133,9 +136,7 @@ def test_a_proxy_dropping_the_connection_mid_step_loses_nothing(server):
 
 def test_a_resume_while_the_old_connection_still_runs_its_step_is_told_to_retry(server):
     _, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     assert first["metadata"]["resume_grace_s"] == GRACE_S
     sock.send(code("import time\ntime.sleep(1.5)\nprint('slow')"))
@@ -154,9 +155,7 @@ def test_a_resume_while_the_old_connection_still_runs_its_step_is_told_to_retry(
 def test_a_reply_lost_in_a_dead_connection_is_sent_again_when_seen_says_it_was_missed(server):
     """The step ran and its reply was written, but the client never read it (a half-open link)."""
     _, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     sock.send(code("runs = globals().get('runs', 0) + 1\nprint(runs)"))
     json.loads(sock.recv(timeout=30))  # delivered; the client below behaves as if it were lost
