@@ -133,8 +133,16 @@ async def _episode(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tall
                                   open_timeout=REPLY_TIMEOUT_S)
     cut_off = False
     try:
-        await ws.send(json.dumps({"type": "reset", "data": {"task_id": TASK_ID}}))
+        try:
+            await ws.send(json.dumps({"type": "reset", "data": {"task_id": TASK_ID}}))
+        except websockets.ConnectionClosed:
+            pass  # refused (error frame, then close): the frame is still queued
         first = await _reply(ws)
+        if (first.get("data") or {}).get("code") == "CAPACITY_REACHED":
+            tally.did("refused_at_capacity")  # a clear refusal, not a fault
+            cut_off = True
+            await asyncio.sleep(0.5)
+            return
         if first.get("type") != "observation":
             tally.problem(f"reset failed: {str(first)[:200]}")
             return
