@@ -200,14 +200,15 @@ async def grpo_batch_s(ws_url: str, reset_frame: str, clients: int = 64, cells: 
 
 
 async def burst(ws_url: str, reset_frame: str, clients: int, rounds: int) -> dict[str, float]:
-    """Figures of ``clients`` sessions acting at once (issue 14: trainers reset a whole batch together).
+    """Figures of ``clients`` sessions acting at once (trainers reset a whole batch together).
 
     ``clients`` sockets are opened first (untimed). Then every one sends its reset at
     the same moment: ``burst_reset_p50_ms``/``p99``. Then every one runs ``rounds``
     trivial cells back to back, all sessions at once: ``burst_step_p99_ms`` and the
     server's throughput ``burst_steps_per_s`` (all steps over the wall time).
     """
-    sessions = list(await asyncio.gather(*(Session(ws_url, reset_frame).open() for _ in range(clients))))
+    opening = (Session(ws_url, reset_frame).open() for _ in range(clients))
+    sessions = list(await asyncio.gather(*opening))
     try:
         go = asyncio.Event()
 

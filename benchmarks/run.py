@@ -115,7 +115,8 @@ def _task_csv(task_id: str) -> str | None:
 
 def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
     """Measure every target; the full report as a dict."""
-    sessions_needed = max(cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients, cfg.burst_clients) + 16
+    sessions_needed = 16 + max(cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients,
+                               cfg.burst_clients)
     servers = {
         "analyst_env": lambda: analyst_server(sessions_needed),
         "jupyter_kernel": lambda: baseline_server("jupyter_app", sessions_needed, _task_csv(cfg.task_id)),
@@ -126,7 +127,8 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
         if target == "jupyter_kernel" and (cfg.burst_only or not cfg.include_jupyter):
             continue
         log(f"measuring {target} ...")
-        asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))  # the cold start and the import are timed on a quiet machine too
+        # the cold start and the import are timed on a quiet machine too
+        asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))
         with servers[target]() as server:
             per_target[target] = _measure_target(server, cfg, target)
         asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))

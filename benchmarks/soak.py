@@ -1,4 +1,4 @@
-"""``analyst-env soak``: many sessions doing random valid and invalid things for minutes, then a leak check.
+"""``analyst-env soak``: many sessions doing random valid and invalid things, then a leak check.
 
 Trainers hold thousands of sessions for hours. The soak starts a real ``analyst-env
 serve`` process, warms it up with one episode per session, takes a snapshot of what
@@ -195,7 +195,7 @@ async def _episode(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tall
 
 
 async def _resume(ws_url: str, episode_id: str, secret: str, seen: int, tally: Tally):
-    """(a socket resumed on the episode, whether the cut step's reply came first); None on failure."""
+    """(socket resumed on the episode, whether the cut step's reply came first), or None."""
     ticket = ResumeTicket(episode_id, secret, RESUME_GRACE_S, seen)
     try:
         ws, missed = await resume_episode(ws_url, ticket, {"max_size": None, "ping_interval": None},
@@ -263,8 +263,9 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         deadline = started + cfg.minutes * 60
 
         async def soak() -> None:
-            await asyncio.gather(*(_client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
-                                   for _ in range(cfg.sessions)))
+            await asyncio.gather(*(
+                _client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
+                for _ in range(cfg.sessions)))
 
         asyncio.run(soak())
         elapsed = time.monotonic() - started
