@@ -351,12 +351,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     cfg = BenchConfig.quick() if args.quick else BenchConfig()
     cfg.include_jupyter = not args.no_jupyter
+    cfg.burst_only = args.burst_only
     report = run_bench(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(format_markdown(report))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     return 0
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    from analyst_env.benchmarks.soak import SoakConfig, run_soak
+
+    cfg = SoakConfig(sessions=args.sessions, minutes=args.minutes, seed=args.seed,
+                     max_rss_growth_pct=args.max_rss_growth)
+    report = run_soak(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(json.dumps(report, indent=2))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    return 0 if report["ok"] else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -444,7 +458,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="Write the figures here")
     bench.add_argument("--quick", action="store_true", help="Tiny samples: a smoke test, not a measurement")
     bench.add_argument("--no-jupyter", action="store_true", help="Skip the Jupyter-kernel baseline")
+    bench.add_argument("--burst-only", action="store_true",
+                       help="Only the burst figures (256 sessions at once), with the protocol floor")
     bench.set_defaults(func=cmd_bench)
+
+    soak = sub.add_parser(
+        "soak", help="Drive random valid and invalid actions on many sessions, then check for leaks"
+    )
+    soak.add_argument("--sessions", type=int, default=100, help="Concurrent clients (default 100)")
+    soak.add_argument("--minutes", type=float, default=10.0, help="How long to soak (default 10)")
+    soak.add_argument("--seed", type=int, default=0, help="Seed of the random actions")
+    soak.add_argument("--max-rss-growth", type=float, default=5.0,
+                      help="Fail if the server's RSS grew more than this many percent (default 5)")
+    soak.add_argument("--json", help="Write the report here")
+    soak.set_defaults(func=cmd_soak)
 
     export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
     what = export.add_subparsers(dest="what", required=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -196,3 +197,44 @@ async def grpo_batch_s(ws_url: str, reset_frame: str, clients: int = 64, cells: 
     start = time.perf_counter()
     await asyncio.gather(*(episode() for _ in range(clients)))
     return time.perf_counter() - start
+
+
+async def burst(ws_url: str, reset_frame: str, clients: int, rounds: int) -> dict[str, float]:
+    """Figures of ``clients`` sessions acting at once (trainers reset a whole batch together).
+
+    ``clients`` sockets are opened first (untimed). Then every one sends its reset at
+    the same moment: ``burst_reset_p50_ms``/``p99``. Then every one runs ``rounds``
+    trivial cells back to back, all sessions at once: ``burst_step_p99_ms`` and the
+    server's throughput ``burst_steps_per_s`` (all steps over the wall time).
+    """
+    opening = (Session(ws_url, reset_frame).open() for _ in range(clients))
+    sessions = list(await asyncio.gather(*opening))
+    try:
+        go = asyncio.Event()
+
+        async def reset(session: Session) -> float:
+            await go.wait()
+            return await session.reset()
+
+        pending = [asyncio.ensure_future(reset(s)) for s in sessions]
+        await asyncio.sleep(0.1)
+        go.set()
+        resets = await asyncio.gather(*pending)
+        trivial = cell("1+1")
+
+        async def steps(session: Session) -> list[float]:
+            return [(await session.send(trivial))[0] for _ in range(rounds)]
+
+        start = time.perf_counter()
+        per_session = await asyncio.gather(*(steps(s) for s in sessions))
+        wall = time.perf_counter() - start
+        step_ms = [ms for samples in per_session for ms in samples]
+        return {
+            "burst_reset_p50_ms": statistics.median(resets),
+            "burst_reset_p99_ms": quantile(resets, 0.99),
+            "burst_step_p50_ms": statistics.median(step_ms),
+            "burst_step_p99_ms": quantile(step_ms, 0.99),
+            "burst_steps_per_s": len(step_ms) / wall,
+        }
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

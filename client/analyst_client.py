@@ -13,17 +13,30 @@ Example (against ``analyst-env serve``)::
         print(env.add_and_execute_code_cell("import pandas as pd; pd.read_csv('sales.csv').shape").observation.text)
         result = env.final_answer("42")
         print(result.reward, result.done)
+
+A dropped connection does not end the episode: the client opens ``/ws?resume=1``,
+and when the socket drops it reconnects with backoff and resumes the same episode
+(``resume.py``). A step that was in flight gets its observation (it is not run
+again); a step that never reached the server is sent again. If the episode cannot be
+resumed within the server's grace period, the call raises ``EpisodeLostError``.
+``resume=False`` gives OpenEnv's plain behaviour.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from typing import Any
 
 from openenv.core.client_types import StepResult
-from openenv.core.env_client import EnvClient
+from openenv.core.env_client import EnvClient, _is_localhost_ws_url
 from openenv.core.env_server.mcp_types import ListToolsAction, ListToolsObservation
 from openenv.core.env_server.types import Action, Observation
+from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State as SocketState
 
+from analyst_env.client.resume import DROPS, Backoff, ResumeTicket, resume_episode
 from analyst_env.models import (
     AnalystResetObservation,
     AnalystState,
@@ -37,7 +50,112 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
 
     Tool methods return a ``StepResult`` whose ``observation`` is an
     ``AnalystToolObservation``; ``observation.text`` is what the model would read.
+
+    Args:
+        resume: Reconnect and resume the episode when the connection drops (default).
+        resume_grace_s: How long to keep trying if the server does not say (it does).
+        backoff: Delays between reconnect attempts.
+        Everything else as OpenEnv's ``EnvClient``.
     """
+
+    def __init__(self, *args: Any, resume: bool = True, resume_grace_s: float = 120.0,
+                 backoff: Backoff | None = None, **kwargs: Any) -> None:
+        self._resume = resume  # set first: the base __init__ calls _set_base_url
+        self._default_grace_s = resume_grace_s
+        self._backoff = backoff or Backoff()
+        self._ticket: ResumeTicket | None = None
+        self.resumes = 0  # how many times a dropped connection was resumed
+        super().__init__(*args, **kwargs)
+
+    # ── resuming a dropped connection ───────────────────────────────────────
+    def _set_base_url(self, base_url: str) -> None:
+        super()._set_base_url(base_url)
+        self._plain_ws_url = self._ws_url
+        if self._resume:
+            self._ws_url = f"{self._ws_url}?resume=1"
+
+    def _socket_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(
+            open_timeout=self._connect_timeout, max_size=self._max_message_size,
+            ping_interval=self._websocket_ping_interval_s,
+            ping_timeout=self._websocket_ping_timeout_s, additional_headers=self._headers)
+        if _is_localhost_ws_url(self._plain_ws_url):
+            kwargs["proxy"] = None
+        return kwargs
+
+    async def _resume_socket(self, dropped_at: float) -> dict[str, Any] | None:
+        """Swap in a socket attached to the same episode; the missed step reply, if any."""
+        old = self._ws
+        self._ws, self._ws_loop = None, None
+        if old is not None:
+            self._schedule_socket_close(old)
+        ws, missed = await resume_episode(self._plain_ws_url, self._ticket, self._socket_kwargs(),
+                                          dropped_at, self._backoff, self._message_timeout)
+        self._ws, self._ws_loop = ws, asyncio.get_running_loop()
+        self.resumes += 1
+        return missed
+
+    def _socket_is_gone(self) -> bool:
+        return self._ws is None or self._ws.state in (SocketState.CLOSING, SocketState.CLOSED)
+
+    async def _exchange(self, message: dict[str, Any], resumed: bool = False) -> dict[str, Any]:
+        """Send and read the reply; ``resumed``: on the episode's socket as it is, not a new one."""
+        if not resumed:
+            await self._ensure_connected()
+        try:
+            await self._ws.send(json.dumps(message))
+        except ConnectionClosed:
+            pass  # a refusal (error frame, then close) may be queued: _receive returns it or raises
+        return await self._receive()
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One request and its reply; a dropped connection is resumed unnoticed by the caller."""
+        kind = message.get("type")
+        if kind == "reset" or self._ticket is None:
+            response = await self._reset_or_plain(message)
+        else:
+            response = await self._resumable(message)
+        if response.get("type") == "error":
+            data = response.get("data", {})
+            raise RuntimeError(f"Server error: {data.get('message', 'Unknown error')} "
+                               f"(code: {data.get('code', 'UNKNOWN')})")
+        return response
+
+    async def _reset_or_plain(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._exchange(message)
+        except DROPS:
+            if not (self._resume and message.get("type") == "reset"):
+                raise
+            # A reset cut off is sent again on a new connection: it starts a new episode
+            # either way (one the server ran meanwhile is closed after its grace period).
+            self._ws, self._ws_loop = None, None
+            response = await self._exchange(message)
+        if message.get("type") == "reset" and response.get("type") == "observation":
+            self._ticket = ResumeTicket.from_reset(response.get("data", {}), self._default_grace_s)
+        return response
+
+    async def _resumable(self, message: dict[str, Any]) -> dict[str, Any]:
+        ticket = self._ticket
+        if self._socket_is_gone():  # dropped while idle: nothing of ours is in flight
+            if await self._resume_socket(time.monotonic()) is not None:
+                ticket.steps_seen += 1  # a reply to a step given up on earlier (a timeout)
+        while True:
+            try:
+                response = await self._exchange(message, resumed=True)
+                break
+            except DROPS:
+                missed = await self._resume_socket(time.monotonic())
+                if missed is not None and message.get("type") == "step":
+                    response = missed
+                    break
+        if message.get("type") == "step":
+            ticket.steps_seen += 1
+        return response
+
+    async def _disconnect_async(self) -> None:
+        self._ticket = None  # a deliberate close ends the episode on the server
+        await super()._disconnect_async()
 
     def _step_payload(self, action: Action) -> dict[str, Any]:
         if isinstance(action, ListToolsAction):

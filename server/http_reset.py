@@ -7,9 +7,17 @@ says whose fault it is: 422 for invalid options (unknown option, negative index,
 conflicting choices), 404 for a task, split, index or sandbox environment that
 does not exist, 409 for an environment whose image is not built, 503 while the
 server drains. Anything else stays a 500.
+
+OpenEnv's stateless reset also builds its environment (here: a sandbox) outside the
+session registry, so a burst of HTTP resets could start more sandboxes than
+``--max-sessions`` allows. Each HTTP reset here holds a slot of that registry while it
+runs, and a reset that finds every slot taken is refused with 503 and says so.
 """
 
 from __future__ import annotations
+
+import uuid
+from contextlib import asynccontextmanager
 
 from fastapi import Body, FastAPI, HTTPException
 from fastapi.routing import APIRoute
@@ -32,6 +40,27 @@ def reset_status(exc: BaseException) -> int | None:
     return None
 
 
+@asynccontextmanager
+async def session_slot(server):
+    """A slot of ``server``'s session registry for the length of one stateless request.
+
+    Raises:
+        HTTPException: 503 when every ``--max-sessions`` slot is taken.
+    """
+    slot = f"http-reset:{uuid.uuid4().hex}"
+    async with server._session_lock:
+        active, limit = len(server._sessions), server._max_concurrent_envs
+        if active >= limit:
+            raise HTTPException(503, f"server at capacity: {active} of {limit} sessions are in use "
+                                     "(--max-sessions); retry later")
+        server._sessions[slot] = None  # a placeholder, as OpenEnv reserves slots itself
+    try:
+        yield
+    finally:
+        async with server._session_lock:
+            server._sessions.pop(slot, None)
+
+
 def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
     """Wrap OpenEnv's ``POST /reset`` route of ``app`` (same path, body and response model)."""
     route = next((r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/reset"), None)
@@ -44,7 +73,10 @@ def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
         if is_draining():
             raise HTTPException(503, "server is shutting down")
         try:
-            return await original(request)
+            async with session_slot(app.state.env_server):
+                return await original(request)
+        except HTTPException:
+            raise
         except Exception as exc:
             status = reset_status(exc)
             if status is None:
@@ -56,5 +88,6 @@ def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
         summary=route.summary, description=route.description,
         responses={404: {"description": "No such task, split, index or environment"},
                    409: {"description": "The sandbox environment's image is not ready"},
-                   422: {"description": "Invalid reset options"}},
+                   422: {"description": "Invalid reset options"},
+                   503: {"description": "Every --max-sessions slot is taken, or the server drains"}},
     )

@@ -57,7 +57,7 @@ from openenv.core.env_server._utils import overrides_method
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
-from analyst_env.server.resume import Parked, Parking, ResumeError, ResumeState
+from analyst_env.server.resume import Attachment, Parked, Parking, ResumeError, ResumeState
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +208,7 @@ class SessionSockets:
         query = websocket.query_params
         resume = ResumeState() if query.get("resume") == "1" and self.parking.grace_s > 0 else None
         pending, closed_cleanly = None, False
+        attachment = Attachment(asyncio.current_task())
         self.sockets.add(websocket)
         try:
             try:
@@ -215,10 +216,14 @@ class SessionSockets:
                     parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
                     session_id, env, owned, resume, pending = (parked.session_id, parked.env, True, parked.state,
                                                                parked.pending_reply)
+                    self.parking.attach(resume, attachment)
+                    if pending is None:  # a reply written into the dead connection, if any
+                        pending = resume.missed_reply(query.get("seen"))
                 else:
                     session_id, env, owned = await self.open_session(websocket)
             except ResumeError as exc:
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                extra = {"retry": True} if exc.retry else {}
+                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR, **extra))
                 return
             except SessionCapacityError as exc:
                 await _send(websocket, _error_frame(str(exc), WSErrorCode.CAPACITY_REACHED,
@@ -238,24 +243,26 @@ class SessionSockets:
                     if await _send(websocket, pending):
                         pending = None
                 while pending is None:
-                    message = await websocket.receive()
+                    message = await self._receive(websocket, attachment)
                     if message["type"] == "websocket.disconnect":
                         break
                     self.in_flight += 1
                     try:
-                        reply = await self._ws_frame(message, env, session_id, resume)
+                        reply = await self._ws_frame(message, env, session_id, resume, attachment)
                     finally:
                         self.in_flight -= 1
                     if reply is None:  # a close frame
                         closed_cleanly = True
                         break
-                    if not await _send(websocket, reply):
+                    if attachment.taken_over or not await _send(websocket, reply):
                         pending = reply
                         break
         except WebSocketDisconnect:
             pass
         finally:
             self.sockets.discard(websocket)
+            if resume is not None:
+                self.parking.detach(resume.episode_id)
             if session_id is not None:
                 if (owned and resume is not None and resume.episode_id is not None and not closed_cleanly
                         and not self.draining):
@@ -264,8 +271,26 @@ class SessionSockets:
                     await self.release_session(session_id, owned)
             await _close(websocket)
 
+    @staticmethod
+    async def _receive(websocket: WebSocket, attachment: Attachment) -> dict:
+        """The next ASGI message; a disconnect if a resume took the episode over meanwhile."""
+        if attachment.taken_over:
+            return {"type": "websocket.disconnect", "code": 1001}
+        attachment.receiving = True
+        try:
+            return await websocket.receive()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not attachment.taken_over or task is None:
+                raise
+            task.uncancel()
+            return {"type": "websocket.disconnect", "code": 1001}
+        finally:
+            attachment.receiving = False
+
     async def _ws_frame(self, message: dict, env: Environment, session_id: str,
-                        resume: ResumeState | None = None) -> str | None:
+                        resume: ResumeState | None = None,
+                        attachment: Attachment | None = None) -> str | None:
         """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
         try:
             frame = parse_frame(message)
@@ -277,6 +302,13 @@ class SessionSockets:
                 "code": WSErrorCode.VALIDATION_ERROR,
                 "errors": [{"type": "model_type", "loc": [], "msg": f"a frame must be a JSON object, got {type(frame).__name__}"}],
             }).model_dump_json()
+        reply = await self._ws_reply(frame, env, session_id, resume, attachment)
+        if resume is not None and reply is not None and frame.get("type") == "step":
+            resume.record_step_reply(reply)  # kept for a client whose connection ate it
+        return reply
+
+    async def _ws_reply(self, frame: dict, env: Environment, session_id: str,
+                        resume: ResumeState | None, attachment: Attachment | None) -> str | None:
         msg_type = frame.get("type", "")
         server = self.server
         try:
@@ -292,10 +324,13 @@ class SessionSockets:
                 data = serialize_observation(observation)
                 episode_id = getattr(observation, "episode_id", None)
                 if resume is not None and episode_id:
-                    secret = resume.issue(episode_id)
-                    data["metadata"] = {**(data.get("metadata") or {}), "resume_secret": secret}
-                    data["observation"]["metadata"] = {**(data["observation"].get("metadata") or {}),
-                                                       "resume_secret": secret}
+                    self.parking.detach(resume.episode_id)
+                    resume_meta = {"resume_secret": resume.issue(episode_id),
+                                   "resume_grace_s": self.parking.grace_s}
+                    self.parking.attach(resume, attachment)
+                    data["metadata"] = {**(data.get("metadata") or {}), **resume_meta}
+                    data["observation"]["metadata"] = {
+                        **(data["observation"].get("metadata") or {}), **resume_meta}
                 return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)

@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from analyst_env.server.live import LiveHub
+from analyst_env.server.ws_endpoint import DRAINING_CLOSE_CODE, DRAINING_REASON
 
 HEARTBEAT_S = 15.0
 
@@ -67,6 +68,14 @@ def live_router(hub: LiveHub) -> APIRouter:
     @router.websocket("/web/api/live/ws")
     async def live_feed(websocket: WebSocket, session: str | None = None) -> None:
         await websocket.accept()
+        # The drain's socket set: a viewer is refused while the server drains, and its
+        # feed is closed with 1001 when the drain closes the sockets.
+        sockets = getattr(websocket.app.state, "sockets", None)
+        if sockets is not None and sockets.draining:
+            await websocket.close(code=DRAINING_CLOSE_CODE, reason=DRAINING_REASON)
+            return
+        if sockets is not None:
+            sockets.sockets.add(websocket)
         sub, snapshot = hub.subscribe(session)
         try:
             if session is None:
@@ -109,6 +118,8 @@ def live_router(hub: LiveHub) -> APIRouter:
             pass
         finally:
             hub.unsubscribe(sub)
+            if sockets is not None:
+                sockets.sockets.discard(websocket)
 
     return router
 

@@ -2,7 +2,8 @@
 
 A real ``analyst-env serve`` process has a step running in one episode and a second
 episode held by an HTTP ``/mcp`` session with no socket. On the signal: ``/ready``
-says draining, a new WebSocket is refused with close code 1001 and an error frame,
+says draining, a new WebSocket is refused with close code 1001 and an error frame
+(a new /web live-feed viewer with 1001, and an open one is closed with 1001),
 the running step finishes and its observation arrives, every episode's trajectory
 ends with its ``close`` record, the process exits 0, the backend's scratch
 directory (``analyst-env-local-*``) is gone and the log has no traceback.
@@ -46,6 +47,8 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
         async def main():
             async with websockets.connect(f"{ws_base}/ws?session_id={sid}") as held:  # an episode with no socket later
                 assert (await frame(held, {"type": "reset", "data": {"task_id": TASK}}))["type"] == "observation"
+            viewer = await websockets.connect(f"{ws_base}/web/api/live/ws")
+            assert json.loads(await asyncio.wait_for(viewer.recv(), timeout=10))["type"] == "sessions"
             async with websockets.connect(f"{ws_base}/ws") as busy:
                 assert (await frame(busy, {"type": "reset", "data": {"task_id": TASK}}))["type"] == "observation"
                 await busy.send(json.dumps(code("import time\ntime.sleep(3)\nprint('finished')")))
@@ -65,11 +68,19 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                     with pytest.raises(websockets.ConnectionClosed):
                         await asyncio.wait_for(late.recv(), timeout=10)
                     assert late.close_code == 1001
+                async with websockets.connect(f"{ws_base}/web/api/live/ws") as late_viewer:
+                    with pytest.raises(websockets.ConnectionClosed):
+                        await asyncio.wait_for(late_viewer.recv(), timeout=10)
+                    assert late_viewer.close_code == 1001
                 reply = json.loads(await asyncio.wait_for(busy.recv(), timeout=60))
                 assert reply["data"]["observation"]["result"]["data"] == "finished", reply
                 with pytest.raises(websockets.ConnectionClosed):
                     await asyncio.wait_for(busy.recv(), timeout=30)
                 assert busy.close_code == 1001
+            with pytest.raises(websockets.ConnectionClosed):
+                while True:  # live events, then the drain's close
+                    await asyncio.wait_for(viewer.recv(), timeout=30)
+            assert viewer.close_code == 1001
 
         asyncio.run(main())
         assert server.proc.wait(timeout=60) == 0, server.log()

@@ -187,6 +187,38 @@ def test_http_reset_errors_are_4xx_with_the_ws_message(url, body, status, fragme
     assert ok.status_code == 200 and ok.json()["observation"]["task_id"] == "tiny-csv"
 
 
+def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken(settings, runtime):
+    app = build_app(settings.model_copy(update={"max_sessions": 1}), runtime=runtime)
+    server = app.state.env_server
+
+    async def main(base):
+        async with websockets.connect(ws_url(base)) as held:
+            await frame(held, {"type": "reset", "data": {"task_id": "tiny-csv"}})
+            async with httpx.AsyncClient() as http:
+                full = await http.post(f"{base}/reset", json={"task_id": "tiny-csv"}, timeout=30)
+            assert full.status_code == 503, full.text
+            assert "at capacity: 1 of 1 sessions" in full.json()["detail"]
+            assert len(server._sessions) == 1, "a refused reset started nothing"
+        for _ in range(100):
+            if not server._sessions:
+                break
+            await asyncio.sleep(0.05)
+        async with httpx.AsyncClient() as http:
+            running = asyncio.ensure_future(http.post(f"{base}/reset", json={"task_id": "tiny-csv"},
+                                                      timeout=30))
+            while not server._sessions and not running.done():
+                await asyncio.sleep(0.01)
+            assert len(server._sessions) == 1, "a running HTTP reset holds a slot"
+            async with websockets.connect(ws_url(base)) as other:
+                refused = json.loads(await asyncio.wait_for(other.recv(), timeout=30))
+            assert refused["data"]["code"] == "CAPACITY_REACHED", refused
+            assert (await running).status_code == 200
+        assert not server._sessions, "the HTTP reset's slot is given back"
+
+    with BackgroundServer(app) as base:
+        asyncio.run(main(base))
+
+
 def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runtime):
     app = build_app(settings.model_copy(update={"session_idle_timeout_s": 1.0, "max_sessions": 2}), runtime=runtime)
 

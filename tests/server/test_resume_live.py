@@ -12,11 +12,11 @@ clear error, and the expired session's slot is free again.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import pytest
+from tcp_cuts import DroppingProxy
+from tcp_cuts import cut as cut_tcp
 from websockets.sync.client import connect
 
 from analyst_env.client.local_server import BackgroundServer
@@ -32,54 +32,18 @@ def code(source: str) -> str:
                                                 "arguments": {"code": source}}})
 
 
-class DroppingProxy:
-    """A TCP proxy on a loopback port in front of the server; ``drop()`` cuts every connection through it."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.links: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            self.links += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def drop(self) -> None:
-        for link in self.links:
-            try:
-                link.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            link.close()
-        self.links.clear()
-
-    def close(self) -> None:
-        self.drop()
-        self.listener.close()
-
-
 def cut(sock) -> None:
     """Drop the TCP connection under the client, as a network failure would (no close frame)."""
     raw = sock.socket
-    raw.shutdown(socket.SHUT_RDWR)
+    cut_tcp(raw)
     raw.close()
+
+
+def open_resumable(ws: str, task_id: str):
+    """A ``?resume=1`` socket reset into ``task_id``, and the reset's ``data``."""
+    sock = connect(f"{ws}?resume=1")
+    sock.send(json.dumps({"type": "reset", "data": {"task_id": task_id}}))
+    return sock, json.loads(sock.recv(timeout=30))["data"]
 
 
 @pytest.fixture
@@ -91,9 +55,7 @@ def server(settings, runtime):
 
 def test_a_dropped_episode_resumes_with_its_secret(server):
     app, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     assert first["observation"]["metadata"]["resume_secret"] == secret
     sock.send(code("kept = 'across the cut'"))
@@ -124,9 +86,7 @@ def test_a_dropped_episode_resumes_with_its_secret(server):
 
 def test_after_the_grace_period_the_episode_is_closed_and_a_resume_is_refused(server):
     app, ws = server
-    sock = connect(f"{ws}?resume=1")
-    sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
-    first = json.loads(sock.recv(timeout=30))["data"]
+    sock, first = open_resumable(ws, "tiny-csv")
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     cut(sock)
     time.sleep(0.5)
@@ -172,3 +132,44 @@ def test_a_proxy_dropping_the_connection_mid_step_loses_nothing(server):
             assert json.loads(back.recv(timeout=30))["data"]["step_count"] == 2
     finally:
         proxy.close()
+
+
+def test_a_resume_while_the_old_connection_still_runs_its_step_is_told_to_retry(server):
+    _, ws = server
+    sock, first = open_resumable(ws, "tiny-csv")
+    episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
+    assert first["metadata"]["resume_grace_s"] == GRACE_S
+    sock.send(code("import time\ntime.sleep(1.5)\nprint('slow')"))
+    time.sleep(0.3)
+    cut(sock)
+    with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}") as early:
+        busy = json.loads(early.recv(timeout=30))["data"]
+    assert busy["code"] == "SESSION_ERROR" and busy["retry"] is True
+    assert "still attached" in busy["message"]
+    time.sleep(1.8)
+    with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}") as back:
+        assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "slow"
+        back.send(json.dumps({"type": "close"}))
+
+
+def test_a_reply_lost_in_a_dead_connection_is_sent_again_when_seen_says_it_was_missed(server):
+    """The step ran and its reply was written, but the client never read it (a half-open link)."""
+    _, ws = server
+    sock, first = open_resumable(ws, "tiny-csv")
+    episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
+    sock.send(code("runs = globals().get('runs', 0) + 1\nprint(runs)"))
+    json.loads(sock.recv(timeout=30))  # delivered; the client below behaves as if it were lost
+    cut(sock)
+    time.sleep(0.3)
+    back = connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}&seen=0")
+    replayed = json.loads(back.recv(timeout=30))["data"]
+    assert replayed["observation"]["result"]["data"] == "1", "the last step reply is sent again"
+    cut(back)
+    time.sleep(0.3)
+    with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}&seen=1") as again:
+        again.send(json.dumps({"type": "state"}))
+        state = json.loads(again.recv(timeout=30))
+        assert state["type"] == "state" and state["data"]["step_count"] == 1, "nothing is replayed"
+        again.send(code("print(runs)"))
+        assert json.loads(again.recv(timeout=30))["data"]["observation"]["result"]["data"] == "1"
+        again.send(json.dumps({"type": "close"}))

@@ -1,0 +1,143 @@
+"""Live fault injection (issue 14): the faults a long training run meets, against a real server.
+
+Kernel crashes mid-cell are in ``test_live.py`` (hostile code) and SIGTERM with a
+step running in ``test_drain_live.py``; here: the zygote killed while episodes are
+live, a client that vanishes mid-step without asking to resume, SIGTERM with many
+sessions busy, and a server restarted on the same state directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import time
+
+import pytest
+import websockets
+from server.serve_process import ServeProcess
+
+from analyst_env.client.local_server import BackgroundServer
+from analyst_env.server.app import build_app
+
+pytestmark = pytest.mark.live
+
+
+def code(source: str) -> str:
+    return json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name":
+                                                "add_and_execute_code_cell",
+                                                "arguments": {"code": source}}})
+
+
+async def ask(ws, frame: str) -> dict:
+    await ws.send(frame)
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout=60))
+
+
+def text_of(reply: dict) -> str:
+    return json.dumps(reply["data"]["observation"])
+
+
+RESET = json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}})
+
+
+def test_a_killed_zygote_restarts_the_kernels_of_live_episodes_with_a_clear_message(app, runtime):
+    async def main(base):
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        async with websockets.connect(ws_url) as a, websockets.connect(ws_url) as b:
+            for ws in (a, b):
+                await ask(ws, RESET)
+                await ask(ws, code("kept = 1"))
+            zygote = next(iter(runtime.backend._zygotes.values()))._proc.pid
+            os.kill(zygote, signal.SIGKILL)
+            for ws in (a, b):
+                after = text_of(await ask(ws, code("print(globals().get('kept', 'gone'))")))
+                assert "restarted" in after, after
+                again = await ask(ws, code("print(6 * 7)"))
+                assert again["data"]["observation"]["result"]["data"] == "42"
+        async with websockets.connect(ws_url) as fresh:
+            await ask(fresh, RESET)
+            assert (await ask(fresh, code("print(1)")))["data"]["observation"]["result"]["data"] == "1"
+
+    with BackgroundServer(app) as base:
+        asyncio.run(main(base))
+
+
+def test_a_client_gone_mid_step_frees_its_session_and_others_keep_working(settings, runtime):
+    app = build_app(settings.model_copy(update={"max_sessions": 2}), runtime=runtime)
+
+    async def main(base):
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        async with websockets.connect(ws_url) as bystander:
+            await ask(bystander, RESET)
+            gone = await websockets.connect(ws_url)
+            await ask(gone, RESET)
+            await gone.send(code("import time\ntime.sleep(1.5)"))
+            await asyncio.sleep(0.3)
+            gone.transport.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+            gone.transport.abort()
+            reply = await ask(bystander, code("print('unaffected')"))
+            assert reply["data"]["observation"]["result"]["data"] == "unaffected"
+            sessions = app.state.env_server._sessions
+            deadline = time.monotonic() + 10
+            while len(sessions) > 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert len(sessions) == 1, "the vanished client's session was kept"
+            async with websockets.connect(ws_url) as next_one:  # its slot is free again
+                assert (await ask(next_one, RESET))["type"] == "observation"
+
+    with BackgroundServer(app) as base:
+        asyncio.run(main(base))
+
+
+TASK = "starter-sales-000"
+
+
+def test_sigterm_with_many_busy_sessions_finishes_their_steps_and_exits_clean(tmp_path):
+    with ServeProcess(tmp_path) as server:
+        ws_url = server.url.replace("http://", "ws://") + "/ws"
+
+        async def main():
+            sockets = [await websockets.connect(ws_url) for _ in range(12)]
+            for ws in sockets:
+                await ask(ws, json.dumps({"type": "reset", "data": {"task_id": TASK}}))
+            for i, ws in enumerate(sockets):
+                await ws.send(code(f"import time\ntime.sleep(1)\nprint({i})"))
+            await asyncio.sleep(0.3)
+            server.proc.send_signal(signal.SIGTERM)
+            for i, ws in enumerate(sockets):
+                reply = json.loads(await asyncio.wait_for(ws.recv(), timeout=60))
+                assert reply["data"]["observation"]["result"]["data"] == str(i), reply
+                with pytest.raises(websockets.ConnectionClosed):
+                    await asyncio.wait_for(ws.recv(), timeout=30)
+                assert ws.close_code == 1001
+
+        asyncio.run(main())
+        assert server.proc.wait(timeout=60) == 0, server.log()
+        assert "Traceback" not in server.log(), server.log()
+    assert not list(server.scratch.glob("analyst-env-local-*"))
+
+
+def test_a_server_restarted_on_the_same_state_dir_serves_and_keeps_earlier_trajectories(tmp_path):
+    async def episode(url: str) -> str:
+        async with websockets.connect(url.replace("http://", "ws://") + "/ws") as ws:
+            first = await ask(ws, json.dumps({"type": "reset", "data": {"task_id": TASK}}))
+            reply = await ask(ws, code("print('hello')"))
+            assert reply["data"]["observation"]["result"]["data"] == "hello"
+            await ws.send(json.dumps({"type": "close"}))
+            return first["data"]["observation"]["episode_id"]
+
+    episodes = []
+    for _ in range(2):
+        with ServeProcess(tmp_path) as server:
+            episodes.append(asyncio.run(episode(server.url)))
+            server.proc.send_signal(signal.SIGTERM)
+            assert server.proc.wait(timeout=60) == 0, server.log()
+            assert "Traceback" not in server.log(), server.log()
+    assert episodes[0] != episodes[1]
+    recorded = {json.loads(p.read_text().splitlines()[0]).get("episode_id")
+                for p in (tmp_path / "state" / "trajectories").rglob("*.jsonl")}
+    assert set(episodes) <= recorded, (episodes, recorded)
+    assert not list((tmp_path / "scratch").glob("analyst-env-local-*"))
