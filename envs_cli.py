@@ -19,7 +19,15 @@ from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _FIELDS = ("pip", "uv", "npm", "apt", "preload")
-_STRING_FIELDS = ("description", "title", "pip_index_url", "uv_index_url", "npm_registry", "apt_sources", "base_image")
+_STRING_FIELDS = (
+    "description",
+    "title",
+    "pip_index_url",
+    "uv_index_url",
+    "npm_registry",
+    "apt_sources",
+    "base_image",
+)
 
 
 class CliError(Exception):
@@ -28,12 +36,17 @@ class CliError(Exception):
 
 def add_parser(sub) -> None:
     """Register ``envs`` and its subcommands on the top-level subparsers."""
-    envs = sub.add_parser("envs", help="Sandbox environments of a running server: list, show, create, build, delete")
+    envs = sub.add_parser(
+        "envs", help="Sandbox environments of a running server: list, show, create, build, delete"
+    )
     what = envs.add_subparsers(dest="envs_command", required=True)
 
     def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--url", default=os.environ.get("ANALYST_ENV_URL", DEFAULT_URL),
-                       help=f"Server URL (default $ANALYST_ENV_URL or {DEFAULT_URL})")
+        p.add_argument(
+            "--url",
+            default=os.environ.get("ANALYST_ENV_URL", DEFAULT_URL),
+            help=f"Server URL (default $ANALYST_ENV_URL or {DEFAULT_URL})",
+        )
         p.add_argument("--token", default=os.environ.get("ANALYST_ENV_TOKEN"), help="Bearer token")
         p.set_defaults(func=run)
         return p
@@ -45,25 +58,46 @@ def add_parser(sub) -> None:
     show.add_argument("name")
     show.add_argument("--log", action="store_true", help="Also print the latest build log")
     show.add_argument("--json", action="store_true")
-    create = common(what.add_parser("create", help="Create an environment (from a template or fields); it builds"))
+    create = common(
+        what.add_parser(
+            "create", help="Create an environment (from a template or fields); it builds"
+        )
+    )
     create.add_argument("name")
-    create.add_argument("--template", help="Copy this built-in template (see 'envs list --templates')")
-    create.add_argument("--file", help="Read the recipe from this TOML file (its name is replaced by NAME)")
+    create.add_argument(
+        "--template", help="Copy this built-in template (see 'envs list --templates')"
+    )
+    create.add_argument(
+        "--file", help="Read the recipe from this TOML file (its name is replaced by NAME)"
+    )
     for field in _FIELDS:
-        create.add_argument(f"--{field}", help=f"{field} entries, separated by spaces, commas or newlines")
+        create.add_argument(
+            f"--{field}", help=f"{field} entries, separated by spaces, commas or newlines"
+        )
     for field in _STRING_FIELDS:
         create.add_argument(f"--{field.replace('_', '-')}", dest=field)
     create.add_argument("--cpus", type=float)
     create.add_argument("--memory-mb", type=int, dest="memory_mb")
     create.add_argument("--disk-mb", type=int, dest="disk_mb")
-    create.add_argument("--workspace-default", action="store_true", default=None, dest="workspace_default",
-                        help="Run tasks whose image is 'default' in this environment")
+    create.add_argument(
+        "--workspace-default",
+        action="store_true",
+        default=None,
+        dest="workspace_default",
+        help="Run tasks whose image is 'default' in this environment",
+    )
     create.add_argument("--no-wait", action="store_true", help="Do not follow the build")
-    build = common(what.add_parser("build", help="Build an environment's image (follows it with a progress bar)"))
+    build = common(
+        what.add_parser(
+            "build", help="Build an environment's image (follows it with a progress bar)"
+        )
+    )
     build.add_argument("name")
     build.add_argument("--force", action="store_true", help="Rebuild even if the image is ready")
     build.add_argument("--no-wait", action="store_true", help="Do not follow the build")
-    delete = common(what.add_parser("delete", help="Delete an environment (bound tasks fall back to 'default')"))
+    delete = common(
+        what.add_parser("delete", help="Delete an environment (bound tasks fall back to 'default')")
+    )
     delete.add_argument("name")
 
 
@@ -89,7 +123,9 @@ class _Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach the server at {self.url} ({exc}); start one with 'analyst-env serve'") from None
+            raise CliError(
+                f"cannot reach the server at {self.url} ({exc}); start one with 'analyst-env serve'"
+            ) from None
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
@@ -113,11 +149,15 @@ def _list(args, client: _Client) -> int:
         print(json.dumps(envs, indent=2))
         return 0
     if not envs:
-        print("no sandbox environments; create one with 'analyst-env envs create NAME --template data-science'")
+        print(
+            "no sandbox environments; create one with 'analyst-env envs create NAME --template data-science'"
+        )
         return 0
     print(f"{'NAME':<24} {'STATUS':<9} {'HASH':<17} DESCRIPTION")
     for e in envs:
-        status = e["status"] + (f" {e['progress']:.0%}" if e["status"] == "building" and e["progress"] else "")
+        status = e["status"] + (
+            f" {e['progress']:.0%}" if e["status"] == "building" and e["progress"] else ""
+        )
         print(f"{e['name']:<24} {status:<9} {e['hash']:<17} {e['description'][:60]}")
         if e["error"]:
             print(f"{'':<24} error: {e['error'].splitlines()[-1][:100]}")
@@ -164,7 +204,9 @@ def _create(args, client: _Client) -> int:
 
 
 def _build(args, client: _Client) -> int:
-    env = client.call("POST", f"/envs/{args.name}/build", params={"force": "true" if args.force else "false"})
+    env = client.call(
+        "POST", f"/envs/{args.name}/build", params={"force": "true" if args.force else "false"}
+    )
     if env["status"] == "ready" and not args.force:
         print(f"{args.name} is ready (image {env['hash']}); --force rebuilds it")
         return 0
@@ -181,8 +223,13 @@ def _follow(client: _Client, name: str, poll_s: float = 0.5) -> int:
     """A progress bar until the build ends; exit status 0 when ready, 1 when failed."""
     from tqdm import tqdm
 
-    bar = tqdm(total=100, desc=f"building {name}", unit="%", file=sys.stderr,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}")
+    bar = tqdm(
+        total=100,
+        desc=f"building {name}",
+        unit="%",
+        file=sys.stderr,
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} {postfix}",
+    )
     try:
         while True:
             env = client.call("GET", f"/envs/{name}/status")
@@ -195,7 +242,10 @@ def _follow(client: _Client, name: str, poll_s: float = 0.5) -> int:
     finally:
         bar.close()
     if env["status"] == "failed":
-        print(f"{name}: build failed after {env['elapsed_s'] or 0:.1f}s:\n{env['error']}", file=sys.stderr)
+        print(
+            f"{name}: build failed after {env['elapsed_s'] or 0:.1f}s:\n{env['error']}",
+            file=sys.stderr,
+        )
         return 1
     print(f"{name}: ready in {env['elapsed_s'] or 0:.1f}s (image {env['hash']})")
     return 0

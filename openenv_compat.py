@@ -22,6 +22,7 @@ def load_openenv() -> None:
         return
     if os.environ.get("ANALYST_ENV_OPENENV_GRADIO") == "1":
         import openenv.core  # noqa: F401
+
         return
     sys.modules["gradio"] = None  # type: ignore[assignment]  # makes `import gradio` fail fast
     try:

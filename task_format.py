@@ -33,7 +33,9 @@ class VerifierSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="A scorer registered in analyst_env.verifiers, e.g. 'numeric'")
-    params: dict[str, Any] = Field(default_factory=dict, description="Scorer options, e.g. tolerances")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Scorer options, e.g. tolerances"
+    )
 
 
 class ToolCall(BaseModel):
@@ -81,7 +83,9 @@ class Task(BaseModel):
             "(Harbor convention; any other content scores 0)"
         ),
     )
-    max_steps: int = Field(default=40, ge=1, description="Steps before the episode ends with reward 0")
+    max_steps: int = Field(
+        default=40, ge=1, description="Steps before the episode ends with reward 0"
+    )
     image: str = Field(default="default", description="Baked environment image to run in")
     split: str = Field(default="test", description="Dataset split the task belongs to")
     metadata: dict[str, Any] = Field(
@@ -126,4 +130,6 @@ def answer_references(answer: object) -> list[dict]:
     []
     """
     refs = answer.get("references") if isinstance(answer, dict) else None
-    return [r for r in refs if isinstance(r, dict) and "path" in r] if isinstance(refs, list) else []
+    return (
+        [r for r in refs if isinstance(r, dict) and "path" in r] if isinstance(refs, list) else []
+    )

@@ -81,7 +81,9 @@ class JupyterKernelEnvironment(Environment):
         if csv:
             shutil.copy(csv, self._workdir)
         # ipc transport: tcp ports picked by many kernels starting at once can collide.
-        self._manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self._workdir, "kernel"))
+        self._manager = KernelManager(
+            kernel_name="python3", transport="ipc", ip=os.path.join(self._workdir, "kernel")
+        )
         self._manager.start_kernel(cwd=self._workdir)
         self._client = self._manager.client()
         self._client.start_channels()
@@ -95,7 +97,9 @@ class JupyterKernelEnvironment(Environment):
         if not isinstance(action, CallToolAction):
             return CallToolObservation(tool_name="", result=_result("unsupported"))
         if action.tool_name == "final_answer":
-            return CallToolObservation(tool_name="final_answer", result=_result("done"), done=True, reward=0.0)
+            return CallToolObservation(
+                tool_name="final_answer", result=_result("done"), done=True, reward=0.0
+            )
         text = self._execute(str(action.arguments.get("code", "")))
         return CallToolObservation(tool_name=action.tool_name, result=_result(text))
 

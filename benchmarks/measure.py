@@ -21,11 +21,23 @@ STEP_BUDGET = 30
 
 def cell(code: str) -> str:
     return json.dumps(
-        {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": code}}}
+        {
+            "type": "step",
+            "data": {
+                "type": "call_tool",
+                "tool_name": "add_and_execute_code_cell",
+                "arguments": {"code": code},
+            },
+        }
     )
 
 
-FINAL = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "final_answer", "arguments": {"answer": "0"}}})
+FINAL = json.dumps(
+    {
+        "type": "step",
+        "data": {"type": "call_tool", "tool_name": "final_answer", "arguments": {"answer": "0"}},
+    }
+)
 MAKE_DF = cell("import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.rand(1000, 5))")
 
 
@@ -37,7 +49,9 @@ def _cpu_times() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-async def settle(busy_below: float = 0.25, window_s: float = 0.5, max_wait_s: float = 60.0) -> float:
+async def settle(
+    busy_below: float = 0.25, window_s: float = 0.5, max_wait_s: float = 60.0
+) -> float:
     """Wait until the machine is quiet: busy under ``busy_below`` of its CPUs over ``window_s``.
 
     Each measurement starts from a server that has finished the work the previous
@@ -69,7 +83,9 @@ class Session:
         self.steps = 0
 
     async def open(self) -> Session:
-        self.ws = await websockets.connect(self.ws_url, max_size=None, open_timeout=120, ping_interval=None)
+        self.ws = await websockets.connect(
+            self.ws_url, max_size=None, open_timeout=120, ping_interval=None
+        )
         return self
 
     async def send(self, frame: str) -> tuple[float, dict[str, Any]]:
@@ -106,7 +122,9 @@ Shorter than any model's turn (generating a few tokens takes longer), so the
 pace is harder on the server than real training."""
 
 
-async def latencies(ws_url: str, reset_frame: str, n_reset: int, n_step: int, n_describe: int | None) -> dict[str, list[float]]:
+async def latencies(
+    ws_url: str, reset_frame: str, n_reset: int, n_step: int, n_describe: int | None
+) -> dict[str, list[float]]:
     """Samples (ms) of reset, a trivial cell, and (when ``n_describe``) a ``df.describe()`` cell.
 
     ``reset`` times resets paced as a trainer makes them: each new episode takes
@@ -128,13 +146,17 @@ async def latencies(ws_url: str, reset_frame: str, n_reset: int, n_step: int, n_
         if n_describe:
             await session.reset()
             await session.send(MAKE_DF)
-            out["describe"] = [await session.step(cell("df.describe()"), setup=MAKE_DF) for _ in range(n_describe)]
+            out["describe"] = [
+                await session.step(cell("df.describe()"), setup=MAKE_DF) for _ in range(n_describe)
+            ]
         return out
     finally:
         await session.close()
 
 
-async def open_episodes(ws_url: str, reset_frame: str, count: int, concurrency: int = 16) -> list[Session]:
+async def open_episodes(
+    ws_url: str, reset_frame: str, count: int, concurrency: int = 16
+) -> list[Session]:
     """``count`` live episodes, each reset and having run one small cell."""
     gate = asyncio.Semaphore(concurrency)
 
@@ -148,7 +170,9 @@ async def open_episodes(ws_url: str, reset_frame: str, count: int, concurrency: 
     return list(await asyncio.gather(*(one() for _ in range(count))))
 
 
-async def idle_pss_per_episode(ws_url: str, reset_frame: str, episodes: int, pss: Callable[[], float]) -> float:
+async def idle_pss_per_episode(
+    ws_url: str, reset_frame: str, episodes: int, pss: Callable[[], float]
+) -> float:
     """Extra PSS (MiB) of the server's process tree per live idle episode."""
     await asyncio.sleep(1.0)  # let episodes closed by earlier measurements finish tearing down
     before = pss()
@@ -168,12 +192,15 @@ async def max_concurrent(ws_url: str, reset_frame: str, limit: int, batch: int =
         while len(sessions) < limit:
             want = min(batch, limit - len(sessions))
             opened = await asyncio.gather(
-                *(open_episodes(ws_url, reset_frame, 1) for _ in range(want)), return_exceptions=True
+                *(open_episodes(ws_url, reset_frame, 1) for _ in range(want)),
+                return_exceptions=True,
             )
             sessions += [s[0] for s in opened if not isinstance(s, BaseException)]
             if any(isinstance(s, BaseException) for s in opened):
                 break
-            stepped = await asyncio.gather(*(s.send(cell("1+1")) for s in sessions), return_exceptions=True)
+            stepped = await asyncio.gather(
+                *(s.send(cell("1+1")) for s in sessions), return_exceptions=True
+            )
             if any(isinstance(r, BaseException) for r in stepped):
                 return sum(not isinstance(r, BaseException) for r in stepped)
         return len(sessions)

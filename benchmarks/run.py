@@ -17,11 +17,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from analyst_env.benchmarks import measure
-from analyst_env.benchmarks.servers import ServerProcess, analyst_server, baseline_server, import_time_s
+from analyst_env.benchmarks.servers import (
+    ServerProcess,
+    analyst_server,
+    baseline_server,
+    import_time_s,
+)
 
 TARGETS = ("analyst_env", "jupyter_kernel", "protocol_floor")
-BURST_FIGURES = ("burst_reset_p50_ms", "burst_reset_p99_ms", "burst_step_p50_ms", "burst_step_p99_ms",
-                 "burst_steps_per_s")
+BURST_FIGURES = (
+    "burst_reset_p50_ms",
+    "burst_reset_p99_ms",
+    "burst_step_p50_ms",
+    "burst_step_p99_ms",
+    "burst_steps_per_s",
+)
 CLIENT_IMPORTS = {
     "analyst_env": "import analyst_env.client",
     "jupyter_kernel": "import jupyter_client",
@@ -53,12 +63,26 @@ class BenchConfig:
     @classmethod
     def quick(cls) -> BenchConfig:
         """A smoke-test run: every code path, tiny samples."""
-        return cls(n_reset=5, n_step=10, n_describe=3, idle_episodes=4, max_probe=12, grpo_clients=4,
-                   grpo_cells=2, jupyter_n_reset=2, jupyter_idle_episodes=2, jupyter_max_probe=3,
-                   burst_clients=8, burst_rounds=3, settle_max_s=5.0)
+        return cls(
+            n_reset=5,
+            n_step=10,
+            n_describe=3,
+            idle_episodes=4,
+            max_probe=12,
+            grpo_clients=4,
+            grpo_cells=2,
+            jupyter_n_reset=2,
+            jupyter_idle_episodes=2,
+            jupyter_max_probe=3,
+            burst_clients=8,
+            burst_rounds=3,
+            settle_max_s=5.0,
+        )
 
 
-def _measure_target(server: ServerProcess, cfg: BenchConfig, target: str) -> dict[str, float | None]:
+def _measure_target(
+    server: ServerProcess, cfg: BenchConfig, target: str
+) -> dict[str, float | None]:
     ws_url = server.url.replace("http://", "ws://") + "/ws"
     reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
     slow = target == "jupyter_kernel"
@@ -115,11 +139,14 @@ def _task_csv(task_id: str) -> str | None:
 
 def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
     """Measure every target; the full report as a dict."""
-    sessions_needed = 16 + max(cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients,
-                               cfg.burst_clients)
+    sessions_needed = 16 + max(
+        cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients, cfg.burst_clients
+    )
     servers = {
         "analyst_env": lambda: analyst_server(sessions_needed),
-        "jupyter_kernel": lambda: baseline_server("jupyter_app", sessions_needed, _task_csv(cfg.task_id)),
+        "jupyter_kernel": lambda: baseline_server(
+            "jupyter_app", sessions_needed, _task_csv(cfg.task_id)
+        ),
         "protocol_floor": lambda: baseline_server("floor_app", sessions_needed, None),
     }
     per_target: dict[str, dict[str, float | None]] = {}
@@ -138,16 +165,20 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
     figures = {name: {t: per_target.get(t, {}).get(name) for t in TARGETS} for name in names}
     if "describe_p50_ms" in figures:
         figures["describe_p50_ms"]["protocol_floor"] = None
-    report = {"figures": figures, "config": asdict(cfg), "notes": {
-        "jupyter_kernel": f"samples capped for time: {cfg.jupyter_n_reset} resets, "
-        f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to {cfg.jupyter_max_probe}",
-        "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
-        "burst": f"{cfg.burst_clients} sessions at once: resets sent together, then {cfg.burst_rounds} "
-        "trivial cells each, back to back; the client is one asyncio process on the same machine",
-        "load_average": "1/5/15-minute load average when the run ended: " + _load_average(),
-        "client_import_s": "fresh interpreter, minus a bare interpreter's start-up; "
-        + "; ".join(f"{t}: `{s}`" for t, s in CLIENT_IMPORTS.items()),
-    }}
+    report = {
+        "figures": figures,
+        "config": asdict(cfg),
+        "notes": {
+            "jupyter_kernel": f"samples capped for time: {cfg.jupyter_n_reset} resets, "
+            f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to {cfg.jupyter_max_probe}",
+            "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
+            "burst": f"{cfg.burst_clients} sessions at once: resets sent together, then {cfg.burst_rounds} "
+            "trivial cells each, back to back; the client is one asyncio process on the same machine",
+            "load_average": "1/5/15-minute load average when the run ended: " + _load_average(),
+            "client_import_s": "fresh interpreter, minus a bare interpreter's start-up; "
+            + "; ".join(f"{t}: `{s}`" for t, s in CLIENT_IMPORTS.items()),
+        },
+    }
     report["goals"] = check_goals(figures)
     return report
 
@@ -169,21 +200,39 @@ def check_goals(f: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
     jup = {k: v["jupyter_kernel"] for k, v in f.items()}
     floor = {k: v["protocol_floor"] for k, v in f.items()}
     burst = [
-        ("burst reset p99 <= 1 s (256 at once)", ours["burst_reset_p99_ms"],
-         ours["burst_reset_p99_ms"] <= 1000),
-        ("256-client trivial-step p99 <= 50 ms", ours["burst_step_p99_ms"],
-         ours["burst_step_p99_ms"] <= 50),
+        (
+            "burst reset p99 <= 1 s (256 at once)",
+            ours["burst_reset_p99_ms"],
+            ours["burst_reset_p99_ms"] <= 1000,
+        ),
+        (
+            "256-client trivial-step p99 <= 50 ms",
+            ours["burst_step_p99_ms"],
+            ours["burst_step_p99_ms"] <= 50,
+        ),
     ]
     if "reset_p50_ms" not in ours:  # a burst-only run
         return [{"goal": name, "value": value, "met": ok} for name, value, ok in burst]
     goals = burst + [
         ("reset p50 <= 10 ms", ours["reset_p50_ms"], ours["reset_p50_ms"] <= 10),
-        ("reset >= 80x faster than a Jupyter kernel", _ratio(jup["reset_p50_ms"], ours["reset_p50_ms"]), None),
+        (
+            "reset >= 80x faster than a Jupyter kernel",
+            _ratio(jup["reset_p50_ms"], ours["reset_p50_ms"]),
+            None,
+        ),
         ("trivial cell p50 <= 2 ms", ours["step_p50_ms"], ours["step_p50_ms"] <= 2),
-        ("trivial cell <= 1.5x the protocol floor", _ratio(ours["step_p50_ms"], floor["step_p50_ms"]), None),
+        (
+            "trivial cell <= 1.5x the protocol floor",
+            _ratio(ours["step_p50_ms"], floor["step_p50_ms"]),
+            None,
+        ),
         ("idle PSS <= 15 MiB per episode", ours["idle_pss_mib"], ours["idle_pss_mib"] <= 15),
         (">= 500 concurrent live episodes", ours["max_concurrent"], ours["max_concurrent"] >= 500),
-        ("GRPO batch >= 20x faster than Jupyter", _ratio(jup["grpo_batch_s"], ours["grpo_batch_s"]), None),
+        (
+            "GRPO batch >= 20x faster than Jupyter",
+            _ratio(jup["grpo_batch_s"], ours["grpo_batch_s"]),
+            None,
+        ),
         ("serve healthy <= 3 s", ours["serve_cold_start_s"], ours["serve_cold_start_s"] <= 3),
         ("import analyst_env.client <= 1 s", ours["client_import_s"], ours["client_import_s"] <= 1),
     ]

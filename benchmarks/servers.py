@@ -57,7 +57,9 @@ def tree_pss_mib(pid: int) -> float:
 class ServerProcess:
     """``with ServerProcess(argv) as server:`` runs ``argv`` (with ``{port}`` filled in) until the block ends."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, timeout_s: float = 120) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, timeout_s: float = 120
+    ) -> None:
         self.port = free_port()
         self.argv = [a.replace("{port}", str(self.port)) for a in argv]
         self.env = {**os.environ, **(env or {})}
@@ -72,7 +74,11 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         start = time.perf_counter()
         self.proc = subprocess.Popen(
-            self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+            self.argv,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         deadline = start + self.timeout_s
         while True:
@@ -82,7 +88,11 @@ class ServerProcess:
             except httpx.HTTPError:
                 pass
             if self.proc.poll() is not None or time.perf_counter() > deadline:
-                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
+                err = (
+                    self.proc.stderr.read().decode(errors="replace")[-2000:]
+                    if self.proc.stderr
+                    else ""
+                )
                 raise RuntimeError(f"server {self.argv} did not become healthy: {err}")
             time.sleep(0.01)
         self.cold_start_s = time.perf_counter() - start
@@ -104,14 +114,32 @@ class ServerProcess:
 
 def analyst_server(max_sessions: int) -> ServerProcess:
     exe = str(Path(sys.executable).with_name("analyst-env"))
-    argv = [exe, "serve", "--port", "{port}", "--max-sessions", str(max_sessions), "--log-level", "warning"]
+    argv = [
+        exe,
+        "serve",
+        "--port",
+        "{port}",
+        "--max-sessions",
+        str(max_sessions),
+        "--log-level",
+        "warning",
+    ]
     return ServerProcess(argv)
 
 
 def baseline_server(factory: str, max_sessions: int, csv_path: str | None) -> ServerProcess:
     argv = [
-        sys.executable, "-m", "uvicorn", "--factory", f"analyst_env.benchmarks.baselines:{factory}",
-        "--port", "{port}", "--log-level", "warning", "--ws-max-size", str(100 * 2**20),
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        f"analyst_env.benchmarks.baselines:{factory}",
+        "--port",
+        "{port}",
+        "--log-level",
+        "warning",
+        "--ws-max-size",
+        str(100 * 2**20),
     ]
     env = {"BASELINE_MAX_SESSIONS": str(max_sessions)}
     if csv_path:

@@ -70,8 +70,9 @@ class Tally:
 
 
 def _step(tool: str, **arguments: Any) -> str:
-    return json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": tool,
-                                                "arguments": arguments}})
+    return json.dumps(
+        {"type": "step", "data": {"type": "call_tool", "tool_name": tool, "arguments": arguments}}
+    )
 
 
 def _cell(code: str) -> str:
@@ -118,19 +119,27 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
         mounts = sum(1 for _ in fh)
     cgroups = len(glob.glob("/sys/fs/cgroup/**/analyst*", recursive=True))
     scratch = len(glob.glob(os.path.join(tempfile.gettempdir(), "analyst-env-local-*")))
-    return {"processes": len(pids), "fds": fds, "rss_mib": rss_kib / 1024, "mounts": mounts,
-            "cgroups": cgroups, "scratch_dirs": scratch}
+    return {
+        "processes": len(pids),
+        "fds": fds,
+        "rss_mib": rss_kib / 1024,
+        "mounts": mounts,
+        "cgroups": cgroups,
+        "scratch_dirs": scratch,
+    }
 
 
 async def _reply(ws) -> dict[str, Any]:
     return json.loads(await asyncio.wait_for(ws.recv(), timeout=REPLY_TIMEOUT_S))
 
 
-async def _episode(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tally,
-                   deadline: float) -> None:
+async def _episode(
+    ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tally, deadline: float
+) -> None:
     """One episode of random actions (one socket, resumed as often as it is dropped)."""
-    ws = await websockets.connect(f"{ws_url}?resume=1", max_size=None, ping_interval=None,
-                                  open_timeout=REPLY_TIMEOUT_S)
+    ws = await websockets.connect(
+        f"{ws_url}?resume=1", max_size=None, ping_interval=None, open_timeout=REPLY_TIMEOUT_S
+    )
     cut_off = False
     try:
         try:
@@ -176,12 +185,25 @@ async def _episode(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tall
             await ws.send(frame)
             try:
                 reply = await _reply(ws)
-            except (asyncio.TimeoutError, websockets.ConnectionClosed) as exc:
+            except (TimeoutError, websockets.ConnectionClosed) as exc:
                 tally.problem(f"{name}: no reply ({exc!r})")
                 return
             tally.frames += 1
-            if name.startswith(("trivial", "pandas", "list", "notebook", "shell", "crash", "kill",
-                                "loop", "memory", "unknown_tool", "wrong")):
+            if name.startswith(
+                (
+                    "trivial",
+                    "pandas",
+                    "list",
+                    "notebook",
+                    "shell",
+                    "crash",
+                    "kill",
+                    "loop",
+                    "memory",
+                    "unknown_tool",
+                    "wrong",
+                )
+            ):
                 steps_seen += 1
             if name == "huge_seed_reset" and reply.get("type") == "observation":
                 tally.problem("a reset with a 5000-digit seed was accepted")
@@ -190,7 +212,7 @@ async def _episode(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tall
             try:
                 await ws.send(json.dumps({"type": "close"}))
                 await asyncio.wait_for(ws.close(), timeout=5)
-            except (websockets.ConnectionClosed, asyncio.TimeoutError, OSError):
+            except (TimeoutError, websockets.ConnectionClosed, OSError):
                 ws.transport.abort()
 
 
@@ -198,8 +220,14 @@ async def _resume(ws_url: str, episode_id: str, secret: str, seen: int, tally: T
     """(socket resumed on the episode, whether the cut step's reply came first), or None."""
     ticket = ResumeTicket(episode_id, secret, RESUME_GRACE_S, seen)
     try:
-        ws, missed = await resume_episode(ws_url, ticket, {"max_size": None, "ping_interval": None},
-                                          time.monotonic(), Backoff(), REPLY_TIMEOUT_S)
+        ws, missed = await resume_episode(
+            ws_url,
+            ticket,
+            {"max_size": None, "ping_interval": None},
+            time.monotonic(),
+            Backoff(),
+            REPLY_TIMEOUT_S,
+        )
     except EpisodeLostError as exc:
         tally.problem(f"resume failed: {exc}")
         return None
@@ -208,13 +236,13 @@ async def _resume(ws_url: str, episode_id: str, secret: str, seen: int, tally: T
     return ws, missed is not None
 
 
-async def _client(ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tally,
-                  deadline: float) -> None:
+async def _client(
+    ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tally, deadline: float
+) -> None:
     while time.monotonic() < deadline:
         try:
             await _episode(ws_url, rng, cfg, tally, deadline)
-        except (OSError, websockets.ConnectionClosed, websockets.InvalidHandshake,
-                asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, websockets.ConnectionClosed, websockets.InvalidHandshake) as exc:
             tally.problem(f"connection failed: {exc!r}")
 
 
@@ -236,8 +264,9 @@ def _settle(server: ServerProcess, baseline: dict[str, Any], wait_s: float) -> d
     deadline = time.monotonic() + wait_s
     while True:
         now = snapshot(server)
-        back = all(now[k] <= baseline[k] for k in ("processes", "fds", "mounts", "cgroups",
-                                                    "scratch_dirs"))
+        back = all(
+            now[k] <= baseline[k] for k in ("processes", "fds", "mounts", "cgroups", "scratch_dirs")
+        )
         if back or time.monotonic() > deadline:
             return now
         time.sleep(0.5)
@@ -246,8 +275,18 @@ def _settle(server: ServerProcess, baseline: dict[str, Any], wait_s: float) -> d
 def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     """Run the soak; the report as a dict (``ok`` False past a threshold)."""
     exe = str(Path(sys.executable).with_name("analyst-env"))
-    argv = [exe, "serve", "--port", "{port}", "--max-sessions", str(2 * cfg.sessions + 16),
-            "--cell-timeout", str(CELL_TIMEOUT_S), "--log-level", "warning"]
+    argv = [
+        exe,
+        "serve",
+        "--port",
+        "{port}",
+        "--max-sessions",
+        str(2 * cfg.sessions + 16),
+        "--cell-timeout",
+        str(CELL_TIMEOUT_S),
+        "--log-level",
+        "warning",
+    ]
     # dropped-for-good episodes hold a slot for the grace period: twice the sessions
     env = {"ANALYST_ENV_RESUME_GRACE_S": str(RESUME_GRACE_S)}
     rng = random.Random(cfg.seed)
@@ -263,17 +302,21 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         deadline = started + cfg.minutes * 60
 
         async def soak() -> None:
-            await asyncio.gather(*(
-                _client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
-                for _ in range(cfg.sessions)))
+            await asyncio.gather(
+                *(
+                    _client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
+                    for _ in range(cfg.sessions)
+                )
+            )
 
         asyncio.run(soak())
         elapsed = time.monotonic() - started
         log("closing; waiting for episodes to be torn down ...")
         end = _settle(server, baseline, cfg.settle_s + RESUME_GRACE_S)
         alive = server.proc.poll() is None
-    leaks = {k: end[k] - baseline[k] for k in ("processes", "fds", "mounts", "cgroups",
-                                               "scratch_dirs")}
+    leaks = {
+        k: end[k] - baseline[k] for k in ("processes", "fds", "mounts", "cgroups", "scratch_dirs")
+    }
     growth = 100 * (end["rss_mib"] - baseline["rss_mib"]) / baseline["rss_mib"]
     failures = [f"{k}: {v:+d}" for k, v in leaks.items() if v > 0]
     if growth > cfg.max_rss_growth_pct:
@@ -283,9 +326,17 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     if not alive:
         failures.append("the server died")
     return {
-        "ok": not failures, "failures": failures, "config": asdict(cfg),
-        "elapsed_s": elapsed, "episodes": tally.episodes, "frames_answered": tally.frames,
-        "actions": dict(sorted(tally.actions.items())), "problems": tally.problems,
-        "baseline": baseline, "end": end, "leaks": leaks, "rss_growth_pct": growth,
+        "ok": not failures,
+        "failures": failures,
+        "config": asdict(cfg),
+        "elapsed_s": elapsed,
+        "episodes": tally.episodes,
+        "frames_answered": tally.frames,
+        "actions": dict(sorted(tally.actions.items())),
+        "problems": tally.problems,
+        "baseline": baseline,
+        "end": end,
+        "leaks": leaks,
+        "rss_growth_pct": growth,
         "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }

@@ -58,8 +58,14 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         Everything else as OpenEnv's ``EnvClient``.
     """
 
-    def __init__(self, *args: Any, resume: bool = True, resume_grace_s: float = 120.0,
-                 backoff: Backoff | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        resume: bool = True,
+        resume_grace_s: float = 120.0,
+        backoff: Backoff | None = None,
+        **kwargs: Any,
+    ) -> None:
         self._resume = resume  # set first: the base __init__ calls _set_base_url
         self._default_grace_s = resume_grace_s
         self._backoff = backoff or Backoff()
@@ -76,9 +82,12 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
 
     def _socket_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(
-            open_timeout=self._connect_timeout, max_size=self._max_message_size,
+            open_timeout=self._connect_timeout,
+            max_size=self._max_message_size,
             ping_interval=self._websocket_ping_interval_s,
-            ping_timeout=self._websocket_ping_timeout_s, additional_headers=self._headers)
+            ping_timeout=self._websocket_ping_timeout_s,
+            additional_headers=self._headers,
+        )
         if _is_localhost_ws_url(self._plain_ws_url):
             kwargs["proxy"] = None
         return kwargs
@@ -89,8 +98,14 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         self._ws, self._ws_loop = None, None
         if old is not None:
             self._schedule_socket_close(old)
-        ws, missed = await resume_episode(self._plain_ws_url, self._ticket, self._socket_kwargs(),
-                                          dropped_at, self._backoff, self._message_timeout)
+        ws, missed = await resume_episode(
+            self._plain_ws_url,
+            self._ticket,
+            self._socket_kwargs(),
+            dropped_at,
+            self._backoff,
+            self._message_timeout,
+        )
         self._ws, self._ws_loop = ws, asyncio.get_running_loop()
         self.resumes += 1
         return missed
@@ -117,8 +132,10 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             response = await self._resumable(message)
         if response.get("type") == "error":
             data = response.get("data", {})
-            raise RuntimeError(f"Server error: {data.get('message', 'Unknown error')} "
-                               f"(code: {data.get('code', 'UNKNOWN')})")
+            raise RuntimeError(
+                f"Server error: {data.get('message', 'Unknown error')} "
+                f"(code: {data.get('code', 'UNKNOWN')})"
+            )
         return response
 
     async def _reset_or_plain(self, message: dict[str, Any]) -> dict[str, Any]:

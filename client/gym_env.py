@@ -74,8 +74,12 @@ class AnalystGymEnv(gym.Env[str, str]):
             for f in obs["files"]
         )
         tools = ", ".join(t["name"] for t in obs["available_tools"])
-        self._last_text = f"{obs['instruction']}\n\nFiles in the working directory:\n{files}\n\nTools: {tools}"
-        info = {k: obs[k] for k in ("episode_id", "task_id", "files", "available_tools", "max_steps")}
+        self._last_text = (
+            f"{obs['instruction']}\n\nFiles in the working directory:\n{files}\n\nTools: {tools}"
+        )
+        info = {
+            k: obs[k] for k in ("episode_id", "task_id", "files", "available_tools", "max_steps")
+        }
         return self._last_text, info
 
     def step(self, action: str):
@@ -94,11 +98,18 @@ class AnalystGymEnv(gym.Env[str, str]):
             return self._last_text, 0.0, False, False, {"error": "invalid_action"}
         obs = self._backend.step(CallToolAction(tool_name=name, arguments=arguments))
         error = obs.get("error")
-        self._last_text = f"Error: {error['message']}" if error else str((obs.get("result") or {}).get("data", ""))
+        self._last_text = (
+            f"Error: {error['message']}"
+            if error
+            else str((obs.get("result") or {}).get("data", ""))
+        )
         done = bool(obs.get("done"))
         reward = float(obs.get("reward") or 0.0) if done else 0.0
         submitted = name == "final_answer" and error is None
-        info = {"step_count": obs.get("step_count"), "is_error": bool(error) or bool((obs.get("result") or {}).get("is_error"))}
+        info = {
+            "step_count": obs.get("step_count"),
+            "is_error": bool(error) or bool((obs.get("result") or {}).get("is_error")),
+        }
         return self._last_text, reward, done and submitted, done and not submitted, info
 
     def render(self) -> str | None:

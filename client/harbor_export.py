@@ -84,12 +84,18 @@ def _solve_sh(task: Task) -> str:
         'mkdir -p "$WORKDIR"',
         'cd "$INPUT"',
     ]
-    code = [str(s.arguments.get("code", "")) for s in task.oracle_steps if s.tool in ("add_and_execute_code_cell", "edit_and_execute_current_cell")]
+    code = [
+        str(s.arguments.get("code", ""))
+        for s in task.oracle_steps
+        if s.tool in ("add_and_execute_code_cell", "edit_and_execute_current_cell")
+    ]
     for step in task.oracle_steps:
         if step.tool == "execute_shell_command":
             lines.append(str(step.arguments.get("command", "")))
     if code:
-        lines.append("\"$PYTHON\" - <<'ANALYST_ENV_ORACLE'\n" + "\n".join(code) + "\nANALYST_ENV_ORACLE")
+        lines.append(
+            "\"$PYTHON\" - <<'ANALYST_ENV_ORACLE'\n" + "\n".join(code) + "\nANALYST_ENV_ORACLE"
+        )
     lines.append(f'printf %s {shlex.quote(task.oracle_answer)} > "$WORKDIR/answer.txt"')
     return "\n".join(lines) + "\n"
 
@@ -124,11 +130,18 @@ def _dockerfile(task: Task, base_image: str = BASE_IMAGE, wheelhouse: bool = Fal
         ]
     else:
         install = [f"RUN pip install --no-cache-dir {packages}"]
-    lines = [f"FROM {base_image}", *install, "RUN mkdir -p /home/user/input /workdir /logs/verifier"]
+    lines = [
+        f"FROM {base_image}",
+        *install,
+        "RUN mkdir -p /home/user/input /workdir /logs/verifier",
+    ]
     if task.verifier.name == "workbook_match":
         # The grader recalculates formulas the agent wrote before comparing cell values.
-        lines.insert(1, "RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-calc-nogui "
-                        "&& rm -rf /var/lib/apt/lists/*")
+        lines.insert(
+            1,
+            "RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-calc-nogui "
+            "&& rm -rf /var/lib/apt/lists/*",
+        )
     if task.files:
         lines.append("COPY data/ /home/user/input/")
     for command in task.setup:
@@ -184,7 +197,10 @@ def _instruction(task: Task) -> str:
     files = [describe_file(name, path) for name, path in sorted(task.files.items())]
     text = task.instruction.strip()
     if files:
-        text += "\n\nThe data files are in `/home/user/input` (also the working directory):\n" + describe_files(files)
+        text += (
+            "\n\nThe data files are in `/home/user/input` (also the working directory):\n"
+            + describe_files(files)
+        )
     text += (
         "\n\nPython 3 with pandas, numpy, scikit-learn, duckdb, openpyxl and matplotlib is installed. "
         "When you are done, write only your final answer, in the format the question asks for, "
@@ -221,12 +237,27 @@ def build_grader_wheel(outdir: Path) -> Path:
         )
     outdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(outdir), str(root)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(outdir),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     wheels = sorted(outdir.glob("analyst_env-*.whl"))
     if proc.returncode != 0 or not wheels:
-        raise RuntimeError(f"building the grader wheel failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+        raise RuntimeError(
+            f"building the grader wheel failed: {(proc.stderr or proc.stdout).strip()[-500:]}"
+        )
     return wheels[-1]
 
 
@@ -285,16 +316,28 @@ def export_task(
     (root / "task.toml").write_text(_task_toml(task, timeout_s))
     if wheelhouse is not None:
         _bundle_wheelhouse(root / "environment", wheelhouse)
-    (root / "environment" / "Dockerfile").write_text(_dockerfile(task, base_image, wheelhouse is not None))
+    (root / "environment" / "Dockerfile").write_text(
+        _dockerfile(task, base_image, wheelhouse is not None)
+    )
     _bundle_grader(root / "tests", grader_requirement)
-    (root / "tests" / "task.json").write_text(_bundleanswer_references(task, root / "tests").model_dump_json(indent=1))
-    for path, text in ((root / "tests" / "test.sh", _TEST_SH), (root / "solution" / "solve.sh", _solve_sh(task))):
+    (root / "tests" / "task.json").write_text(
+        _bundleanswer_references(task, root / "tests").model_dump_json(indent=1)
+    )
+    for path, text in (
+        (root / "tests" / "test.sh", _TEST_SH),
+        (root / "solution" / "solve.sh", _solve_sh(task)),
+    ):
         path.write_text(text)
         path.chmod(0o755)
     return root
 
 
-def export(tasks: list[Task], out: str | Path, grader_requirement: str | Path | None = GRADER_REQUIREMENT, **options) -> list[Path]:
+def export(
+    tasks: list[Task],
+    out: str | Path,
+    grader_requirement: str | Path | None = GRADER_REQUIREMENT,
+    **options,
+) -> list[Path]:
     """Write ``out/tasks/<id>/`` for every task; returns the task directories.
 
     Args:
@@ -304,5 +347,9 @@ def export(tasks: list[Task], out: str | Path, grader_requirement: str | Path | 
     tasks_dir = Path(out) / "tasks"
     tasks_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="analyst-grader-") as tmp:
-        grader = grader_requirement if grader_requirement is not None else build_grader_wheel(Path(tmp))
-        return [export_task(task, tasks_dir, grader_requirement=grader, **options) for task in tasks]
+        grader = (
+            grader_requirement if grader_requirement is not None else build_grader_wheel(Path(tmp))
+        )
+        return [
+            export_task(task, tasks_dir, grader_requirement=grader, **options) for task in tasks
+        ]

@@ -24,9 +24,13 @@ class BackgroundServer:
 
     def __init__(self, app, port: int | None = None, startup_timeout_s: float = 60.0) -> None:
         self.port = port or free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=100 * 2**20)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=100 * 2**20
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="analyst-env-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, name="analyst-env-server", daemon=True
+        )
         self._startup_timeout_s = startup_timeout_s
 
     @property

@@ -53,11 +53,19 @@ def openai_tools(specs: list[Any]) -> list[dict[str, Any]]:
     tools = []
     for spec in specs:
         spec = spec.model_dump() if hasattr(spec, "model_dump") else dict(spec)
-        schema = spec.get("input_schema") or spec.get("inputSchema") or {"type": "object", "properties": {}}
+        schema = (
+            spec.get("input_schema")
+            or spec.get("inputSchema")
+            or {"type": "object", "properties": {}}
+        )
         tools.append(
             {
                 "type": "function",
-                "function": {"name": spec["name"], "description": spec.get("description", ""), "parameters": schema},
+                "function": {
+                    "name": spec["name"],
+                    "description": spec.get("description", ""),
+                    "parameters": schema,
+                },
             }
         )
     return tools

@@ -46,7 +46,7 @@ class ResumeTicket:
     steps_seen: int = 0  # step replies received since the reset
 
     @classmethod
-    def from_reset(cls, data: dict[str, Any], default_grace_s: float) -> "ResumeTicket | None":
+    def from_reset(cls, data: dict[str, Any], default_grace_s: float) -> ResumeTicket | None:
         """The ticket in a reset reply's ``data``; None if the server offers no resumption."""
         meta = data.get("metadata") or {}
         episode_id = (data.get("observation") or {}).get("episode_id")
@@ -54,12 +54,16 @@ class ResumeTicket:
         if not episode_id or not secret:
             return None
         grace = meta.get("resume_grace_s")
-        return cls(str(episode_id), str(secret),
-                   float(grace) if isinstance(grace, (int, float)) else default_grace_s)
+        return cls(
+            str(episode_id),
+            str(secret),
+            float(grace) if isinstance(grace, (int, float)) else default_grace_s,
+        )
 
     def url(self, ws_url: str) -> str:
-        query = urlencode({"episode_id": self.episode_id, "resume_secret": self.secret,
-                           "seen": self.steps_seen})
+        query = urlencode(
+            {"episode_id": self.episode_id, "resume_secret": self.secret, "seen": self.steps_seen}
+        )
         return f"{ws_url}?{query}"
 
 
@@ -93,12 +97,12 @@ async def resume_episode(
     while True:
         try:
             ws = await ws_connect(ticket.url(ws_url), **connect_kwargs)
-        except (OSError, InvalidHandshake, InvalidURI, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, InvalidHandshake, InvalidURI) as exc:
             last_problem = f"cannot connect: {exc}"
         else:
             try:
                 first = await _probe(ws, message_timeout_s)
-            except (*DROPS, asyncio.TimeoutError, ValueError) as exc:
+            except (TimeoutError, *DROPS, ValueError) as exc:
                 last_problem = f"the new connection failed too: {exc!r}"
             else:
                 data = first.get("data") or {}
@@ -114,9 +118,13 @@ async def resume_episode(
                     raise EpisodeLostError(_lost(ticket, last_problem))
             _quiet_close(ws)
         if time.monotonic() + delay > deadline:
-            raise EpisodeLostError(_lost(
-                ticket, f"gave up after the grace period ({ticket.grace_s:g} s); "
-                        f"last problem: {last_problem}"))
+            raise EpisodeLostError(
+                _lost(
+                    ticket,
+                    f"gave up after the grace period ({ticket.grace_s:g} s); "
+                    f"last problem: {last_problem}",
+                )
+            )
         await asyncio.sleep(delay)
         delay = min(delay * 2, backoff.max_s)
 
@@ -136,5 +144,7 @@ def _quiet_close(ws: ClientConnection) -> None:
 
 
 def _lost(ticket: ResumeTicket, why: str) -> str:
-    return (f"the connection to the server dropped and episode {ticket.episode_id} could not be "
-            f"resumed: {why}. Reset to start a new episode.")
+    return (
+        f"the connection to the server dropped and episode {ticket.episode_id} could not be "
+        f"resumed: {why}. Reset to start a new episode."
+    )

@@ -47,7 +47,9 @@ class AnalystSkyRLEnv(BaseTextEnv):
         config = dict(env_config or {})
         self.base_url = extras.get("base_url") or config.get("base_url")
         if not self.base_url:
-            raise ValueError("AnalystSkyRLEnv needs the server URL: a 'base_url' column or env_config.base_url")
+            raise ValueError(
+                "AnalystSkyRLEnv needs the server URL: a 'base_url' column or env_config.base_url"
+            )
         self.task_id = extras.get("task_id")
         if not self.task_id:
             raise ValueError("AnalystSkyRLEnv needs a 'task_id' column in the dataset row")
@@ -63,7 +65,9 @@ class AnalystSkyRLEnv(BaseTextEnv):
         """Open a session and reset into the task; the prompt's user turn gets the task text."""
         if isinstance(prompt, str):  # parquet may hand the conversation over as JSON text
             prompt = json.loads(prompt)
-        self._client = AnalystEnv(base_url=self.base_url, headers=self._headers, message_timeout_s=300).sync()
+        self._client = AnalystEnv(
+            base_url=self.base_url, headers=self._headers, message_timeout_s=300
+        ).sync()
         self._client.connect()
         obs = self._client.reset(task_id=self.task_id, seed=self.seed).observation
         text = task_prompt(obs.instruction, obs.files)
@@ -126,7 +130,9 @@ def register(env_id: str = ENV_CLASS) -> None:
         skyrl_register(id=env_id, entry_point="analyst_env.client.skyrl:AnalystSkyRLEnv")
 
 
-def dataset_rows(base_url: str, split: str = "train", *, dataset: str | None = None, seed: int = 0) -> list[dict[str, Any]]:
+def dataset_rows(
+    base_url: str, split: str = "train", *, dataset: str | None = None, seed: int = 0
+) -> list[dict[str, Any]]:
     """SkyRL dataset rows for a split of the server: ``prompt``, ``env_class``, ``reward_spec``, extras.
 
     The system prompt lists the server's tools; the empty user turn is filled by ``init``.

@@ -34,7 +34,9 @@ def trajectory_files(state_dir: str | Path) -> list[Path]:
     return sorted(root.glob("*.jsonl")) if root.is_dir() else []
 
 
-def _episode(records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+def _episode(
+    records: list[dict[str, Any]],
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(reset record, step records, end record or None); raises ValueError without a reset."""
     resets = [r for r in records if r.get("type") == "reset"]
     if not resets:
@@ -70,7 +72,9 @@ def _outputs(cell: dict[str, Any] | None, text: str) -> list[Any]:
         data = {k: v for k, v in bundle.items() if isinstance(v, (str, dict, list))}
         if data:
             outputs.append(
-                nbf.new_output("execute_result", data=data, execution_count=cell.get("execution_count"))
+                nbf.new_output(
+                    "execute_result", data=data, execution_count=cell.get("execution_count")
+                )
             )
     if cell.get("error"):
         err = cell["error"]
@@ -108,9 +112,21 @@ def to_notebook(records: list[dict[str, Any]]) -> Any:
     reset, steps, end = _episode(records)
     obs = reset["observation"]
     nb = nbf.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["analyst_env"] = {"task_id": reset["task_id"], "episode_id": reset["episode_id"], "seed": reset.get("seed")}
-    nb.cells.append(nbf.new_markdown_cell(f"# Task `{reset['task_id']}`\n\n{task_prompt(obs.get('instruction', ''), obs.get('files', []))}"))
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["analyst_env"] = {
+        "task_id": reset["task_id"],
+        "episode_id": reset["episode_id"],
+        "seed": reset.get("seed"),
+    }
+    nb.cells.append(
+        nbf.new_markdown_cell(
+            f"# Task `{reset['task_id']}`\n\n{task_prompt(obs.get('instruction', ''), obs.get('files', []))}"
+        )
+    )
     last_code: int | None = None
     for step in steps:
         action = step["action"]
@@ -124,13 +140,21 @@ def to_notebook(records: list[dict[str, Any]]) -> Any:
             _source(tool, arguments),
             execution_count=(step.get("cell") or {}).get("execution_count"),
             outputs=_outputs(step.get("cell"), _text_of(step["observation"])),
-            metadata={"analyst_env": {"tool": tool, "step": step["index"], "duration_s": step.get("duration_s")}},
+            metadata={
+                "analyst_env": {
+                    "tool": tool,
+                    "step": step["index"],
+                    "duration_s": step.get("duration_s"),
+                }
+            },
         )
         if tool == "edit_and_execute_current_cell" and last_code is not None and step.get("cell"):
             nb.cells[last_code] = cell
         else:
             nb.cells.append(cell)
-        if tool in ("add_and_execute_code_cell", "edit_and_execute_current_cell") and step.get("cell"):
+        if tool in ("add_and_execute_code_cell", "edit_and_execute_current_cell") and step.get(
+            "cell"
+        ):
             last_code = len(nb.cells) - 1 if nb.cells[-1] is cell else last_code
     if end is not None:
         nb.cells.append(
@@ -170,12 +194,24 @@ def to_sft(records: list[dict[str, Any]]) -> dict[str, Any]:
                     {
                         "id": call_id,
                         "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(action.get("arguments") or {}, ensure_ascii=False)},
+                        "function": {
+                            "name": name,
+                            "arguments": json.dumps(
+                                action.get("arguments") or {}, ensure_ascii=False
+                            ),
+                        },
                     }
                 ],
             }
         )
-        messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": _text_of(step["observation"])})
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "name": name,
+                "content": _text_of(step["observation"]),
+            }
+        )
     return {
         "messages": messages,
         "tools": openai_tools(obs.get("available_tools", [])),
@@ -186,7 +222,9 @@ def to_sft(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def export(state_dir: str | Path, fmt: str, out: str | Path, *, files: Iterable[Path] | None = None) -> list[Path]:
+def export(
+    state_dir: str | Path, fmt: str, out: str | Path, *, files: Iterable[Path] | None = None
+) -> list[Path]:
     """Export the trajectories of ``state_dir`` in ``fmt`` into directory ``out``.
 
     Args:

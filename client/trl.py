@@ -37,7 +37,14 @@ from analyst_env.client.prompts import SYSTEM_PROMPT, task_prompt
 
 ENV_NAME = "analyst_env"
 
-_JSON_TO_PY = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list", "object": "dict"}
+_JSON_TO_PY = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "dict",
+}
 _RESERVED = {"reset", "get_reward"}
 _bind_lock = threading.Lock()
 
@@ -59,7 +66,9 @@ class AnalystToolEnv:
         task_id: The task of the current episode.
     """
 
-    def __init__(self, base_url: str, *, token: str | None = None, message_timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, base_url: str, *, token: str | None = None, message_timeout_s: float = 300.0
+    ) -> None:
         self._base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else None
         self._timeout = message_timeout_s
@@ -84,9 +93,15 @@ class AnalystToolEnv:
         """
         self._close()
         self.reward, self.done = 0.0, False
-        self._client = AnalystEnv(base_url=self._base_url, headers=self._headers, message_timeout_s=self._timeout).sync()
+        self._client = AnalystEnv(
+            base_url=self._base_url, headers=self._headers, message_timeout_s=self._timeout
+        ).sync()
         self._client.connect()
-        options = {k: v for k, v in {"task_id": task_id, "split": split, "index": index}.items() if v is not None}
+        options = {
+            k: v
+            for k, v in {"task_id": task_id, "split": split, "index": index}.items()
+            if v is not None
+        }
         obs = self._client.reset(seed=seed, **options).observation
         self.task_id = obs.task_id
         prompt = task_prompt(obs.instruction, obs.files)
@@ -140,7 +155,11 @@ def fetch_tool_specs(base_url: str, headers: dict[str, str] | None = None) -> li
     except (httpx.HTTPError, KeyError, ValueError) as exc:
         raise RuntimeError(f"could not read the tool catalog from {base_url}/mcp: {exc}") from None
     return [
-        {"name": t["name"], "description": t.get("description") or "", "input_schema": t.get("inputSchema") or t.get("input_schema") or {}}
+        {
+            "name": t["name"],
+            "description": t.get("description") or "",
+            "input_schema": t.get("inputSchema") or t.get("input_schema") or {},
+        }
         for t in tools
     ]
 
@@ -160,9 +179,18 @@ def bind_tools(specs: list[dict[str, Any]], cls: type = AnalystToolEnv) -> list[
     with _bind_lock:
         for spec in specs:
             name = spec["name"]
-            if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
+            if (
+                not name.isidentifier()
+                or keyword.iskeyword(name)
+                or name.startswith("_")
+                or name in _RESERVED
+            ):
                 continue
-            setattr(cls, name, _make_method(name, spec.get("description", ""), spec.get("input_schema") or {}))
+            setattr(
+                cls,
+                name,
+                _make_method(name, spec.get("description", ""), spec.get("input_schema") or {}),
+            )
             bound.append(name)
     return bound
 
@@ -279,13 +307,20 @@ class AnalystSpec:
             splits = [s["name"] for s in http.get(f"/{ENV_NAME}/splits").raise_for_status().json()]
             if self.split not in splits:
                 raise ValueError(f"the server has no split {self.split!r}; splits: {splits}")
-            tasks = http.post(f"/{ENV_NAME}/tasks", json={"split": self.split}).raise_for_status().json()["tasks"]
+            tasks = (
+                http.post(f"/{ENV_NAME}/tasks", json={"split": self.split})
+                .raise_for_status()
+                .json()["tasks"]
+            )
         if self.dataset is not None:
             tasks = [t for t in tasks if (t.get("metadata") or {}).get("source") == self.dataset]
         if self.num_tasks is not None:
             tasks = tasks[: self.num_tasks]
         if not tasks:
-            raise ValueError(f"no tasks in split {self.split!r}" + (f" from dataset {self.dataset!r}" if self.dataset else ""))
+            raise ValueError(
+                f"no tasks in split {self.split!r}"
+                + (f" from dataset {self.dataset!r}" if self.dataset else "")
+            )
         return tasks
 
     @functools.cached_property

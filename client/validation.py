@@ -176,7 +176,9 @@ def _trivial(value: str) -> bool:
 def public_text(task: Task) -> str:
     """What the task shows by design: id, instruction, step limit, file descriptions."""
     parts = [task.id, task.instruction, f"max_steps {task.max_steps}"]
-    parts += [describe_file(name, path).model_dump_json() for name, path in sorted(task.files.items())]
+    parts += [
+        describe_file(name, path).model_dump_json() for name, path in sorted(task.files.items())
+    ]
     return "\n".join(parts)
 
 
@@ -184,7 +186,10 @@ def prompt_frame(tool_catalogue: Any) -> dict[str, str]:
     """The trainer-facing texts every task shares: the system prompt and the tool-calling prompt."""
     from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt
 
-    return {"system_prompt": SYSTEM_PROMPT, "tools_prompt": hermes_tools_prompt(tool_catalogue or [])}
+    return {
+        "system_prompt": SYSTEM_PROMPT,
+        "tools_prompt": hermes_tools_prompt(tool_catalogue or []),
+    }
 
 
 def leak_patterns(task: Task) -> dict[str, re.Pattern[str]]:
@@ -249,7 +254,9 @@ def _reward_failures(runs: dict[str, Row]) -> list[dict[str, str]]:
     if null != 0.0:
         failures.append({"check": "null", "reason": f"null answer scored {said('null')}, not 0.0"})
     if repeat is None or repeat != oracle:
-        failures.append({"check": "repeat", "reason": f"oracle scored {oracle}, then {said('repeat')}"})
+        failures.append(
+            {"check": "repeat", "reason": f"oracle scored {oracle}, then {said('repeat')}"}
+        )
     return failures
 
 
@@ -257,27 +264,45 @@ def _probe_failures(probes: ProbeResult) -> list[dict[str, str]]:
     """The adversarial and natural checks on what probing the scorer found."""
     failures = []
     if probes.adversarial_nonzero:
-        failures.append({"check": "adversarial", "reason": (
-            f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} adversarial answers "
-            f"scored above 0: {', '.join(probes.adversarial_nonzero)}")})
+        failures.append(
+            {
+                "check": "adversarial",
+                "reason": (
+                    f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} adversarial answers "
+                    f"scored above 0: {', '.join(probes.adversarial_nonzero)}"
+                ),
+            }
+        )
     if probes.natural_failed:
-        failures.append({"check": "natural", "reason": (
-            f"{len(probes.natural_failed)} of {probes.natural_tried} natural correct forms "
-            f"scored below 1: {', '.join(probes.natural_failed)}")})
+        failures.append(
+            {
+                "check": "natural",
+                "reason": (
+                    f"{len(probes.natural_failed)} of {probes.natural_tried} natural correct forms "
+                    f"scored below 1: {', '.join(probes.natural_failed)}"
+                ),
+            }
+        )
     return failures
 
 
 def _leak(task: Task, frames: dict[str, Frames]) -> tuple[str | None, int]:
     """Where a gold value shows in the scanned frames (or None), and how many values were sought."""
     catalogue = next(
-        (data.get("observation", {}).get("available_tools") for label, data in frames["null"] if label == "reset"),
+        (
+            data.get("observation", {}).get("available_tools")
+            for label, data in frames["null"]
+            if label == "reset"
+        ),
         None,
     )
     patterns = leak_patterns(task)
     scanned = [("null", label, data) for label, data in frames["null"]]
     scanned.append(("shared", "prompts", prompt_frame(catalogue)))
     for run in ("oracle", "repeat"):
-        scanned += [(run, label, data) for label, data in frames[run] if label in ORACLE_FRAMES_SCANNED]
+        scanned += [
+            (run, label, data) for label, data in frames[run] if label in ORACLE_FRAMES_SCANNED
+        ]
     for run, label, data in scanned:
         where = find_leak(patterns, data)
         if where is not None:
@@ -307,9 +332,15 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
             into.append((label, data))
 
         try:
-            runs[name] = await run_episode(base_url, task, answer, headers, list(steps), record=sink)
+            runs[name] = await run_episode(
+                base_url, task, answer, headers, list(steps), record=sink
+            )
         except Exception as exc:  # a broken run is a finding, not a crash
-            runs[name] = {"task_id": task.id, "reward": None, "error": f"{type(exc).__name__}: {exc}"}
+            runs[name] = {
+                "task_id": task.id,
+                "reward": None,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
 
     failures = _reward_failures(runs)
     leak, checked = _leak(task, frames)
@@ -332,7 +363,9 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
             failure["reward_breakdown"] = runs[run].get("reward_breakdown")
     gold_status = task.metadata.get("gold_status")
     if gold_status == GOLD_OK and any(f["check"] == "null" for f in failures):
-        gold_status = f"solved by its initial state: the null run scored {_cell(runs['null'].get('reward'))}"
+        gold_status = (
+            f"solved by its initial state: the null run scored {_cell(runs['null'].get('reward'))}"
+        )
     if gold_status not in (None, GOLD_OK):
         row["status"] = "broken_upstream"
         row["gold_status"] = gold_status
@@ -408,7 +441,9 @@ def _cell(reward: float | None) -> str:
 def format_table(rows: list[Row]) -> str:
     """One line per task: oracle, null, repeat, leak, status."""
     width = max([len("task_id"), *(len(r["task_id"]) for r in rows)])
-    lines = [f"{'task_id':<{width}}  {'oracle':>6}  {'null':>6}  {'repeat':>6}  {'leak':<4}  status"]
+    lines = [
+        f"{'task_id':<{width}}  {'oracle':>6}  {'null':>6}  {'repeat':>6}  {'leak':<4}  status"
+    ]
     for r in rows:
         leak = "LEAK" if r["leak"] else ("ok" if r["gold_values_checked"] else "n/a")
         status = r["status"]
@@ -429,7 +464,9 @@ def summary(result: dict[str, Any]) -> str:
         f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])}"
     )
     if result.get("quarantine"):
-        line += " (quarantined: " + ", ".join(f"{k} {v}" for k, v in result["quarantine"].items()) + ")"
+        line += (
+            " (quarantined: " + ", ".join(f"{k} {v}" for k, v in result["quarantine"].items()) + ")"
+        )
     return line
 
 
@@ -443,7 +480,11 @@ def format_probes(result: dict[str, Any]) -> str:
         if row["natural_tried"]:
             ok = row["natural_scored_1"]
             line += f"; {row['natural_tried']} natural correct forms, "
-            line += "every one scored 1" if ok == row["natural_tried"] else f"{row['natural_tried'] - ok} below 1"
+            line += (
+                "every one scored 1"
+                if ok == row["natural_tried"]
+                else f"{row['natural_tried'] - ok} below 1"
+            )
         if row["note"]:
             line += f" ({row['note']})"
         for why, count in row["not_probed"].items():

@@ -38,9 +38,7 @@ def build_instruction(q: dict[str, Any]) -> str:
     parts = [q["question"].strip()]
     if q.get("constraints"):
         parts.append("Constraints:\n" + q["constraints"].strip())
-    parts.append(
-        f"The data is in the CSV file `{q['file_name']}` in your working directory."
-    )
+    parts.append(f"The data is in the CSV file `{q['file_name']}` in your working directory.")
     parts.append(
         "Answer format: your final answer must contain each part written as "
         "@answer_name[value], exactly as follows:\n" + q["format"].strip()
@@ -85,7 +83,9 @@ def load_dabench(root: str | os.PathLike[str], split: str = "dev") -> Dataset:
                     "concepts": list(q.get("concepts", [])),
                     "kind": "csv",
                     "gold_status": (
-                        f"label contradicts itself: {'; '.join(contradictions)}" if contradictions else "ok"
+                        f"label contradicts itself: {'; '.join(contradictions)}"
+                        if contradictions
+                        else "ok"
                     ),
                 },
             )

@@ -79,7 +79,9 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
         ev = evals[tid]
         funcs = ev.get("func") or []
         if len(funcs) != 1 or funcs[0] not in SUPPORTED:
-            raise ValueError(f"DA-Code task {tid!r} uses {funcs}; supported: {', '.join(SUPPORTED)}")
+            raise ValueError(
+                f"DA-Code task {tid!r} uses {funcs}; supported: {', '.join(SUPPORTED)}"
+            )
         src = root / SOURCE / tid
         if not src.is_dir():
             raise FileNotFoundError(f"source folder {src} not found")
@@ -93,29 +95,47 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
             for p in gold_paths.values():
                 if not p.is_file():
                     raise FileNotFoundError(f"gold file {p} not found")
-            answer = {"outputs": [{"file": n, "gold": [str(p)], "options": options} for n, p in gold_paths.items()]}
+            answer = {
+                "outputs": [
+                    {"file": n, "gold": [str(p)], "options": options} for n, p in gold_paths.items()
+                ]
+            }
             verifier = VerifierSpec(name="dacode_csv")
             steps = [
                 ToolCall(
                     tool="add_and_execute_code_cell",
-                    arguments={"code": write_files_code({n: p.read_text(encoding="utf-8") for n, p in gold_paths.items()})},
+                    arguments={
+                        "code": write_files_code(
+                            {n: p.read_text(encoding="utf-8") for n, p in gold_paths.items()}
+                        )
+                    },
                 )
             ]
             oracle_answer = "done"
             instruction += "\n\nWrite the output file(s) in your working directory, then call final_answer (the text is not scored)."
         else:
-            golds = result["number"] if isinstance(result.get("number"), list) else [result["number"]]
+            golds = (
+                result["number"] if isinstance(result.get("number"), list) else [result["number"]]
+            )
             answer = golds if len(golds) > 1 else golds[0]
             verifier = VerifierSpec(
                 name="dacode_text",
-                params={"ignore_order": bool(options.get("ignore_order", False)), "score_rule": options.get("score_rule", "all")},
+                params={
+                    "ignore_order": bool(options.get("ignore_order", False)),
+                    "score_rule": options.get("score_rule", "all"),
+                },
             )
             steps, oracle_answer = [], json.dumps(golds[0])
             missing = sorted({k.lower().strip() for k in golds[0]} - _instruction_keys(instruction))
             if missing:
                 status = f"gold keys not named in the instruction: {missing} (scored as upstream)"
-            contradictions = [c for g in golds for c in contradicting_labels(
-                (str(k).lower().strip(), json.dumps(v, sort_keys=True)) for k, v in g.items())]
+            contradictions = [
+                c
+                for g in golds
+                for c in contradicting_labels(
+                    (str(k).lower().strip(), json.dumps(v, sort_keys=True)) for k, v in g.items()
+                )
+            ]
             if contradictions:  # the scorer reads keys case- and space-insensitively
                 status = f"label contradicts itself: {'; '.join(contradictions)}"
             instruction += "\n\nAnswer with final_answer, giving the filled-in JSON object."

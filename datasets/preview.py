@@ -143,7 +143,10 @@ def _excel_preview(path: str, size: int) -> dict[str, Any]:
             max_row = ws.max_row
             if max_row is None:  # dimensions not stored: count
                 max_row = sum(1 for _ in ws.iter_rows(values_only=True))
-            sheets[ws.title] = {"columns": columns, "rows": max(0, max_row - 1) if columns else max_row}
+            sheets[ws.title] = {
+                "columns": columns,
+                "rows": max(0, max_row - 1) if columns else max_row,
+            }
         return {"sheets": sheets}
     finally:
         wb.close()

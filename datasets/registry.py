@@ -133,7 +133,9 @@ def load_dataset(spec: str) -> Any:
     formats = [*sorted(FORMATS), *(f"{f} (SEED)" for f in sorted(GENERATED))]
     hint = f"known formats: {', '.join(formats)}; shipped sets: {', '.join(sorted(SHIPPED))}"
     if not sep:
-        raise ValueError(f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {hint}")
+        raise ValueError(
+            f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {hint}"
+        )
     if fmt not in FORMATS:
         raise ValueError(f"unknown dataset format {fmt!r}; {hint}")
     if not path:

@@ -76,10 +76,14 @@ def _references(folder: Path) -> list[dict[str, Any]]:
 
 
 def _raw_cells(ws) -> dict[str, Any]:
-    return {c.coordinate: c.value for row in ws.iter_rows() for c in row if c.value not in (None, "")}
+    return {
+        c.coordinate: c.value for row in ws.iter_rows() for c in row if c.value not in (None, "")
+    }
 
 
-def _reference_edits(input_path: Path, ref_path: Path) -> tuple[list[str], dict[str, dict[str, Any]], int]:
+def _reference_edits(
+    input_path: Path, ref_path: Path
+) -> tuple[list[str], dict[str, dict[str, Any]], int]:
     """Sheets of the reference, and per sheet the cells to write into the input to reproduce it.
 
     A formula cell is written as its cached value; where the reference has no
@@ -174,7 +178,9 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
         try:
             sheet, no = str(row["Sheet Name"]), int(row["No."])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{root / TASKS}: row without a valid 'Sheet Name'/'No.': {row!r:.200}") from exc
+            raise ValueError(
+                f"{root / TASKS}: row without a valid 'Sheet Name'/'No.': {row!r:.200}"
+            ) from exc
         workbook = f"{sheet}.xlsx"
         input_path = root / SHEETS / workbook
         if not input_path.is_file():
@@ -186,7 +192,9 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
         sheets, edits, uncached = _reference_edits(input_path, Path(refs[0]["path"]))
         notes = []
         if uncached:
-            notes.append(f"first reference has {uncached} formula cells without cached values (scored on recalculation)")
+            notes.append(
+                f"first reference has {uncached} formula cells without cached values (scored on recalculation)"
+            )
         skipped = sorted({c for r in refs for c in unsupported_checks(r["check_board"])})
         if skipped:
             notes.append("checks not scored: " + ", ".join(skipped))
@@ -203,7 +211,10 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
                 answer={"workbook": workbook, "references": refs},
                 oracle_answer="done",
                 oracle_steps=[
-                    ToolCall(tool="add_and_execute_code_cell", arguments={"code": oracle_code(workbook, sheets, edits)})
+                    ToolCall(
+                        tool="add_and_execute_code_cell",
+                        arguments={"code": oracle_code(workbook, sheets, edits)},
+                    )
                 ],
                 verifier=VerifierSpec(name="workbook_match"),
                 split=split,

@@ -46,7 +46,11 @@ def parse_table(raw: Any) -> tuple[list[str], list[list[Any]]]:
                 value = ast.literal_eval(raw)
             except (ValueError, SyntaxError) as exc:
                 raise ValueError(f"table is neither JSON nor a Python literal: {exc}") from None
-    if not isinstance(value, dict) or not isinstance(value.get("columns"), list) or not isinstance(value.get("data"), list):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("columns"), list)
+        or not isinstance(value.get("data"), list)
+    ):
         raise ValueError("table must be a mapping with 'columns' and 'data' lists")
     return [str(c) for c in value["columns"]], [list(r) for r in value["data"]]
 
@@ -77,7 +81,9 @@ def build_instruction(record: dict[str, Any], qtype: str) -> str:
 
 
 def _cache_dir(cache_dir: str | os.PathLike[str] | None) -> Path:
-    base = cache_dir or os.environ.get("ANALYST_ENV_CACHE") or Path.home() / ".cache" / "analyst_env"
+    base = (
+        cache_dir or os.environ.get("ANALYST_ENV_CACHE") or Path.home() / ".cache" / "analyst_env"
+    )
     return Path(base) / "tablebench"
 
 
@@ -97,7 +103,9 @@ def _write_table(folder: Path, columns: list[str], rows: list[list[Any]]) -> Pat
 
 
 def load_tablebench(
-    root: str | os.PathLike[str], split: str = "test", cache_dir: str | os.PathLike[str] | None = None
+    root: str | os.PathLike[str],
+    split: str = "test",
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> Dataset:
     """Load TableBench records from every ``*.jsonl`` file in ``root`` (or ``root`` itself if a file).
 
@@ -139,7 +147,9 @@ def load_tablebench(
                 columns, rows, status = [], [], f"table unreadable: {exc}"
             if metric == "Pass@1" and parse_series(str(rec["answer"])) is None:
                 status = "answer has no y_references series"
-            digest = hashlib.sha256(json.dumps([columns, rows], default=str).encode()).hexdigest()[:16]
+            digest = hashlib.sha256(json.dumps([columns, rows], default=str).encode()).hexdigest()[
+                :16
+            ]
             table = _write_table(cache / f"{rec['id']}-{digest}", columns, rows)
             answer = str(rec["answer"])
             tasks.append(

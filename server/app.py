@@ -63,7 +63,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
-    sockets = install_ws_endpoints(app, settings.resume_grace_s)  # /ws and /mcp that answer every bad frame and never reap an open socket
+    sockets = install_ws_endpoints(
+        app, settings.resume_grace_s
+    )  # /ws and /mcp that answer every bad frame and never reap an open socket
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
     install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
@@ -92,7 +94,11 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     async def health() -> dict:
         """Liveness: ``{"status": "healthy", "sandbox": {backend, isolation, degraded}}``."""
         info = protections()
-        sandbox = {"backend": runtime.backend.name, "isolation": info.get("isolation"), "degraded": info.get("degraded", "")}
+        sandbox = {
+            "backend": runtime.backend.name,
+            "isolation": info.get("isolation"),
+            "degraded": info.get("degraded", ""),
+        }
         return {"status": "healthy", "sandbox": sandbox}
 
     async def warm_backend() -> None:
@@ -111,7 +117,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
             return JSONResponse(full, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories
+    async def close_sessions() -> (
+        None
+    ):  # sessions without a socket (HTTP /mcp): end their episodes, flush trajectories
         sockets.draining = True
         sockets.parking.clear()
         server = app.state.env_server
@@ -124,7 +132,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     async def redact_logs() -> None:  # after uvicorn configured its loggers
         redact_tokens_in_logs()
 
-    async def accept_sessions() -> None:  # an app served again after a shutdown (tests, eval) accepts sessions again
+    async def accept_sessions() -> (
+        None
+    ):  # an app served again after a shutdown (tests, eval) accepts sessions again
         sockets.draining = False
 
     redact_tokens_in_logs()

@@ -34,14 +34,22 @@ class BearerTokenMiddleware:
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "")
-        if scope["type"] not in ("http", "websocket") or path in OPEN_PATHS or (
-            scope["type"] == "http" and path.startswith(OPEN_PREFIXES)
+        if (
+            scope["type"] not in ("http", "websocket")
+            or path in OPEN_PATHS
+            or (scope["type"] == "http" and path.startswith(OPEN_PREFIXES))
         ):
             return await self.app(scope, receive, send)
         if self._authorized(scope):
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": "missing or invalid bearer token"})
+            await send(
+                {
+                    "type": "websocket.close",
+                    "code": 1008,
+                    "reason": "missing or invalid bearer token",
+                }
+            )
             return
         body = json.dumps({"detail": "missing or invalid bearer token"}).encode()
         await send(
@@ -85,9 +93,14 @@ class TokenRedactingFilter(logging.Filter):
         if isinstance(record.msg, str) and "token=" in record.msg.lower():
             record.msg = redact(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) and "token=" in a.lower() else a for a in record.args)
+            record.args = tuple(
+                redact(a) if isinstance(a, str) and "token=" in a.lower() else a
+                for a in record.args
+            )
         elif isinstance(record.args, dict):
-            record.args = {k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()}
+            record.args = {
+                k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()
+            }
         return True
 
 

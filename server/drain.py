@@ -37,7 +37,9 @@ HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 class DrainingServer(uvicorn.Server):
     """A uvicorn server whose first SIGTERM/SIGINT drains (see module docstring) instead of cutting off."""
 
-    def __init__(self, config: uvicorn.Config, sockets: SessionSockets, drain_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, config: uvicorn.Config, sockets: SessionSockets, drain_timeout_s: float = 30.0
+    ) -> None:
         super().__init__(config)
         self.sockets = sockets
         self.drain_timeout_s = drain_timeout_s
@@ -62,7 +64,9 @@ class DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
     def handle_exit(self, sig: int, frame) -> None:
-        if self.sockets.draining or self._loop is None:  # a second signal, or one before start-up ended
+        if (
+            self.sockets.draining or self._loop is None
+        ):  # a second signal, or one before start-up ended
             self.should_exit = True
             self.force_exit = self.sockets.draining
             return
@@ -77,13 +81,20 @@ class DrainingServer(uvicorn.Server):
         sockets = self.sockets
         sockets.draining = True
         deadline = time.monotonic() + self.drain_timeout_s
-        log.info("%s: draining: %d frame(s) in flight, %d socket(s) open; new sessions are refused",
-                 reason, sockets.in_flight, len(sockets.sockets))
+        log.info(
+            "%s: draining: %d frame(s) in flight, %d socket(s) open; new sessions are refused",
+            reason,
+            sockets.in_flight,
+            len(sockets.sockets),
+        )
         while sockets.in_flight and time.monotonic() < deadline and not self.force_exit:
             await asyncio.sleep(0.05)
         if sockets.in_flight:
-            log.warning("drain deadline (%.0f s) passed with %d frame(s) still running", self.drain_timeout_s,
-                        sockets.in_flight)
+            log.warning(
+                "drain deadline (%.0f s) passed with %d frame(s) still running",
+                self.drain_timeout_s,
+                sockets.in_flight,
+            )
         for websocket in list(sockets.sockets):
             try:
                 await websocket.close(code=DRAINING_CLOSE_CODE, reason=DRAINING_REASON)

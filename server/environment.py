@@ -44,6 +44,7 @@ from analyst_env.models import (
     AnalystState,
     AnalystToolObservation,
 )
+from analyst_env.server.envs_binding import resolve_image
 from analyst_env.server.episode import Episode
 from analyst_env.server.live import LiveHub
 from analyst_env.server.metrics import (  # noqa: E402
@@ -52,7 +53,6 @@ from analyst_env.server.metrics import (  # noqa: E402
     metered_tool_call,
 )
 from analyst_env.server.process_reward import score_step
-from analyst_env.server.envs_binding import resolve_image
 from analyst_env.server.reset_options import ResetOptions
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.tools import TOOLS, ToolOutput
@@ -129,7 +129,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
-        task = runtime.select(task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed)
+        task = runtime.select(
+            task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
+        )
         image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
         with self._lock:
             if self._closed:  # closed while this reset waited for the lock
@@ -145,9 +147,13 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             self._episode = episode
             status, message = "ready", READY_MESSAGE
             try:
-                episode.sandbox = runtime.backend.start(image.image, files=task.files, seed=opts.seed)
+                episode.sandbox = runtime.backend.start(
+                    image.image, files=task.files, seed=opts.seed
+                )
                 if not episode.sandbox.helpers_defined:
-                    episode.sandbox.run_cell(HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True)
+                    episode.sandbox.run_cell(
+                        HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True
+                    )
                 failed = self._run_setup(episode)
                 if failed:
                     status, message = "error", f"Setup command failed: {failed}"
@@ -167,8 +173,12 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 message=message,
                 done=episode.done,
                 reward=episode.reward,
-                metadata={"status": status, "task_id": task.id, "instruction": task.instruction,
-                          **image.metadata()},
+                metadata={
+                    "status": status,
+                    "task_id": task.id,
+                    "instruction": task.instruction,
+                    **image.metadata(),
+                },
             )
             if self._trajectories is not None:
                 self._recorder = self._trajectories.start(episode, observation, started)
@@ -207,12 +217,21 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             if done:
                 metadata["end_reason"] = episode.end_reason
             hook = self._runtime.settings.process_reward
-            if counted and hook:  # a per-step score, kept out of the outcome `reward` (process_reward.py)
+            if (
+                counted and hook
+            ):  # a per-step score, kept out of the outcome `reward` (process_reward.py)
                 text = output.text if output else error.message
                 is_error = output is None or output.is_error
                 metadata.update(
-                    score_step(hook, episode.task.public_view(), action.tool_name, action.arguments,
-                               text, is_error, episode.step_count)
+                    score_step(
+                        hook,
+                        episode.task.public_view(),
+                        action.tool_name,
+                        action.arguments,
+                        text,
+                        is_error,
+                        episode.step_count,
+                    )
                 )
             observation = AnalystToolObservation(
                 tool_name=action.tool_name,
@@ -226,11 +245,19 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             if self._recorder is not None:
                 call = {"tool_name": action.tool_name, "arguments": action.arguments}
                 self._recorder.step(episode, call, observation, cell_before, started)
-            self._live.step(self._live_id, episode, {"tool_name": action.tool_name, "arguments": action.arguments},
-                            observation, cell_before, started)
+            self._live.step(
+                self._live_id,
+                episode,
+                {"tool_name": action.tool_name, "arguments": action.arguments},
+                observation,
+                cell_before,
+                started,
+            )
             return observation
 
-    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **options: Any):
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **options: Any
+    ):
         return await self._in_worker(self.reset, seed, episode_id, **options)
 
     async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any):
@@ -272,7 +299,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         description = DESCRIPTION
         if protections:
             active = ", ".join(f"{k}={v}" for k, v in protections.items())
-            description += f" Sandbox ({self._runtime.backend.name}; details at GET /sandbox): {active}."
+            description += (
+                f" Sandbox ({self._runtime.backend.name}; details at GET /sandbox): {active}."
+            )
         return EnvironmentMetadata(name="analyst_env", description=description, version=__version__)
 
     # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
@@ -367,11 +396,22 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                     raise RuntimeError(f"{exc.error_type.value}: {exc}") from None
                 if self._recorder is not None:
                     episode = self._episode
-                    observation = {"tool_name": name, "result": result, "done": episode.done, "reward": episode.reward}
+                    observation = {
+                        "tool_name": name,
+                        "result": result,
+                        "done": episode.done,
+                        "reward": episode.reward,
+                    }
                     call = {"tool_name": name, "arguments": arguments, "via": "mcp"}
                     self._recorder.step(episode, call, observation, cell_before, started)
-                self._live.step(self._live_id, self._episode, {"tool_name": name, "arguments": arguments, "via": "mcp"},
-                                {"tool_name": name, "result": result}, cell_before, started)
+                self._live.step(
+                    self._live_id,
+                    self._episode,
+                    {"tool_name": name, "arguments": arguments, "via": "mcp"},
+                    {"tool_name": name, "result": result},
+                    cell_before,
+                    started,
+                )
                 return result
 
         return await self._in_worker(call)
@@ -400,8 +440,10 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
         if getattr(tasks, "unbounded", False) and stop - start > MAX_UNBOUNDED_RANGE:
-            raise IndexError(f"split {split!r} makes its tasks on demand: ask for at most "
-                             f"{MAX_UNBOUNDED_RANGE} at a time")
+            raise IndexError(
+                f"split {split!r} makes its tasks on demand: ask for at most "
+                f"{MAX_UNBOUNDED_RANGE} at a time"
+            )
         return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
 
     def _tasks_of(self, split: str) -> Sequence:

@@ -40,7 +40,9 @@ def resolve_image(runtime, task, environment: str | None) -> EpisodeImage:
     service = getattr(runtime, "environments", None)
     if service is None:
         if environment is not None:
-            raise ValueError("this server has no sandbox environments; drop the 'environment' option")
+            raise ValueError(
+                "this server has no sandbox environments; drop the 'environment' option"
+            )
         return EpisodeImage(task.image)
     resolved = service.resolve(environment or task.image, explicit=environment is not None)
     return EpisodeImage(resolved.image, resolved.environment, resolved.warning)

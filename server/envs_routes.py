@@ -83,7 +83,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         log.warning(
             "sandbox environment images are under /tmp (%s): the local sandbox's private root has its own "
             "/tmp, so kernels cannot lazily import their packages or run them in subprocesses; "
-            "set ANALYST_ENV_STATE_DIR outside /tmp", service.images_dir,
+            "set ANALYST_ENV_STATE_DIR outside /tmp",
+            service.images_dir,
         )
     runtime.environments = service
     runtime.backend.use_image_resolver(service.local_image)
@@ -114,7 +115,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     def list_templates() -> dict:
         """The built-in templates an environment can be created from."""
         return {
-            "templates": [{**t.model_dump(), "hash": t.image_hash()} for t in service.templates.values()]
+            "templates": [
+                {**t.model_dump(), "hash": t.image_hash()} for t in service.templates.values()
+            ]
         }
 
     @app.post("/envs", tags=tags, status_code=201, dependencies=mutating)
@@ -137,7 +140,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         return _errors(lambda: _detail(service, name))
 
     @app.patch("/envs/{name}", tags=tags, dependencies=mutating)
-    @app.put("/envs/{name}", tags=tags, operation_id="replace_environment_fields", dependencies=mutating)
+    @app.put(
+        "/envs/{name}", tags=tags, operation_id="replace_environment_fields", dependencies=mutating
+    )
     def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
         """Change fields of an environment; a change of build inputs starts a rebuild."""
 
@@ -154,7 +159,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         return {"deleted": name}
 
     @app.post("/envs/{name}/build", tags=tags, dependencies=mutating)
-    def build_environment(name: str, force: bool = Query(False, description="Rebuild even if ready")) -> dict:
+    def build_environment(
+        name: str, force: bool = Query(False, description="Rebuild even if ready")
+    ) -> dict:
         """Start building the environment's image (no-op while it builds, or when ready unless forced)."""
         return _errors(lambda: service.build(name, force=force))
 
@@ -166,7 +173,12 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     @app.get("/envs/{name}/logs", tags=tags)
     def environment_logs(name: str) -> dict:
         """The log of the latest build of the environment's current image."""
-        return _errors(lambda: {"name": name, "status": service.summary(service.get(name))["status"],
-                                "log": service.logs(name)})
+        return _errors(
+            lambda: {
+                "name": name,
+                "status": service.summary(service.get(name))["status"],
+                "log": service.logs(name),
+            }
+        )
 
     return service

@@ -43,10 +43,16 @@ class _DirectorySandbox:
 
     def run_shell(self, command: str, timeout_s: float | None = None) -> _ShellResult:
         try:
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True
+            )
         except subprocess.TimeoutExpired:
             return _ShellResult(exit_code=124)
-        return _ShellResult(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+        return _ShellResult(
+            proc.returncode,
+            proc.stdout.decode(errors="replace"),
+            proc.stderr.decode(errors="replace"),
+        )
 
 
 def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
@@ -56,17 +62,23 @@ def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
     """
     task = Task.model_validate_json(task_json.read_text())
     task = task.model_copy(update={"files": {name: str(input_dir / name) for name in task.files}})
-    for ref in answer_references(task.answer):  # bundled next to task.json (absolute paths stay as they are)
+    for ref in answer_references(
+        task.answer
+    ):  # bundled next to task.json (absolute paths stay as they are)
         ref["path"] = str(task_json.parent / ref["path"])
     answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
-    episode = Episode(episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits())
+    episode = Episode(
+        episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits()
+    )
     return verify_answer(episode, answer).reward
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m analyst_env.server.harbor_grader ...``: the entry point ``tests/test.sh`` runs."""
-    parser = argparse.ArgumentParser(prog="analyst_env.server.harbor_grader",
-                                     description="Score an answer file and write the reward file")
+    parser = argparse.ArgumentParser(
+        prog="analyst_env.server.harbor_grader",
+        description="Score an answer file and write the reward file",
+    )
     parser.add_argument("--task", type=Path, required=True)
     parser.add_argument("--input", type=Path, required=True)
     parser.add_argument("--answer", type=Path, required=True)

@@ -30,7 +30,9 @@ def _creates_session(body: bytes) -> tuple[bool, object]:
 
 def install_http_mcp(app: FastAPI, is_draining) -> None:
     """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while draining."""
-    route = next((r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None)
+    route = next(
+        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None
+    )
     if route is None:
         return
     original = route.endpoint
@@ -38,7 +40,9 @@ def install_http_mcp(app: FastAPI, is_draining) -> None:
 
     async def mcp_endpoint(request_raw: Request):
         if is_draining():
-            creates, request_id = _creates_session(await request_raw.body())  # the body is cached for OpenEnv's handler
+            creates, request_id = _creates_session(
+                await request_raw.body()
+            )  # the body is cached for OpenEnv's handler
             if creates:
                 return JsonRpcResponse.error_response(
                     JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON, request_id=request_id
@@ -46,5 +50,12 @@ def install_http_mcp(app: FastAPI, is_draining) -> None:
         return await original(request_raw)
 
     mcp_endpoint.__doc__ = original.__doc__
-    app.add_api_route("/mcp", mcp_endpoint, methods=["POST"], name=route.name, tags=route.tags,
-                      summary=route.summary, description=route.description)
+    app.add_api_route(
+        "/mcp",
+        mcp_endpoint,
+        methods=["POST"],
+        name=route.name,
+        tags=route.tags,
+        summary=route.summary,
+        description=route.description,
+    )

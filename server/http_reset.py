@@ -29,7 +29,9 @@ from analyst_env.server.environment import SessionClosed
 
 def reset_status(exc: BaseException) -> int | None:
     """The HTTP status for an exception of ``reset``, or None for a server fault."""
-    if isinstance(exc, (KeyError, IndexError)):  # TaskNotFoundError, UnknownEnvironment, index past the end
+    if isinstance(
+        exc, (KeyError, IndexError)
+    ):  # TaskNotFoundError, UnknownEnvironment, index past the end
         return 404
     if isinstance(exc, EnvironmentNotReady):
         return 409
@@ -51,8 +53,11 @@ async def session_slot(server):
     async with server._session_lock:
         active, limit = len(server._sessions), server._max_concurrent_envs
         if active >= limit:
-            raise HTTPException(503, f"server at capacity: {active} of {limit} sessions are in use "
-                                     "(--max-sessions); retry later")
+            raise HTTPException(
+                503,
+                f"server at capacity: {active} of {limit} sessions are in use "
+                "(--max-sessions); retry later",
+            )
         server._sessions[slot] = None  # a placeholder, as OpenEnv reserves slots itself
     try:
         yield
@@ -63,7 +68,9 @@ async def session_slot(server):
 
 def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
     """Wrap OpenEnv's ``POST /reset`` route of ``app`` (same path, body and response model)."""
-    route = next((r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/reset"), None)
+    route = next(
+        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/reset"), None
+    )
     if route is None:  # production mode: no simulation routes
         return
     original = route.endpoint
@@ -84,10 +91,17 @@ def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
             raise HTTPException(status, str(exc)) from None
 
     app.add_api_route(
-        "/reset", reset, methods=["POST"], response_model=ResetResponse, tags=route.tags,
-        summary=route.summary, description=route.description,
-        responses={404: {"description": "No such task, split, index or environment"},
-                   409: {"description": "The sandbox environment's image is not ready"},
-                   422: {"description": "Invalid reset options"},
-                   503: {"description": "Every --max-sessions slot is taken, or the server drains"}},
+        "/reset",
+        reset,
+        methods=["POST"],
+        response_model=ResetResponse,
+        tags=route.tags,
+        summary=route.summary,
+        description=route.description,
+        responses={
+            404: {"description": "No such task, split, index or environment"},
+            409: {"description": "The sandbox environment's image is not ready"},
+            422: {"description": "Invalid reset options"},
+            503: {"description": "Every --max-sessions slot is taken, or the server drains"},
+        },
     )

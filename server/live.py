@@ -152,14 +152,23 @@ class LiveHub:
             old = self._sessions.pop(session_id, None)
             if old is not None:
                 old.closed = True
-                session.seq = old.seq  # numbers keep rising on one session: viewers drop only repeats
+                session.seq = (
+                    old.seq
+                )  # numbers keep rising on one session: viewers drop only repeats
             self._sessions[session_id] = session
             self._append(session, event)
             self._trim()
         self._notify(session, event)
 
-    def step(self, session_id: str, episode: Any, action: dict[str, Any], observation: Any,
-             cell_before: Any, started: float) -> None:
+    def step(
+        self,
+        session_id: str,
+        episode: Any,
+        action: dict[str, Any],
+        observation: Any,
+        cell_before: Any,
+        started: float,
+    ) -> None:
         """One step of the episode in ``session_id``: the call, what came back, the cell it added.
 
         ``cell_before`` is the episode's last cell before the step (compared by
@@ -256,8 +265,11 @@ class LiveHub:
                 snapshot = {"sessions": [s.summary() for s in reversed(self._sessions.values())]}
             else:
                 session = self._sessions.get(session_id)
-                snapshot = None if session is None else {
-                    "session": session.summary(), "events": list(session.events)}
+                snapshot = (
+                    None
+                    if session is None
+                    else {"session": session.summary(), "events": list(session.events)}
+                )
         return sub, snapshot
 
     def unsubscribe(self, sub: _Subscriber) -> None:

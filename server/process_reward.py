@@ -81,7 +81,9 @@ def load_hook(spec: str) -> ProcessRewardHook:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"process reward hook {spec!r}: cannot import {module_name!r}: {exc}") from None
+        raise ValueError(
+            f"process reward hook {spec!r}: cannot import {module_name!r}: {exc}"
+        ) from None
     hook = getattr(module, attr, None)
     if not callable(hook):
         raise ValueError(f"process reward hook {spec!r}: {module_name!r} has no callable {attr!r}")

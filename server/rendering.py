@@ -23,7 +23,7 @@ def clip(text: str, limit: int) -> str:
     cut = len(text) - head - tail
     return (
         f"{text[:head]}\n... [output truncated: {cut} characters omitted; "
-        f"print less, or slice/aggregate the data] ...\n{text[len(text) - tail:]}"
+        f"print less, or slice/aggregate the data] ...\n{text[len(text) - tail :]}"
     )
 
 
@@ -54,7 +54,9 @@ def render_cell(result: CellResult, limit: int) -> str:
     if result.timed_out:
         parts.append("TIMEOUT: " + (result.error.value if result.error else "the cell timed out"))
     elif result.error is not None:
-        parts.append(f"ERROR:\n{result.error.name}: {result.error.value}\n{result.error.traceback}".rstrip())
+        parts.append(
+            f"ERROR:\n{result.error.name}: {result.error.value}\n{result.error.traceback}".rstrip()
+        )
     if result.kernel_restarted:
         parts.append(
             "NOTE: the kernel was restarted; all variables and imports are gone, "
@@ -81,7 +83,9 @@ def render_table(columns: list[str], rows: list[list[Any]], truncated: bool, lim
         return "(statement executed; no rows returned)"
     lines = [" | ".join(columns), " | ".join("---" for _ in columns)]
     lines += [" | ".join("NULL" if v is None else str(v) for v in row) for row in rows]
-    lines.append(f"({len(rows)} row(s){'; more rows exist, add LIMIT/aggregation' if truncated else ''})")
+    lines.append(
+        f"({len(rows)} row(s){'; more rows exist, add LIMIT/aggregation' if truncated else ''})"
+    )
     return clip("\n".join(lines), limit)
 
 

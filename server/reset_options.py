@@ -18,13 +18,19 @@ class ResetOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed: int | None = Field(default=None, ge=0, description="Seeds the kernel's RNGs and the task draw")
-    episode_id: str | None = Field(default=None, max_length=255, description="Id to give the episode")
+    seed: int | None = Field(
+        default=None, ge=0, description="Seeds the kernel's RNGs and the task draw"
+    )
+    episode_id: str | None = Field(
+        default=None, max_length=255, description="Id to give the episode"
+    )
     task_id: str | None = Field(default=None, description="Serve exactly this task")
     split: str | None = Field(default=None, description="Choose within this split")
     index: int | None = Field(default=None, ge=0, description="Position within the split")
     environment: str | None = Field(
-        default=None, max_length=63, description="Run in this sandbox environment instead of the task's image"
+        default=None,
+        max_length=63,
+        description="Run in this sandbox environment instead of the task's image",
     )
 
     @classmethod
@@ -39,7 +45,8 @@ class ResetOptions(BaseModel):
             return cls(seed=seed, episode_id=episode_id, **merged)
         except ValidationError as exc:
             problems = "; ".join(
-                f"unknown option '{e['loc'][0]}'" if e["type"] == "extra_forbidden"
+                f"unknown option '{e['loc'][0]}'"
+                if e["type"] == "extra_forbidden"
                 else f"'{e['loc'][0]}': {e['msg']}"
                 for e in exc.errors()
             )

@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 
 class ResumeError(RuntimeError):

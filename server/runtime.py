@@ -83,7 +83,9 @@ class Runtime:
         raise_open_files_limit()
         self.backend = backend if backend is not None else make_backend(settings)
         if datasets is None:
-            datasets = [load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()]
+            datasets = [
+                load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()
+            ]
         self.unbounded: list[Any] = [ds for ds in datasets if getattr(ds, "unbounded", False)]
         """Datasets that make their tasks on demand (``procedural``): never listed, only indexed."""
         bounded = [ds for ds in datasets if not getattr(ds, "unbounded", False)]

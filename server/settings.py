@@ -18,8 +18,12 @@ class Settings(BaseModel):
         default="starter",
         description="Dataset(s) to serve: a shipped set name or FORMAT:PATH; comma-separated for several",
     )
-    backend: str = Field(default="local", description="Sandbox backend: local, docker, modal or e2b")
-    max_sessions: int = Field(default=64, ge=1, description="Concurrent episodes (WebSocket sessions)")
+    backend: str = Field(
+        default="local", description="Sandbox backend: local, docker, modal or e2b"
+    )
+    max_sessions: int = Field(
+        default=64, ge=1, description="Concurrent episodes (WebSocket sessions)"
+    )
     session_idle_timeout_s: float = Field(
         default=900.0, gt=0, description="Idle sessions without a WebSocket are reaped after this"
     )
@@ -28,74 +32,107 @@ class Settings(BaseModel):
     output_limit_chars: int = Field(default=20_000, ge=200, description="Tool output is cut here")
     sql_max_rows: int = Field(default=50, ge=1, description="Rows shown by run_sql")
     max_answer_bytes: int = Field(
-        default=65_536, ge=1, description="final_answer longer than this (UTF-8 bytes) scores 0 without being parsed"
+        default=65_536,
+        ge=1,
+        description="final_answer longer than this (UTF-8 bytes) scores 0 without being parsed",
     )
     score_timeout_s: float = Field(
-        default=180.0, gt=0, description="Wall-time limit of one scoring (its own process; recalculation included)"
+        default=180.0,
+        gt=0,
+        description="Wall-time limit of one scoring (its own process; recalculation included)",
     )
-    score_memory_mb: int = Field(default=2048, ge=128, description="Heap limit of the scoring process")
+    score_memory_mb: int = Field(
+        default=2048, ge=128, description="Heap limit of the scoring process"
+    )
     scoring_profile: str = Field(
         default="strict",
         pattern="^(strict|official)$",
         description="strict closes known loopholes of benchmark scorers; official reproduces them as published",
     )
     max_scored_file_mb: int = Field(
-        default=64, ge=1, description="A file the agent wrote that is larger than this is not scored (reward 0)"
+        default=64,
+        ge=1,
+        description="A file the agent wrote that is larger than this is not scored (reward 0)",
     )
     memory_limit_mb: int = Field(
-        default=4096, ge=256, description="Memory per episode (cgroup) and address-space limit per process"
+        default=4096,
+        ge=256,
+        description="Memory per episode (cgroup) and address-space limit per process",
     )
     cpu_limit: float = Field(default=1.0, gt=0, description="CPU cores per episode (cgroup quota)")
     pids_limit: int = Field(default=256, ge=16, description="Processes and threads per episode")
-    disk_limit_mb: int = Field(default=1024, ge=1, description="Size of each episode's tmpfs working directory")
+    disk_limit_mb: int = Field(
+        default=1024, ge=1, description="Size of each episode's tmpfs working directory"
+    )
     isolation: str = Field(
         default="auto",
         pattern="^(auto|full|userns|none)$",
         description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
     )
-    standbys: int = Field(default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image")
+    standbys: int = Field(
+        default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image"
+    )
     uid_base: int | None = Field(
         default=None,
         ge=65_536,
         description="Local 'full' isolation: first per-slot uid (default: the first range no other server holds)",
     )
     remote_warm_slots: int = Field(
-        default=1, ge=0, le=64, description="Docker/Modal: idle sandbox slots (containers, sandboxes) kept ready per image"
+        default=1,
+        ge=0,
+        le=64,
+        description="Docker/Modal: idle sandbox slots (containers, sandboxes) kept ready per image",
     )
     docker_runtime: str | None = Field(
-        default=None, description="Docker: container runtime, e.g. 'runsc' for gVisor (default: the engine's runc)"
+        default=None,
+        description="Docker: container runtime, e.g. 'runsc' for gVisor (default: the engine's runc)",
     )
-    modal_app: str = Field(default="analyst-env", description="Modal: the app owning the sandboxes and published images")
+    modal_app: str = Field(
+        default="analyst-env",
+        description="Modal: the app owning the sandboxes and published images",
+    )
     e2b_template: str | None = Field(
-        default=None, description="E2B: run every episode from this template instead of one built per environment"
+        default=None,
+        description="E2B: run every episode from this template instead of one built per environment",
     )
     backend_connect_timeout_s: float = Field(
-        default=10.0, gt=0, description="Docker/Modal/E2B: start-up fails if the service does not answer within this"
+        default=10.0,
+        gt=0,
+        description="Docker/Modal/E2B: start-up fails if the service does not answer within this",
     )
-    token: str | None = Field(default=None, description="Bearer token required on every route but /health")
+    token: str | None = Field(
+        default=None, description="Bearer token required on every route but /health"
+    )
     allow_builds: bool = Field(
         default=False,
         description="Allow creating, changing and building sandbox environments (/envs) on a server without a token",
     )
     resume_grace_s: float = Field(
-        default=120.0, ge=0,
+        default=120.0,
+        ge=0,
         description="How long the episode of a dropped ?resume=1 socket waits to be resumed (0: never parked)",
     )
     drain_timeout_s: float = Field(
-        default=30.0, ge=0, description="On SIGTERM/SIGINT, how long running steps may take to finish before exit"
+        default=30.0,
+        ge=0,
+        description="On SIGTERM/SIGINT, how long running steps may take to finish before exit",
     )
     state_dir: str = Field(
         default_factory=lambda: _default_state_dir(),
         description="Where the server keeps what it records: trajectories/ holds one JSONL file per episode",
     )
     record_trajectories: bool = Field(
-        default=True, description="Record every episode (actions, observations, rewards, timings) under state_dir"
+        default=True,
+        description="Record every episode (actions, observations, rewards, timings) under state_dir",
     )
     trajectories_kept: int = Field(
-        default=10_000, ge=0, description="Recorded episodes kept; the oldest files beyond this are deleted (0: all)"
+        default=10_000,
+        ge=0,
+        description="Recorded episodes kept; the oldest files beyond this are deleted (0: all)",
     )
     log_format: str = Field(
-        default="text", pattern="^(text|json)$",
+        default="text",
+        pattern="^(text|json)$",
         description="Log lines: text, or json (one object per line, for log collectors)",
     )
     process_reward: str | None = Field(

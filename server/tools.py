@@ -288,11 +288,17 @@ def run_sql(
             result.error.value if result.error else "the query did not complete"
         )
         text = f"SQL error: {reason}"
-        episode.add_cell(NotebookCell(cell_id=0, cell_type="sql", source=query, stderr=text, success=False))
+        episode.add_cell(
+            NotebookCell(cell_id=0, cell_type="sql", source=query, stderr=text, success=False)
+        )
         return ToolOutput(text=clip(text, limits.output_limit_chars), is_error=True)
-    text = render_table(reply["columns"], reply["rows"], reply["truncated"], limits.output_limit_chars)
+    text = render_table(
+        reply["columns"], reply["rows"], reply["truncated"], limits.output_limit_chars
+    )
     episode.add_cell(NotebookCell(cell_id=0, cell_type="sql", source=query, stdout=text))
-    return ToolOutput(text=text, data={k: reply[k] for k in ("engine", "columns", "rows", "truncated")})
+    return ToolOutput(
+        text=text, data={k: reply[k] for k in ("engine", "columns", "rows", "truncated")}
+    )
 
 
 @tool

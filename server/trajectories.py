@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -116,8 +116,12 @@ class EpisodeRecorder:
             obs_json = json.dumps(_without_image_data(obs_dict), ensure_ascii=False, default=str)
         else:
             obs_json = observation.model_dump_json()
-        cell_json = cell.model_dump_json() if cell is not None and cell is not cell_before else "null"
-        self._write_line(f'{json.dumps(head, default=str)[:-1]}, "observation": {obs_json}, "cell": {cell_json}}}')
+        cell_json = (
+            cell.model_dump_json() if cell is not None and cell is not cell_before else "null"
+        )
+        self._write_line(
+            f'{json.dumps(head, default=str)[:-1]}, "observation": {obs_json}, "cell": {cell_json}}}'
+        )
         if episode is not None and episode.done:
             self.end(episode)
 
@@ -208,7 +212,7 @@ class TrajectoryStore:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.keep > 0:
             self._maybe_prune()
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         safe = _SAFE.sub("_", episode.episode_id)[:80] or "episode"
         recorder = EpisodeRecorder(self.root / f"{stamp}-{safe}.jsonl", episode.episode_id)
         recorder.reset(episode, observation, started)
@@ -222,7 +226,9 @@ def last_cell(episode: Episode | None) -> Any:
 
 def _has_images(result: Any) -> bool:
     content = result.get("content") if isinstance(result, dict) else None
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "image" for b in content
+    )
 
 
 def _without_image_data(observation: dict[str, Any]) -> dict[str, Any]:
@@ -231,10 +237,14 @@ def _without_image_data(observation: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(result, dict):
         return observation
     content = result.get("content")
-    if not isinstance(content, list) or not any(b.get("type") == "image" for b in content if isinstance(b, dict)):
+    if not isinstance(content, list) or not any(
+        b.get("type") == "image" for b in content if isinstance(b, dict)
+    ):
         return observation
     blocks = [
-        {"type": "image", "mimeType": b.get("mimeType"), "omitted": True} if b.get("type") == "image" else b
+        {"type": "image", "mimeType": b.get("mimeType"), "omitted": True}
+        if b.get("type") == "image"
+        else b
         for b in content
     ]
     return {**observation, "result": {**result, "content": blocks}}

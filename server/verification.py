@@ -33,7 +33,7 @@ import secrets
 import shlex
 
 from analyst_env.server.episode import Episode, Limits
-from analyst_env.verifiers import Verdict, VerifyContext, reward_from_verify
+from analyst_env.verifiers import Verdict, reward_from_verify
 from analyst_env.verifiers.bounded import ScoringLimits, score_bounded
 from analyst_env.verifiers.hooks import read_reward_txt
 
@@ -78,7 +78,11 @@ def _score(episode: Episode, answer: str) -> Verdict:
         profile=limits.scoring_profile,
     )
     verdict = score_bounded(task.verifier, answer, task.answer, scoring, dict(task.files), reader)
-    return Verdict(verdict.reward, verdict.components, f"{verdict.detail} [scoring profile: {limits.scoring_profile}]")
+    return Verdict(
+        verdict.reward,
+        verdict.components,
+        f"{verdict.detail} [scoring profile: {limits.scoring_profile}]",
+    )
 
 
 def bounded_reader(sandbox, max_bytes: int):
@@ -104,7 +108,9 @@ def bounded_reader(sandbox, max_bytes: int):
         if status == "special" or not status.isdigit():
             raise OSError(f"{name} is not a regular file")
         if int(status) > max_bytes:
-            raise OSError(f"{name} is {int(status)} bytes, over the scoring limit of {max_bytes} bytes")
+            raise OSError(
+                f"{name} is {int(status)} bytes, over the scoring limit of {max_bytes} bytes"
+            )
         data = sandbox.get_file(name)
         if len(data) > max_bytes:
             raise OSError(f"{name} grew over the scoring limit of {max_bytes} bytes")
@@ -123,7 +129,11 @@ def _run_hooks(episode: Episode, answer: str) -> Verdict:
         timeout_s=timeout_s,
     )
     if made.exit_code != 0:
-        return Verdict(0.0, {}, f"could not create a fresh verify directory: {(made.stderr or '').strip()[:200]}")
+        return Verdict(
+            0.0,
+            {},
+            f"could not create a fresh verify directory: {(made.stderr or '').strip()[:200]}",
+        )
     sandbox.put_file(f"{verify_dir}/answer.txt", answer.encode())
     exit_codes = []
     for command in task.verify:
@@ -131,7 +141,9 @@ def _run_hooks(episode: Episode, answer: str) -> Verdict:
         script = f"VERIFIER_DIR={verify_dir}; export VERIFIER_DIR\n{pointed}"
         exit_codes.append(sandbox.run_shell(script, timeout_s=timeout_s).exit_code)
     try:
-        reward_txt = bounded_reader(sandbox, 4096)(f"{verify_dir}/reward.txt").decode(errors="replace")
+        reward_txt = bounded_reader(sandbox, 4096)(f"{verify_dir}/reward.txt").decode(
+            errors="replace"
+        )
     except FileNotFoundError:
         reward_txt = None
     except OSError as exc:

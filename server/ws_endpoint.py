@@ -32,6 +32,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from openenv.core.env_server._utils import overrides_method
 from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
@@ -53,7 +54,6 @@ from openenv.core.env_server.types import (
     WSStateResponse,
     WSStepMessage,
 )
-from openenv.core.env_server._utils import overrides_method
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
@@ -87,17 +87,24 @@ def parse_frame(message: dict[str, Any]) -> Any:
     """
     text = message.get("text")
     if text is None:
-        raise FrameError("Invalid JSON: binary frames are not accepted; send JSON text frames", WSErrorCode.INVALID_JSON)
+        raise FrameError(
+            "Invalid JSON: binary frames are not accepted; send JSON text frames",
+            WSErrorCode.INVALID_JSON,
+        )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
     except RecursionError:
-        raise FrameError(f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON) from None
+        raise FrameError(
+            f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON
+        ) from None
     except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
         raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
     if _depth_exceeds(value, MAX_DEPTH):
-        raise FrameError(f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON)
+        raise FrameError(
+            f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON
+        )
     return value
 
 
@@ -110,7 +117,9 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
             if depth > limit:
                 return True
             children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
+            stack.extend(
+                (child, depth + 1) for child in children if isinstance(child, (list, dict))
+            )
     return False
 
 
@@ -214,8 +223,13 @@ class SessionSockets:
             try:
                 if "resume_secret" in query:
                     parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
-                    session_id, env, owned, resume, pending = (parked.session_id, parked.env, True, parked.state,
-                                                               parked.pending_reply)
+                    session_id, env, owned, resume, pending = (
+                        parked.session_id,
+                        parked.env,
+                        True,
+                        parked.state,
+                        parked.pending_reply,
+                    )
                     self.parking.attach(resume, attachment)
                     if pending is None:  # a reply written into the dead connection, if any
                         pending = resume.missed_reply(query.get("seen"))
@@ -226,11 +240,23 @@ class SessionSockets:
                 await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR, **extra))
                 return
             except SessionCapacityError as exc:
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.CAPACITY_REACHED,
-                                                    active_sessions=exc.active_sessions, max_sessions=exc.max_sessions))
+                await _send(
+                    websocket,
+                    _error_frame(
+                        str(exc),
+                        WSErrorCode.CAPACITY_REACHED,
+                        active_sessions=exc.active_sessions,
+                        max_sessions=exc.max_sessions,
+                    ),
+                )
                 return
             except EnvironmentFactoryError as exc:
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name))
+                await _send(
+                    websocket,
+                    _error_frame(
+                        str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name
+                    ),
+                )
                 return
             except Exception as exc:
                 await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
@@ -239,7 +265,9 @@ class SessionSockets:
                 mcp_session = getattr(env, "mcp_session", None)
                 if owned and callable(mcp_session):
                     await stack.enter_async_context(mcp_session())
-                if pending is not None:  # the reply to a step that finished while the client was away
+                if (
+                    pending is not None
+                ):  # the reply to a step that finished while the client was away
                     if await _send(websocket, pending):
                         pending = None
                 while pending is None:
@@ -264,9 +292,16 @@ class SessionSockets:
             if resume is not None:
                 self.parking.detach(resume.episode_id)
             if session_id is not None:
-                if (owned and resume is not None and resume.episode_id is not None and not closed_cleanly
-                        and not self.draining):
-                    self.parking.park(Parked(session_id, env, resume, pending))  # stays attached: never reaped
+                if (
+                    owned
+                    and resume is not None
+                    and resume.episode_id is not None
+                    and not closed_cleanly
+                    and not self.draining
+                ):
+                    self.parking.park(
+                        Parked(session_id, env, resume, pending)
+                    )  # stays attached: never reaped
                 else:
                     await self.release_session(session_id, owned)
             await _close(websocket)
@@ -288,27 +323,46 @@ class SessionSockets:
         finally:
             attachment.receiving = False
 
-    async def _ws_frame(self, message: dict, env: Environment, session_id: str,
-                        resume: ResumeState | None = None,
-                        attachment: Attachment | None = None) -> str | None:
+    async def _ws_frame(
+        self,
+        message: dict,
+        env: Environment,
+        session_id: str,
+        resume: ResumeState | None = None,
+        attachment: Attachment | None = None,
+    ) -> str | None:
         """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
         try:
             frame = parse_frame(message)
         except FrameError as exc:
             return _error_frame(str(exc), exc.code)
         if not isinstance(frame, dict):
-            return WSErrorResponse(data={
-                "message": "Invalid message",
-                "code": WSErrorCode.VALIDATION_ERROR,
-                "errors": [{"type": "model_type", "loc": [], "msg": f"a frame must be a JSON object, got {type(frame).__name__}"}],
-            }).model_dump_json()
+            return WSErrorResponse(
+                data={
+                    "message": "Invalid message",
+                    "code": WSErrorCode.VALIDATION_ERROR,
+                    "errors": [
+                        {
+                            "type": "model_type",
+                            "loc": [],
+                            "msg": f"a frame must be a JSON object, got {type(frame).__name__}",
+                        }
+                    ],
+                }
+            ).model_dump_json()
         reply = await self._ws_reply(frame, env, session_id, resume, attachment)
         if resume is not None and reply is not None and frame.get("type") == "step":
             resume.record_step_reply(reply)  # kept for a client whose connection ate it
         return reply
 
-    async def _ws_reply(self, frame: dict, env: Environment, session_id: str,
-                        resume: ResumeState | None, attachment: Attachment | None) -> str | None:
+    async def _ws_reply(
+        self,
+        frame: dict,
+        env: Environment,
+        session_id: str,
+        resume: ResumeState | None,
+        attachment: Attachment | None,
+    ) -> str | None:
         msg_type = frame.get("type", "")
         server = self.server
         try:
@@ -319,18 +373,24 @@ class SessionSockets:
                     observation = await env.reset_async(**kwargs)
                 else:
                     kwargs = server._get_valid_kwargs(inspect.signature(env.reset), msg.data)
-                    observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
+                    observation = await server._run_in_session_executor(
+                        session_id, env.reset, **kwargs
+                    )
                 server._update_session_activity(session_id)
                 data = serialize_observation(observation)
                 episode_id = getattr(observation, "episode_id", None)
                 if resume is not None and episode_id:
                     self.parking.detach(resume.episode_id)
-                    resume_meta = {"resume_secret": resume.issue(episode_id),
-                                   "resume_grace_s": self.parking.grace_s}
+                    resume_meta = {
+                        "resume_secret": resume.issue(episode_id),
+                        "resume_grace_s": self.parking.grace_s,
+                    }
                     self.parking.attach(resume, attachment)
                     data["metadata"] = {**(data.get("metadata") or {}), **resume_meta}
                     data["observation"]["metadata"] = {
-                        **(data["observation"].get("metadata") or {}), **resume_meta}
+                        **(data["observation"].get("metadata") or {}),
+                        **resume_meta,
+                    }
                 return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)
@@ -338,9 +398,13 @@ class SessionSockets:
                 if overrides_method(env.step_async, Environment.step_async):
                     observation = await env.step_async(action)
                 else:
-                    observation = await server._run_in_session_executor(session_id, env.step, action)
+                    observation = await server._run_in_session_executor(
+                        session_id, env.step, action
+                    )
                 server._update_session_activity(session_id, increment_step=True)
-                return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
+                return WSObservationResponse(
+                    data=serialize_observation(observation)
+                ).model_dump_json()
             if msg_type == "state":
                 WSStateMessage(**frame)
                 state = env.state
@@ -354,30 +418,47 @@ class SessionSockets:
                 try:
                     request = JsonRpcRequest(**msg.data)
                 except Exception as exc:
-                    response = JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}")
+                    response = JsonRpcResponse.error_response(
+                        JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}"
+                    )
                 else:
                     response = await self._rpc(request, env, session_id)
                 return WSMCPResponse(data=response.model_dump()).model_dump_json()
-            return _error_frame(f"Unknown message type: {_short(msg_type)}", WSErrorCode.UNKNOWN_TYPE)
+            return _error_frame(
+                f"Unknown message type: {_short(msg_type)}", WSErrorCode.UNKNOWN_TYPE
+            )
         except ValidationError as exc:
-            return WSErrorResponse(data={
-                "message": "Invalid message", "code": WSErrorCode.VALIDATION_ERROR, "errors": _validation_errors(exc),
-            }).model_dump_json()
+            return WSErrorResponse(
+                data={
+                    "message": "Invalid message",
+                    "code": WSErrorCode.VALIDATION_ERROR,
+                    "errors": _validation_errors(exc),
+                }
+            ).model_dump_json()
         except Exception as exc:
             return _error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
 
-    async def _rpc(self, request: JsonRpcRequest, env: Environment, session_id: str) -> JsonRpcResponse:
+    async def _rpc(
+        self, request: JsonRpcRequest, env: Environment, session_id: str
+    ) -> JsonRpcResponse:
         try:
             return await self.mcp_handler(request, session_env=env, session_id=session_id)
         except Exception as exc:
-            return JsonRpcResponse.error_response(JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id)
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id
+            )
 
     # ── /mcp (JSON-RPC over WebSocket, one session per socket) ───────────────
     async def mcp(self, websocket: WebSocket) -> None:
         """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an error response."""
         await websocket.accept()
         if self.draining:
-            await _send(websocket, JsonRpcResponse.error_response(JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON).model_dump_json())
+            await _send(
+                websocket,
+                JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON
+                ).model_dump_json(),
+            )
             await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id = None
@@ -386,16 +467,35 @@ class SessionSockets:
             try:
                 session_id, env, _ = await self._open_mcp_session()
             except SessionCapacityError as exc:
-                await _send(websocket, JsonRpcResponse.error_response(
-                    JsonRpcErrorCode.SERVER_ERROR, str(exc),
-                    data={"active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}).model_dump_json())
+                await _send(
+                    websocket,
+                    JsonRpcResponse.error_response(
+                        JsonRpcErrorCode.SERVER_ERROR,
+                        str(exc),
+                        data={
+                            "active_sessions": exc.active_sessions,
+                            "max_sessions": exc.max_sessions,
+                        },
+                    ).model_dump_json(),
+                )
                 return
             except EnvironmentFactoryError as exc:
-                await _send(websocket, JsonRpcResponse.error_response(
-                    JsonRpcErrorCode.SERVER_ERROR, str(exc), data={"factory_name": exc.factory_name}).model_dump_json())
+                await _send(
+                    websocket,
+                    JsonRpcResponse.error_response(
+                        JsonRpcErrorCode.SERVER_ERROR,
+                        str(exc),
+                        data={"factory_name": exc.factory_name},
+                    ).model_dump_json(),
+                )
                 return
             except Exception as exc:
-                await _send(websocket, JsonRpcResponse.error_response(JsonRpcErrorCode.SERVER_ERROR, str(exc)).model_dump_json())
+                await _send(
+                    websocket,
+                    JsonRpcResponse.error_response(
+                        JsonRpcErrorCode.SERVER_ERROR, str(exc)
+                    ).model_dump_json(),
+                )
                 return
             async with AsyncExitStack() as stack:
                 mcp_session = getattr(env, "mcp_session", None)
@@ -432,22 +532,31 @@ class SessionSockets:
             value = parse_frame(message)
         except FrameError as exc:
             text = str(exc).removeprefix("Invalid JSON: ")
-            return JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR, f"Parse error: {text}").model_dump_json()
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.PARSE_ERROR, f"Parse error: {text}"
+            ).model_dump_json()
         if not isinstance(value, dict):
             return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: a request must be a JSON object, got {type(value).__name__}"
+                JsonRpcErrorCode.INVALID_REQUEST,
+                f"Invalid request: a request must be a JSON object, got {type(value).__name__}",
             ).model_dump_json()
         try:
             request = JsonRpcRequest(**value)
         except ValidationError as exc:
-            return JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {_short_errors(exc)}").model_dump_json()
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {_short_errors(exc)}"
+            ).model_dump_json()
         except TypeError as exc:  # keys that are not identifiers cannot be keyword arguments
-            return JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}").model_dump_json()
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}"
+            ).model_dump_json()
         response = await self._rpc(request, env, session_id)
         try:
             return response.model_dump_json()
         except Exception as exc:
-            return JsonRpcResponse.error_response(JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id).model_dump_json()
+            return JsonRpcResponse.error_response(
+                JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id
+            ).model_dump_json()
 
 
 _MISSING = object()
@@ -472,11 +581,15 @@ def _closure_var(fn, name: str) -> Any:
 
 def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
     """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same sessions."""
-    ws_route = next(r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws")
+    ws_route = next(
+        r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws"
+    )
     server = _closure_var(ws_route.endpoint, "self")
     sockets = SessionSockets(server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s)
     app.router.routes[:] = [
-        r for r in app.router.routes if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
+        r
+        for r in app.router.routes
+        if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
     ]
     app.add_api_websocket_route("/ws", sockets.ws)
     app.add_api_websocket_route("/mcp", sockets.mcp)

@@ -31,7 +31,9 @@ def tiny_dataset(tmp_path_factory) -> Dataset:
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return Settings(cell_timeout_s=5.0, shell_timeout_s=5.0, output_limit_chars=2_000, max_sessions=40)
+    return Settings(
+        cell_timeout_s=5.0, shell_timeout_s=5.0, output_limit_chars=2_000, max_sessions=40
+    )
 
 
 @pytest.fixture(scope="session")

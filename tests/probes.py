@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
-
 from leak_probes import leaks, parse, probe_code
 
 from analyst_env.client import AnalystEnv
@@ -107,7 +106,12 @@ def probe_health_and_auth(target: Target) -> None:
     wait_healthy(target)
     if target.token:
         assert httpx.get(target.url + "/sandbox", timeout=10).status_code == 401
-        assert httpx.get(target.url + "/sandbox", headers={"Authorization": "Bearer wrong"}, timeout=10).status_code == 401
+        assert (
+            httpx.get(
+                target.url + "/sandbox", headers={"Authorization": "Bearer wrong"}, timeout=10
+            ).status_code
+            == 401
+        )
 
 
 def sandbox_report(target: Target) -> dict:
@@ -164,8 +168,13 @@ def probe_token_unreadable(target: Target) -> None:
         env.reset(task_id=target.task_id, seed=0)
         report = json_cell(env, TOKEN_CELL)
         out = json.dumps(report)
-        assert target.token not in out, f"the token is readable: {[f[:2] for f in report['found'] if target.token in f[2]]}"
-        sh = shell(env, "env; cat /proc/1/environ; tr '\\0' '\\n' </proc/1/environ; ps aux 2>/dev/null; cat /proc/*/cmdline")
+        assert target.token not in out, (
+            f"the token is readable: {[f[:2] for f in report['found'] if target.token in f[2]]}"
+        )
+        sh = shell(
+            env,
+            "env; cat /proc/1/environ; tr '\\0' '\\n' </proc/1/environ; ps aux 2>/dev/null; cat /proc/*/cmdline",
+        )
         assert target.token not in sh, "a shell command reads the token"
 
 
@@ -227,9 +236,13 @@ def probe_server_files_unreadable(target: Target) -> None:
     with target.session() as env:
         env.reset(task_id=target.task_id, seed=0)
         seen = json_cell(env, READ_CELL.format(paths=target.secret_paths))
-        exposed = {p: got for p, got in seen.items() if got[0].startswith("listed") or got[1] != "read 0"}
+        exposed = {
+            p: got for p, got in seen.items() if got[0].startswith("listed") or got[1] != "read 0"
+        }
         assert not exposed, f"server files are readable from a cell: {exposed}"
-        listing = "".join(f'ls -A "{p}" >/dev/null 2>&1 && echo "LISTED {p}"; ' for p in target.secret_paths)
+        listing = "".join(
+            f'ls -A "{p}" >/dev/null 2>&1 && echo "LISTED {p}"; ' for p in target.secret_paths
+        )
         sh = shell(env, listing + "echo END")
         assert "END" in sh and "LISTED" not in sh, f"a shell command lists server files: {sh}"
 
@@ -289,10 +302,15 @@ def probe_no_network(target: Target) -> None:
     """No TCP connection to the server's own listening addresses or beyond, no DNS, no UDP out."""
     with target.session() as env:
         env.reset(task_id=target.task_id, seed=0)
-        results = json_cell(env, NETWORK_CELL.format(addresses=target.listen_addresses + [("1.1.1.1", 443)]))
+        results = json_cell(
+            env, NETWORK_CELL.format(addresses=target.listen_addresses + [("1.1.1.1", 443)])
+        )
         through = {k: v for k, v in results.items() if v in ("connected", "resolved", "sent")}
         assert not through, f"the network is reachable from a cell: {through}"
-        sh = shell(env, "python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:8000/health', timeout=3); print('REACHED')\" 2>&1 | tail -1")
+        sh = shell(
+            env,
+            "python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:8000/health', timeout=3); print('REACHED')\" 2>&1 | tail -1",
+        )
         assert "REACHED" not in sh
 
 
@@ -326,13 +344,21 @@ def probe_writes_confined(target: Target) -> None:
         results = json_cell(env, WRITE_CELL.format(marker=marker, dirs=target.protected_write_dirs))
         cwd, tmp = results.pop("cwd"), results.pop("tmp")
         assert results.pop(cwd) == "written", "the cell cannot write its working directory"
-        assert results.pop(tmp, results.get("/tmp")) == "written", f"the cell cannot write its temp directory {tmp}"
+        assert results.pop(tmp, results.get("/tmp")) == "written", (
+            f"the cell cannot write its temp directory {tmp}"
+        )
         results.pop("/tmp", None)
         written = [d for d, outcome in results.items() if outcome == "written"]
         assert not written, f"a cell writes outside its working and temp directories: {written}"
         if target.exists_on_server is not None:
-            landed = [d for d in [*target.protected_write_dirs, "/tmp"] if target.exists_on_server(f"{d.rstrip('/')}/{marker}")]
-            assert not landed, f"files written by a cell landed on the server's filesystem: {landed}"
+            landed = [
+                d
+                for d in [*target.protected_write_dirs, "/tmp"]
+                if target.exists_on_server(f"{d.rstrip('/')}/{marker}")
+            ]
+            assert not landed, (
+                f"files written by a cell landed on the server's filesystem: {landed}"
+            )
 
 
 def probe_other_episode_unreachable(target: Target) -> None:
@@ -358,7 +384,9 @@ def probe_other_episode_unreachable(target: Target) -> None:
             "except OSError as e:\n    seen['kill'] = type(e).__name__\n"
             "print(json.dumps(seen))",
         )
-        assert "victim-s3cret" not in json.dumps(seen), f"another episode's file is readable: {seen}"
+        assert "victim-s3cret" not in json.dumps(seen), (
+            f"another episode's file is readable: {seen}"
+        )
         assert seen["kill"] != "KILLED", "another episode's kernel can be killed"
         assert cell(victim, "open('secret.txt').read()") == "'victim-s3cret'"
 

@@ -29,10 +29,16 @@ def make_tiny_dataset(root: Path) -> Dataset:
     sales.to_csv(root / "sales.csv", index=False)
     with sqlite3.connect(root / "shop.sqlite") as con:
         con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, qty INTEGER)")
-        con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "ann", 3), (2, "bob", 4), (3, "ann", 6)])
+        con.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?)", [(1, "ann", 3), (2, "bob", 4), (3, "ann", 6)]
+        )
     with pd.ExcelWriter(root / "staff.xlsx") as xl:
-        pd.DataFrame({"name": ["a", "b", "c"], "dept": ["x", "y", "x"]}).to_excel(xl, sheet_name="people", index=False)
-        pd.DataFrame({"dept": ["x", "y"], "budget": [10, 20]}).to_excel(xl, sheet_name="depts", index=False)
+        pd.DataFrame({"name": ["a", "b", "c"], "dept": ["x", "y", "x"]}).to_excel(
+            xl, sheet_name="people", index=False
+        )
+        pd.DataFrame({"dept": ["x", "y"], "budget": [10, 20]}).to_excel(
+            xl, sheet_name="depts", index=False
+        )
     numeric = VerifierSpec(name="numeric", params={"abs_tol": 1e-6})
     tasks = [
         Task(
@@ -74,7 +80,11 @@ def make_tiny_dataset(root: Path) -> Dataset:
             oracle_answer="done",
             verifier=VerifierSpec(name="exact"),
             setup=["echo prepared > setup_marker.txt"],
-            verify=["test -f setup_marker.txt", "grep -q done logs/verifier/answer.txt", "test -f out.txt"],
+            verify=[
+                "test -f setup_marker.txt",
+                "grep -q done logs/verifier/answer.txt",
+                "test -f out.txt",
+            ],
             split="test",
         ),
         Task(

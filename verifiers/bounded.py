@@ -70,7 +70,9 @@ class ScoringLimits:
     in_process_max_bytes: int = 1024
 
 
-IN_PROCESS_SCORERS = frozenset({"exact", "numeric", "set", "list", "dabench", "tablebench", "dacode_text"})
+IN_PROCESS_SCORERS = frozenset(
+    {"exact", "numeric", "set", "list", "dabench", "tablebench", "dacode_text"}
+)
 """Scorers of answer text alone whose parsers are linear: short answers skip the fork."""
 
 
@@ -104,8 +106,15 @@ def _limit_self(limits: ScoringLimits) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _child(conn, spec: VerifierSpec, submitted: str, gold: Any, task_files: dict[str, str],
-           limits: ScoringLimits, can_read: bool) -> None:
+def _child(
+    conn,
+    spec: VerifierSpec,
+    submitted: str,
+    gold: Any,
+    task_files: dict[str, str],
+    limits: ScoringLimits,
+    can_read: bool,
+) -> None:
     try:
         os.setpgid(0, 0)  # so the parent can kill anything this scoring started
         _limit_self(limits)
@@ -123,9 +132,13 @@ def _child(conn, spec: VerifierSpec, submitted: str, gold: Any, task_files: dict
         verdict = judge(spec, submitted, gold, context, profile=limits.profile)
         conn.send(("done", (verdict.reward, dict(verdict.components), verdict.detail)))
     except MemoryError:
-        _send_quietly(conn, ("failed", f"the scorer ran out of memory (limit {limits.memory_mb} MiB)"))
+        _send_quietly(
+            conn, ("failed", f"the scorer ran out of memory (limit {limits.memory_mb} MiB)")
+        )
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a 0 with its reason
-        _send_quietly(conn, ("failed", f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}"))
+        _send_quietly(
+            conn, ("failed", f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
+        )
     finally:
         conn.close()
         os._exit(0)
@@ -172,8 +185,13 @@ def score_bounded(
     """
     if scored_in_process(spec, submitted, limits):
         try:
-            return judge(spec, submitted, gold, VerifyContext(task_files=dict(task_files or {})),
-                         profile=limits.profile)
+            return judge(
+                spec,
+                submitted,
+                gold,
+                VerifyContext(task_files=dict(task_files or {})),
+                profile=limits.profile,
+            )
         except Exception as exc:  # noqa: BLE001 - the same 0 with its reason as in the child
             return Verdict(0.0, {}, f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
     parent, child = multiprocessing.get_context("fork").Pipe()
@@ -190,7 +208,9 @@ def score_bounded(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 _kill(proc)
-                return Verdict(0.0, {}, f"scoring took longer than {limits.timeout_s:g} s; not scored")
+                return Verdict(
+                    0.0, {}, f"scoring took longer than {limits.timeout_s:g} s; not scored"
+                )
             if not parent.poll(min(remaining, 1.0)):
                 if not proc.is_alive() and not parent.poll(0):
                     return Verdict(0.0, {}, _death(proc, limits))

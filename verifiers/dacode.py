@@ -29,7 +29,6 @@ import ast
 import io
 import json
 import math
-import re
 from typing import Any
 
 import pandas as pd
@@ -51,7 +50,9 @@ def _is_na(x: Any) -> bool:
         return False
 
 
-def vectors_match(gold: list[Any], pred: list[Any], ignore_order: bool = False, tol: float = TOLERANCE) -> bool:
+def vectors_match(
+    gold: list[Any], pred: list[Any], ignore_order: bool = False, tol: float = TOLERANCE
+) -> bool:
     """Upstream ``vectors_match`` with case-insensitive strings.
 
     Example:
@@ -101,7 +102,9 @@ def csv_score(
         return 0.0
     if condition_cols:
         if max(condition_cols) >= gold.shape[1]:
-            raise ValueError(f"condition_cols {condition_cols} out of range for {gold.shape[1]} gold columns")
+            raise ValueError(
+                f"condition_cols {condition_cols} out of range for {gold.shape[1]} gold columns"
+            )
         gold = gold.iloc[:, list(condition_cols)]
     gold_cols = gold.transpose().values.tolist()
     pred_cols = pred.transpose().values.tolist()
@@ -114,7 +117,9 @@ def csv_score(
 
 
 @register("dacode_csv")
-def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext, profile: str = "strict") -> Verdict:
+def dacode_csv(
+    submitted: str, gold: Any, *, context: VerifyContext, profile: str = "strict"
+) -> Verdict:
     """Score the CSV files the agent wrote against the gold files (the answer text is ignored).
 
     Args:
@@ -137,7 +142,12 @@ def dacode_csv(submitted: str, gold: Any, *, context: VerifyContext, profile: st
             components[f"file:{name}"] = 0.0
             notes.append(f"{name} not written")
             continue
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        except (
+            pd.errors.ParserError,
+            pd.errors.EmptyDataError,
+            UnicodeDecodeError,
+            ValueError,
+        ) as exc:
             components[f"file:{name}"] = 0.0
             notes.append(f"{name} unreadable: {type(exc).__name__}")
             continue
@@ -206,7 +216,9 @@ def _unwrap(value: Any) -> Any:
     return value[0] if isinstance(value, list) and len(value) == 1 else value
 
 
-def text_score(gold: dict[str, Any], got: dict[str, Any], score_rule: str = "all", ignore_order: bool = False) -> dict[str, float]:
+def text_score(
+    gold: dict[str, Any], got: dict[str, Any], score_rule: str = "all", ignore_order: bool = False
+) -> dict[str, float]:
     """Per-key scores of an answer dict against the gold dict (upstream ``text_score``)."""
     got_keys = {str(k).lower().strip(): v for k, v in got.items()}
     scores = {}
@@ -233,7 +245,9 @@ def text_score(gold: dict[str, Any], got: dict[str, Any], score_rule: str = "all
 
 
 @register("dacode_text")
-def dacode_text(submitted: str, gold: Any, score_rule: str = "all", ignore_order: bool = False) -> Verdict:
+def dacode_text(
+    submitted: str, gold: Any, score_rule: str = "all", ignore_order: bool = False
+) -> Verdict:
     """Score a JSON answer against the gold dict (or any of several gold dicts).
 
     Args:
@@ -251,7 +265,15 @@ def dacode_text(submitted: str, gold: Any, score_rule: str = "all", ignore_order
     best, best_parts = -1.0, {}
     for g in golds:
         parts = text_score(g, got, score_rule, ignore_order)
-        value = float(all(parts.values())) if score_rule == "all" else sum(parts.values()) / max(len(parts), 1)
+        value = (
+            float(all(parts.values()))
+            if score_rule == "all"
+            else sum(parts.values()) / max(len(parts), 1)
+        )
         if value > best:
             best, best_parts = value, parts
-    return Verdict(best, {f"key:{k}": v for k, v in best_parts.items()}, f"{sum(best_parts.values()):g}/{len(best_parts)} keys right")
+    return Verdict(
+        best,
+        {f"key:{k}": v for k, v in best_parts.items()},
+        f"{sum(best_parts.values()):g}/{len(best_parts)} keys right",
+    )

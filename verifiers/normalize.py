@@ -102,7 +102,9 @@ _ROUNDING_NOTE = re.compile(
     re.I,
 )
 _PARENTHETICAL = re.compile(r"\([^()]{0,500}\)|\[[^\[\]]{0,500}\]")
-_HEDGE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|between|and|vs|versus)\b|/|\?", re.I)
+_HEDGE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|between|and|vs|versus)\b|/|\?", re.I
+)
 _ONLY_SEPARATORS = re.compile(r"^[\s,;:&~\-\u2013\u2014|]*$")
 
 
@@ -110,7 +112,9 @@ def _is_year(token: str) -> bool:
     return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2100
 
 
-def _is_aside_year(text: str, numbers: list[tuple[int, int, float]], n: tuple[int, int, float]) -> bool:
+def _is_aside_year(
+    text: str, numbers: list[tuple[int, int, float]], n: tuple[int, int, float]
+) -> bool:
     """Whether ``n`` is a year set aside (rule 4), not a candidate offered beside another number."""
     if not _is_year(text[n[0] : n[1]]):
         return False

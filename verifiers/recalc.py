@@ -62,7 +62,9 @@ def soffice_path() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def recalculate_bytes(data: bytes, suffix: str = ".xlsx", timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
+def recalculate_bytes(
+    data: bytes, suffix: str = ".xlsx", timeout_s: float = DEFAULT_TIMEOUT_S
+) -> bytes:
     """Recalculate every formula of a workbook and return the saved xlsx bytes.
 
     Args:
@@ -100,7 +102,9 @@ def recalculate_files(
     """
     exe = soffice_path()
     if exe is None:
-        raise RecalcError("LibreOffice (soffice) is not installed; install Debian 'libreoffice-calc-nogui'")
+        raise RecalcError(
+            "LibreOffice (soffice) is not installed; install Debian 'libreoffice-calc-nogui'"
+        )
     if len({p.stem for p in paths}) != len(paths):
         raise RecalcError("input workbooks must have distinct file stems")
     outdir.mkdir(parents=True, exist_ok=True)

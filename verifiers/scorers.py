@@ -97,7 +97,9 @@ def judge(
     return Verdict(min(1.0, max(0.0, reward)), verdict.components, verdict.detail)
 
 
-def score(spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None) -> float:
+def score(
+    spec: VerifierSpec, submitted: str, gold: Any, context: VerifyContext | None = None
+) -> float:
     """The reward alone; see :func:`judge`."""
     return judge(spec, submitted, gold, context).reward
 
@@ -201,7 +203,11 @@ def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
     (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
     found: dict[str, str | None] = {}
     for name, value in dabench_findall(submitted):
-        if repeats == "refuse" and name in found and (found[name] is None or not _dabench_equal(found[name], value)):
+        if (
+            repeats == "refuse"
+            and name in found
+            and (found[name] is None or not _dabench_equal(found[name], value))
+        ):
             found[name] = None
         else:
             found[name] = value
@@ -210,7 +216,11 @@ def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
 
 @register("dabench")
 def dabench(
-    submitted: str, gold: Any, partial_credit: bool = False, repeats: str | None = None, profile: str = "strict"
+    submitted: str,
+    gold: Any,
+    partial_credit: bool = False,
+    repeats: str | None = None,
+    profile: str = "strict",
 ) -> Verdict:
     """The InfiAgent-DABench closed-form rule.
 
@@ -250,11 +260,16 @@ def dabench(
         return 0.0
     found = _dabench_parts(submitted, repeats)
     parts = {
-        name: float(found.get(name) is not None and _dabench_equal(found[name], label)) for name, label in labels
+        name: float(found.get(name) is not None and _dabench_equal(found[name], label))
+        for name, label in labels
     }
     correct = sum(parts.values())
     reward = correct / len(labels) if partial_credit else float(correct == len(labels))
-    return Verdict(reward, {f"part:{n}": v for n, v in parts.items()}, f"{correct:g}/{len(labels)} parts correct")
+    return Verdict(
+        reward,
+        {f"part:{n}": v for n, v in parts.items()},
+        f"{correct:g}/{len(labels)} parts correct",
+    )
 
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
@@ -364,7 +379,9 @@ def unordered_set(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: floa
         return 0.0
     remaining = list(got)
     for w in want:
-        match = next((i for i, g in enumerate(remaining) if _element_equal(g, w, rel_tol, abs_tol)), None)
+        match = next(
+            (i for i, g in enumerate(remaining) if _element_equal(g, w, rel_tol, abs_tol)), None
+        )
         if match is None:
             return 0.0
         remaining.pop(match)

@@ -112,7 +112,9 @@ _NUMBER = re.compile(r"^-?\d+(\.\d+)?%?$")
 
 def _to_decimal(value: str) -> Decimal:
     if value.endswith("%"):
-        return (Decimal(value.strip("%")) / Decimal(100)).quantize(Decimal("1.0000"), rounding=ROUND_HALF_UP)
+        return (Decimal(value.strip("%")) / Decimal(100)).quantize(
+            Decimal("1.0000"), rounding=ROUND_HALF_UP
+        )
     return Decimal(value)
 
 
@@ -150,7 +152,11 @@ def exact_match(reference: str, prediction: str, error_range: float | None = Non
         try:
             if error_range is not None:
                 vr, vp = _to_decimal(r), _to_decimal(p)
-                ok = vp == vr if vr == 0 else abs(vr - vp) / abs(vr) <= Decimal(str(error_range)) / 100
+                ok = (
+                    vp == vr
+                    if vr == 0
+                    else abs(vr - vp) / abs(vr) <= Decimal(str(error_range)) / 100
+                )
             elif r.endswith("%"):
                 ok = _to_decimal(r) == _to_decimal(p)
             else:
@@ -234,7 +240,9 @@ def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
     if metric == "Pass@1":
         want, got = parse_series(reference), parse_series(prediction)
         ok = want is not None and got == want
-        return Verdict(float(ok), {metric: float(ok)}, "series match" if ok else "series differ or missing")
+        return Verdict(
+            float(ok), {metric: float(ok)}, "series match" if ok else "series differ or missing"
+        )
     strict = profile != "official" and metric != "ROUGE-L"
     normalize = strict_normalize_answer if strict else normalize_answer
     ref, pred = normalize(reference), normalize(prediction)
@@ -244,7 +252,11 @@ def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
         value = rouge_l(ref, pred)
     elif strict and len(pred.split(",")) != len(ref.split(",")):
         value = 0.0
-        return Verdict(value, {metric: value}, f"{metric} 0.000: {len(pred.split(','))} items, not {len(ref.split(','))}")
+        return Verdict(
+            value,
+            {metric: value},
+            f"{metric} 0.000: {len(pred.split(','))} items, not {len(ref.split(','))}",
+        )
     else:
         value = exact_match(ref, pred, error_range=10 if metric == "EM_with_error_10" else None)
     return Verdict(value, {metric: value}, f"{metric} {value:.3f}")

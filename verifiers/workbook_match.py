@@ -145,7 +145,11 @@ def compare_sheet(gold: dict[tuple[int, int], tuple[Any, ...]], result: Grid) ->
     for col in range(1, n_cols + 1):
         header = gold.get((1, col), (None,))
         match = next(
-            (m for m in range(1, n_cols + 1) if m not in used and _accepts(header, result.get((1, m)))),
+            (
+                m
+                for m in range(1, n_cols + 1)
+                if m not in used and _accepts(header, result.get((1, m)))
+            ),
             None,
         )
         if match is None:
@@ -178,7 +182,9 @@ def enabled_value_sheets(check_board: dict[str, Any]) -> list[int]:
         >>> enabled_value_sheets({"1": {"cells": {"values": True}}, "2": {"cells": {"values": False}}})
         [1]
     """
-    return sorted(int(k) for k, v in check_board.items() if (v or {}).get("cells", {}).get("values"))
+    return sorted(
+        int(k) for k, v in check_board.items() if (v or {}).get("cells", {}).get("values")
+    )
 
 
 def unsupported_checks(check_board: dict[str, Any]) -> list[str]:
@@ -197,7 +203,9 @@ def unsupported_checks(check_board: dict[str, Any]) -> list[str]:
     return out
 
 
-def compare_workbooks(result, ref_cached, ref_recalculated, check_board: dict[str, Any]) -> str | None:
+def compare_workbooks(
+    result, ref_cached, ref_recalculated, check_board: dict[str, Any]
+) -> str | None:
     """Compare a result workbook with one reference; ``None`` if it matches, else the reason.
 
     Args:
@@ -213,8 +221,12 @@ def compare_workbooks(result, ref_cached, ref_recalculated, check_board: dict[st
         if index > len(ref_cached.worksheets):
             continue
         cached = sheet_grid(ref_cached.worksheets[index - 1])
-        recalculated = sheet_grid(ref_recalculated.worksheets[index - 1]) if ref_recalculated else {}
-        reason = compare_sheet(_gold_cells(cached, recalculated), sheet_grid(result.worksheets[index - 1]))
+        recalculated = (
+            sheet_grid(ref_recalculated.worksheets[index - 1]) if ref_recalculated else {}
+        )
+        reason = compare_sheet(
+            _gold_cells(cached, recalculated), sheet_grid(result.worksheets[index - 1])
+        )
         if reason is not None:
             return f"sheet {index}: {reason}"
     return None
@@ -268,7 +280,10 @@ def workbook_match(
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         return Verdict(0.0, detail=f"{name} is not an xlsx workbook: {exc}")
     if unpacked > max_unpacked_bytes:
-        return Verdict(0.0, detail=f"{name} unpacks to {unpacked} bytes, over the limit of {max_unpacked_bytes}; not opened")
+        return Verdict(
+            0.0,
+            detail=f"{name} unpacks to {unpacked} bytes, over the limit of {max_unpacked_bytes}; not opened",
+        )
     try:
         _load_values(data)
     except Exception as exc:  # openpyxl raises many types on a corrupt package
@@ -277,7 +292,9 @@ def workbook_match(
     recalculated: list[bytes | None] = [None] * (len(refs) + 1)
     if recalc:
         try:
-            recalculated = _recalculate([data, *(Path(r["path"]).read_bytes() for r in refs)], timeout_s)
+            recalculated = _recalculate(
+                [data, *(Path(r["path"]).read_bytes() for r in refs)], timeout_s
+            )
         except RecalcError as exc:
             detail_prefix = f"not recalculated ({exc}); "
     result = _load_values(recalculated[0] or data)

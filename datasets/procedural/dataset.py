@@ -101,7 +101,7 @@ class ProceduralDataset:
     def size(self, split: str) -> int:
         return SPLIT_SIZE if split in SPLITS else 0
 
-    def split(self, name: str) -> "SplitView":
+    def split(self, name: str) -> SplitView:
         if name not in SPLITS:
             raise KeyError(f"unknown split {name!r}; splits: {', '.join(SPLITS)}")
         return SplitView(self, name)

@@ -54,7 +54,9 @@ def parse_dates(values: pd.Series, formats: Sequence[str]) -> pd.Series:
         ValueError: If a value matches none of the formats.
     """
 
-    cells = values.map(lambda v: pd.Timestamp(v) if isinstance(v, (dt.datetime, dt.date)) else pd.NaT)
+    cells = values.map(
+        lambda v: pd.Timestamp(v) if isinstance(v, (dt.datetime, dt.date)) else pd.NaT
+    )
     out = pd.to_datetime(cells)
     texts = values[out.isna()].astype(str).str.strip()
     for fmt in formats:

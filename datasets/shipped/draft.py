@@ -48,7 +48,9 @@ class Draft:
 
 def number(question: str, value: float, decimals: int, level: str, **params: Any) -> Draft:
     """A float answer to be given rounded to ``decimals`` places."""
-    return Draft(question, round(float(value), decimals), "number", level, decimals=decimals, params=params)
+    return Draft(
+        question, round(float(value), decimals), "number", level, decimals=decimals, params=params
+    )
 
 
 def integer(question: str, value: int, level: str, **params: Any) -> Draft:
@@ -66,16 +68,21 @@ def members(question: str, values: list[str], what: str, level: str, **params: A
     return Draft(question, [str(v) for v in values], "set", level, what=what, params=params)
 
 
-def ranking(question: str, values: list[str], what: str, order: str, level: str, **params: Any) -> Draft:
+def ranking(
+    question: str, values: list[str], what: str, order: str, level: str, **params: Any
+) -> Draft:
     """An ordered list answer."""
-    return Draft(question, [str(v) for v in values], "list", level, what=what, order=order, params=params)
+    return Draft(
+        question, [str(v) for v in values], "list", level, what=what, order=order, params=params
+    )
 
 
 def parts(question: str, items: list[tuple[str, float, int]], level: str, **params: Any) -> Draft:
     """A multi-part ``@name[value]`` answer scored with the DABench rule."""
     answer = [(n, _fmt(v, d)) for n, v, d in items]
     what = "; ".join(
-        f"{n} as an integer" if d == 0 else f"{n} rounded to {d} decimal places" for n, _, d in items
+        f"{n} as an integer" if d == 0 else f"{n} rounded to {d} decimal places"
+        for n, _, d in items
     )
     return Draft(question, answer, "parts", level, decimals=0, what=what, params=params)
 
@@ -107,7 +114,11 @@ def oracle_and_verifier(d: Draft) -> tuple[str, Any, VerifierSpec]:
     """The oracle text, the stored gold answer and the verifier for a draft."""
     if d.style == "number":
         tol = 1.01 * 10 ** (-d.decimals)  # one unit in the last asked-for place
-        return _fmt(d.answer, d.decimals), d.answer, VerifierSpec(name="numeric", params={"abs_tol": tol})
+        return (
+            _fmt(d.answer, d.decimals),
+            d.answer,
+            VerifierSpec(name="numeric", params={"abs_tol": tol}),
+        )
     if d.style == "integer":
         return str(d.answer), d.answer, VerifierSpec(name="numeric")
     if d.style == "text":
@@ -140,11 +151,16 @@ def leaks(instruction: str, oracle: str, style: str) -> bool:
         core = oracle.lstrip("-")
         return re.search(rf"(?<![\d.]){re.escape(core)}(?![\d]|\.\d)", instruction) is not None
     if style == "text":
-        return re.search(rf"(?<!\w){re.escape(oracle.casefold())}(?!\w)", instruction.casefold()) is not None
+        return (
+            re.search(rf"(?<!\w){re.escape(oracle.casefold())}(?!\w)", instruction.casefold())
+            is not None
+        )
     return False
 
 
-def to_task(d: Draft, task_id: str, file_name: str, file_path: str, kind: str, template: str, split: str) -> Task:
+def to_task(
+    d: Draft, task_id: str, file_name: str, file_path: str, kind: str, template: str, split: str
+) -> Task:
     """Build the ``Task`` for a draft whose data lives in ``file_name``."""
     noun = {"csv": "CSV file", "sqlite": "SQLite database", "excel": "Excel workbook"}[kind]
     instruction = (
@@ -160,8 +176,13 @@ def to_task(d: Draft, task_id: str, file_name: str, file_path: str, kind: str, t
         oracle_answer=oracle,
         verifier=verifier,
         split=split,
-        metadata={"source": "starter", "level": d.level, "kind": kind, "template": template,
-                  "params": d.params},
+        metadata={
+            "source": "starter",
+            "level": d.level,
+            "kind": kind,
+            "template": template,
+            "params": d.params,
+        },
     )
 
 

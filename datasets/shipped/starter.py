@@ -69,7 +69,10 @@ def _read_csv(path: Path) -> pd.DataFrame:
 def _read_sqlite(path: Path) -> dict[str, pd.DataFrame]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        names = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+        ]
         return {n: pd.read_sql_query(f'SELECT * FROM "{n}"', con) for n in names}
     finally:
         con.close()
@@ -81,24 +84,118 @@ def _read_xlsx(path: Path) -> dict[str, pd.DataFrame]:
 
 # (file name, kind, table maker, writer, reader, templates, default repetitions per template).
 # Append only: a source's position seeds its tables and parameters.
-SOURCES: list[tuple[str, str, Callable[..., Any], Callable[..., None], Callable[[Path], Any], list, int]] = [
+SOURCES: list[
+    tuple[str, str, Callable[..., Any], Callable[..., None], Callable[[Path], Any], list, int]
+] = [
     ("sales.csv", "csv", tables.make_sales, write_csv, _read_csv, csv_tasks.TEMPLATES["sales"], 2),
-    ("employees.csv", "csv", tables.make_employees, write_csv, _read_csv, csv_tasks.TEMPLATES["employees"], 1),
-    ("flights.csv", "csv", tables.make_flights, write_csv, _read_csv, csv_tasks.TEMPLATES["flights"], 2),
-    ("sensors.csv", "csv", tables.make_sensors, write_csv, _read_csv, csv_tasks.TEMPLATES["sensors"], 1),
-    ("retail.sqlite", "sqlite", tables.make_retail_db, write_sqlite, _read_sqlite, sqlite_tasks.TEMPLATES["retail"], 4),
-    ("university.sqlite", "sqlite", tables.make_university_db, write_sqlite, _read_sqlite,
-     sqlite_tasks.TEMPLATES["university"], 4),
-    ("financials.xlsx", "excel", tables.make_financials_wb, write_xlsx, _read_xlsx,
-     excel_tasks.TEMPLATES["financials"], 5),
-    ("inventory.xlsx", "excel", tables.make_inventory_wb, write_xlsx, _read_xlsx,
-     excel_tasks.TEMPLATES["inventory"], 5),
-    ("transactions.csv", "csv", messy_tables.make_transactions, write_csv, _read_csv, transactions_tasks.TEMPLATES, 1),
-    ("events.csv", "csv", messy_tables.make_events, write_csv, _read_csv, events_tasks.TEMPLATES, 1),
-    ("support.sqlite", "sqlite", messy_tables.make_support_db, write_sqlite, _read_sqlite, support_tasks.TEMPLATES, 1),
-    ("budget.xlsx", "excel", messy_tables.make_budget_wb, write_xlsx, _read_xlsx, budget_tasks.TEMPLATES, 1),
-    ("timesheets.xlsx", "excel", messy_tables.make_timesheets_wb, write_xlsx, _read_xlsx,
-     timesheets_tasks.TEMPLATES, 1),
+    (
+        "employees.csv",
+        "csv",
+        tables.make_employees,
+        write_csv,
+        _read_csv,
+        csv_tasks.TEMPLATES["employees"],
+        1,
+    ),
+    (
+        "flights.csv",
+        "csv",
+        tables.make_flights,
+        write_csv,
+        _read_csv,
+        csv_tasks.TEMPLATES["flights"],
+        2,
+    ),
+    (
+        "sensors.csv",
+        "csv",
+        tables.make_sensors,
+        write_csv,
+        _read_csv,
+        csv_tasks.TEMPLATES["sensors"],
+        1,
+    ),
+    (
+        "retail.sqlite",
+        "sqlite",
+        tables.make_retail_db,
+        write_sqlite,
+        _read_sqlite,
+        sqlite_tasks.TEMPLATES["retail"],
+        4,
+    ),
+    (
+        "university.sqlite",
+        "sqlite",
+        tables.make_university_db,
+        write_sqlite,
+        _read_sqlite,
+        sqlite_tasks.TEMPLATES["university"],
+        4,
+    ),
+    (
+        "financials.xlsx",
+        "excel",
+        tables.make_financials_wb,
+        write_xlsx,
+        _read_xlsx,
+        excel_tasks.TEMPLATES["financials"],
+        5,
+    ),
+    (
+        "inventory.xlsx",
+        "excel",
+        tables.make_inventory_wb,
+        write_xlsx,
+        _read_xlsx,
+        excel_tasks.TEMPLATES["inventory"],
+        5,
+    ),
+    (
+        "transactions.csv",
+        "csv",
+        messy_tables.make_transactions,
+        write_csv,
+        _read_csv,
+        transactions_tasks.TEMPLATES,
+        1,
+    ),
+    (
+        "events.csv",
+        "csv",
+        messy_tables.make_events,
+        write_csv,
+        _read_csv,
+        events_tasks.TEMPLATES,
+        1,
+    ),
+    (
+        "support.sqlite",
+        "sqlite",
+        messy_tables.make_support_db,
+        write_sqlite,
+        _read_sqlite,
+        support_tasks.TEMPLATES,
+        1,
+    ),
+    (
+        "budget.xlsx",
+        "excel",
+        messy_tables.make_budget_wb,
+        write_xlsx,
+        _read_xlsx,
+        budget_tasks.TEMPLATES,
+        1,
+    ),
+    (
+        "timesheets.xlsx",
+        "excel",
+        messy_tables.make_timesheets_wb,
+        write_xlsx,
+        _read_xlsx,
+        timesheets_tasks.TEMPLATES,
+        1,
+    ),
 ]
 
 # Result-workbook templates over files of SOURCES: (input file name, templates). Append only, as above.
@@ -164,8 +261,15 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
                     continue
                 seen.add(draft.question)
                 stem = file_name.split(".")[0]
-                task = to_task(draft, f"{NAME}-{stem}-{count:03d}", file_name, str(path), kind,
-                               template.__name__, split="train")
+                task = to_task(
+                    draft,
+                    f"{NAME}-{stem}-{count:03d}",
+                    file_name,
+                    str(path),
+                    kind,
+                    template.__name__,
+                    split="train",
+                )
                 oracle, _, _ = oracle_and_verifier(draft)
                 if leaks(task.instruction, oracle, draft.style):
                     continue
@@ -181,7 +285,9 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
         "seed": seed,
         "tasks": [_relative(t, directory) for t in tasks],
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (directory / MANIFEST).write_text(
+        json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return tasks
 
 
@@ -198,12 +304,25 @@ def _workbook_tasks(directory: Path, seed: int, inputs: dict[str, tuple[str, Any
                 if made == wanted:
                     break
                 draft = template(data, rng)
-                key = repr(draft and (draft.level, [(s.what, [c.meaning for c in s.columns]) for s in draft.sheets]))
+                key = repr(
+                    draft
+                    and (
+                        draft.level,
+                        [(s.what, [c.meaning for c in s.columns]) for s in draft.sheets],
+                    )
+                )
                 if draft is None or key in seen:
                     continue
                 seen.add(key)
-                task = to_workbook_task(draft, f"{NAME}-{stem}-wb-{count:03d}", file_name, str(directory / file_name),
-                                        kind, template.__name__, directory)
+                task = to_workbook_task(
+                    draft,
+                    f"{NAME}-{stem}-wb-{count:03d}",
+                    file_name,
+                    str(directory / file_name),
+                    kind,
+                    template.__name__,
+                    directory,
+                )
                 if workbook_leaks(draft, task.instruction):
                     Path(task.answer["references"][0]["path"]).unlink()
                     continue

@@ -14,8 +14,17 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.shipped.draft import (Draft, integer, nth_label, number, pick, repeat,
-                                                reuse_last, text, top_labels)
+from analyst_env.datasets.shipped.draft import (
+    Draft,
+    integer,
+    nth_label,
+    number,
+    pick,
+    repeat,
+    reuse_last,
+    text,
+    top_labels,
+)
 
 Tables = dict[str, pd.DataFrame]
 Template = Callable[[Tables, np.random.Generator], Draft | None]
@@ -41,8 +50,12 @@ def _month(rng: np.random.Generator) -> str:
 def sp_open_count(t, rng):
     p = pick(rng, t["tickets"].priority)
     df = t["tickets"]
-    return integer(f"How many {p}-priority tickets are still open (closed_at is NULL)?",
-                   int(((df.priority == p) & df.closed_at.isna()).sum()), "easy", priority=p)
+    return integer(
+        f"How many {p}-priority tickets are still open (closed_at is NULL)?",
+        int(((df.priority == p) & df.closed_at.isna()).sum()),
+        "easy",
+        priority=p,
+    )
 
 
 @repeat(3)
@@ -50,7 +63,12 @@ def sp_unassigned(t, rng):
     m = _month(rng)
     df = t["tickets"]
     v = (df.agent_id.isna() & df.opened_at.str.startswith(m)).sum()
-    return integer(f"How many tickets opened in {m} have no agent assigned (agent_id is NULL)?", v, "easy", month=m)
+    return integer(
+        f"How many tickets opened in {m} have no agent assigned (agent_id is NULL)?",
+        v,
+        "easy",
+        month=m,
+    )
 
 
 @repeat(4)
@@ -59,8 +77,14 @@ def sp_resolution_hours(t, rng):
     df = _tickets(t)
     sub = df[(df.priority == p) & df.closed.notna()]
     v = ((sub.closed - sub.opened).dt.total_seconds() / 3600).mean()
-    return number(f"What is the average resolution time in hours (closed_at minus opened_at) of closed "
-                  f"{p}-priority tickets? {UTC_TIMES}", v, 2, "medium", priority=p)
+    return number(
+        f"What is the average resolution time in hours (closed_at minus opened_at) of closed "
+        f"{p}-priority tickets? {UTC_TIMES}",
+        v,
+        2,
+        "medium",
+        priority=p,
+    )
 
 
 @repeat(3)
@@ -68,22 +92,39 @@ def sp_team_closed(t, rng):
     team, m = pick(rng, t["agents"].team), _month(rng)
     df = t["tickets"].merge(t["agents"], on="agent_id")
     v = ((df.team == team) & df.closed_at.str.startswith(m, na=False)).sum()
-    return integer(f"How many tickets were closed in {m} by agents of the {team} team?", v, "medium",
-                   team=team, month=m)
+    return integer(
+        f"How many tickets were closed in {m} by agents of the {team} team?",
+        v,
+        "medium",
+        team=team,
+        month=m,
+    )
 
 
 @repeat(4)
 def sp_team_csat_latest(t, rng):
     team = pick(rng, t["agents"].team)
-    s = t["surveys"].sort_values(["submitted_at", "survey_id"], kind="stable").drop_duplicates("ticket_id", keep="last")
+    s = (
+        t["surveys"]
+        .sort_values(["submitted_at", "survey_id"], kind="stable")
+        .drop_duplicates("ticket_id", keep="last")
+    )
     df = s.merge(t["tickets"], on="ticket_id").merge(t["agents"], on="agent_id")
-    return number(f"What is the average survey score of tickets handled by agents of the {team} team? {LATEST}",
-                  df[df.team == team].score.mean(), 3, "hard", team=team)
+    return number(
+        f"What is the average survey score of tickets handled by agents of the {team} team? {LATEST}",
+        df[df.team == team].score.mean(),
+        3,
+        "hard",
+        team=team,
+    )
 
 
 def sp_repeat_surveys(t, rng):
-    return integer("How many tickets have more than one survey submission?",
-                   int((t["surveys"].ticket_id.value_counts() > 1).sum()), "easy")
+    return integer(
+        "How many tickets have more than one survey submission?",
+        int((t["surveys"].ticket_id.value_counts() > 1).sum()),
+        "easy",
+    )
 
 
 @repeat(4)
@@ -92,8 +133,14 @@ def sp_agent_rank(t, rng):
     df = t["tickets"][t["tickets"].closed_at.notna()].merge(t["agents"], on="agent_id")
     sub = df[df.team == team]
     name = nth_label(sub.groupby("name").size(), k)
-    return name and text(f"Within the {team} team, which agent closed {ORDINAL[k]} tickets?", name, "agent name",
-                         "hard", team=team, rank=k)
+    return name and text(
+        f"Within the {team} team, which agent closed {ORDINAL[k]} tickets?",
+        name,
+        "agent name",
+        "hard",
+        team=team,
+        rank=k,
+    )
 
 
 @repeat(3)
@@ -102,8 +149,13 @@ def sp_quick_return(t, rng):
     df = _tickets(t).sort_values(["customer_id", "opened", "ticket_id"], kind="stable")
     gap = df.groupby("customer_id").opened.diff()
     v = (gap <= pd.Timedelta(days=d)).sum()
-    return integer(f"How many tickets were opened within {d} days ({24 * d} hours, inclusive) after the same "
-                   f"customer's previous ticket? {UTC_TIMES}", v, "hard", days=d)
+    return integer(
+        f"How many tickets were opened within {d} days ({24 * d} hours, inclusive) after the same "
+        f"customer's previous ticket? {UTC_TIMES}",
+        v,
+        "hard",
+        days=d,
+    )
 
 
 @repeat(3)
@@ -112,18 +164,35 @@ def sp_month_jump(t, rng):
     df = t["tickets"][t["tickets"].priority == p]
     per = df.groupby(df.opened_at.str[:7]).size().sort_index()
     top = top_labels(per.diff().dropna(), 1)
-    return top and text(f"Which month of 2024 had the largest increase in the number of {p}-priority tickets opened, "
-                        "compared with the previous month?", top[0], "month in YYYY-MM form", "medium", priority=p)
+    return top and text(
+        f"Which month of 2024 had the largest increase in the number of {p}-priority tickets opened, "
+        "compared with the previous month?",
+        top[0],
+        "month in YYYY-MM form",
+        "medium",
+        priority=p,
+    )
 
 
 @repeat(3)
 def sp_plan_rate(t, rng):
     ch = pick(rng, t["tickets"].channel)
     c = t["customers"]
-    n = t["tickets"][t["tickets"].channel == ch].groupby("customer_id").size().reindex(c.customer_id, fill_value=0)
+    n = (
+        t["tickets"][t["tickets"].channel == ch]
+        .groupby("customer_id")
+        .size()
+        .reindex(c.customer_id, fill_value=0)
+    )
     top = top_labels(n.groupby(c.set_index("customer_id").plan).mean(), 1)
-    return top and text(f"Which plan has the highest average number of {ch} tickets per customer (customers with "
-                        "no such tickets count as zero)?", top[0], "plan name", "medium", channel=ch)
+    return top and text(
+        f"Which plan has the highest average number of {ch} tickets per customer (customers with "
+        "no such tickets count as zero)?",
+        top[0],
+        "plan name",
+        "medium",
+        channel=ch,
+    )
 
 
 @repeat(3)
@@ -134,10 +203,27 @@ def sp_running_count(t, rng):
     if target <= 0:
         return None
     day = df.opened_at.str[:10].iloc[target - 1]
-    return text(f"Counting {p}-priority tickets in order of opened_at, on which date (UTC) was the {target}th one "
-                f"opened? {UTC_TIMES}", day, "date in YYYY-MM-DD form", "hard", priority=p, count=target)
+    return text(
+        f"Counting {p}-priority tickets in order of opened_at, on which date (UTC) was the {target}th one "
+        f"opened? {UTC_TIMES}",
+        day,
+        "date in YYYY-MM-DD form",
+        "hard",
+        priority=p,
+        count=target,
+    )
 
 
-TEMPLATES: list[Template] = [sp_open_count, sp_unassigned, sp_resolution_hours, sp_team_closed,
-                             sp_team_csat_latest, sp_repeat_surveys, sp_agent_rank, sp_quick_return, sp_month_jump,
-                             sp_plan_rate, sp_running_count]
+TEMPLATES: list[Template] = [
+    sp_open_count,
+    sp_unassigned,
+    sp_resolution_hours,
+    sp_team_closed,
+    sp_team_csat_latest,
+    sp_repeat_surveys,
+    sp_agent_rank,
+    sp_quick_return,
+    sp_month_jump,
+    sp_plan_rate,
+    sp_running_count,
+]

@@ -116,7 +116,9 @@ def finish(draft: WorkbookDraft) -> WorkbookDraft | None:
         frame = sheet.frame.reset_index(drop=True)
         missing = [c.name for c in sheet.columns if c.name not in frame.columns]
         if missing:
-            raise ValueError(f"sheet {sheet.name!r} declares columns it does not compute: {missing}")
+            raise ValueError(
+                f"sheet {sheet.name!r} declares columns it does not compute: {missing}"
+            )
         frame = frame[[c.name for c in sheet.columns]].copy()
         if frame.empty or len(frame) > MAX_ROWS or frame.isna().any().any():
             return None
@@ -132,14 +134,20 @@ def finish(draft: WorkbookDraft) -> WorkbookDraft | None:
 def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
     """The agent-facing instruction: every sheet, column, rounding and row order spelled out."""
     names = ", ".join(f"`{s.name}`" for s in draft.sheets)
-    count = "one sheet" if len(draft.sheets) == 1 else f"exactly {len(draft.sheets)} sheets, in this order:"
+    count = (
+        "one sheet"
+        if len(draft.sheets) == 1
+        else f"exactly {len(draft.sheets)} sheets, in this order:"
+    )
     parts = [
         f"The data is in the {noun} `{file_name}` in your working directory. Create an Excel workbook "
         f"`{RESULT}` in your working directory with {count} {names}.",
     ]
     for sheet in draft.sheets:
         cols = "\n".join(c.sentence() for c in sheet.columns)
-        parts.append(f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: {sheet.order}.")
+        parts.append(
+            f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: {sheet.order}."
+        )
     parts.append(
         "On every sheet: the header row (the column names above, exactly) is row 1 starting at cell A1, one record "
         "per row below it, no index column, no blank or total rows, no other sheets. Write numbers as numbers and "
@@ -152,7 +160,10 @@ def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
 
 def _rows(frame: pd.DataFrame) -> list[list[Any]]:
     header = [str(c) for c in frame.columns]
-    body = [[v.item() if hasattr(v, "item") else v for v in row] for row in frame.itertuples(index=False, name=None)]
+    body = [
+        [v.item() if hasattr(v, "item") else v for v in row]
+        for row in frame.itertuples(index=False, name=None)
+    ]
     return [header, *body]
 
 
@@ -165,18 +176,20 @@ def oracle_code(draft: WorkbookDraft) -> str:
         True
     """
     sheets = {s.name: _rows(s.frame) for s in draft.sheets}
-    return "\n".join([
-        "import openpyxl",
-        f"SHEETS = {sheets!r}",
-        "wb = openpyxl.Workbook()",
-        "wb.remove(wb.active)",
-        "for name, rows in SHEETS.items():",
-        "    ws = wb.create_sheet(name)",
-        "    for row in rows:",
-        "        ws.append(row)",
-        f"wb.save({RESULT!r})",
-        "print('saved', len(SHEETS), 'sheets')",
-    ])
+    return "\n".join(
+        [
+            "import openpyxl",
+            f"SHEETS = {sheets!r}",
+            "wb = openpyxl.Workbook()",
+            "wb.remove(wb.active)",
+            "for name, rows in SHEETS.items():",
+            "    ws = wb.create_sheet(name)",
+            "    for row in rows:",
+            "        ws.append(row)",
+            f"wb.save({RESULT!r})",
+            "print('saved', len(SHEETS), 'sheets')",
+        ]
+    )
 
 
 def check_board(draft: WorkbookDraft) -> dict[str, Any]:
@@ -210,8 +223,15 @@ def leaks(draft: WorkbookDraft, text: str) -> bool:
     return False
 
 
-def to_workbook_task(draft: WorkbookDraft, task_id: str, file_name: str, file_path: str, kind: str,
-                     template: str, directory: Path) -> Task:
+def to_workbook_task(
+    draft: WorkbookDraft,
+    task_id: str,
+    file_name: str,
+    file_path: str,
+    kind: str,
+    template: str,
+    directory: Path,
+) -> Task:
     """Write the reference workbook under ``directory/references`` and build the task.
 
     Args:
@@ -231,16 +251,36 @@ def to_workbook_task(draft: WorkbookDraft, task_id: str, file_name: str, file_pa
         id=task_id,
         instruction=instruction(draft, file_name, noun),
         files={file_name: file_path},
-        answer={"workbook": RESULT,
-                "references": [{"name": ref.stem, "path": str(ref), "check_board": check_board(draft)}]},
+        answer={
+            "workbook": RESULT,
+            "references": [{"name": ref.stem, "path": str(ref), "check_board": check_board(draft)}],
+        },
         oracle_answer="done",
-        oracle_steps=[ToolCall(tool="add_and_execute_code_cell", arguments={"code": oracle_code(draft)})],
+        oracle_steps=[
+            ToolCall(tool="add_and_execute_code_cell", arguments={"code": oracle_code(draft)})
+        ],
         verifier=VerifierSpec(name="workbook_match"),
         split="train",
-        metadata={"source": "starter", "level": draft.level, "kind": kind, "template": template,
-                  "params": draft.params, "output": "workbook", "sheets": [s.name for s in draft.sheets]},
+        metadata={
+            "source": "starter",
+            "level": draft.level,
+            "kind": kind,
+            "template": template,
+            "params": draft.params,
+            "output": "workbook",
+            "sheets": [s.name for s in draft.sheets],
+        },
     )
 
 
-__all__ = ["Column", "RESULT", "Sheet", "WorkbookDraft", "finish", "instruction", "leaks", "oracle_code",
-           "to_workbook_task"]
+__all__ = [
+    "Column",
+    "RESULT",
+    "Sheet",
+    "WorkbookDraft",
+    "finish",
+    "instruction",
+    "leaks",
+    "oracle_code",
+    "to_workbook_task",
+]

@@ -29,7 +29,9 @@ def write_sqlite(tables: dict[str, pd.DataFrame], path: Path) -> None:
     """Write each frame as a table of a new SQLite database, in dict order."""
     con = sqlite3.connect(path)
     try:
-        con.execute("PRAGMA synchronous = OFF")  # a half-written set is never renamed into the cache
+        con.execute(
+            "PRAGMA synchronous = OFF"
+        )  # a half-written set is never renamed into the cache
         for name, df in tables.items():
             df.to_sql(name, con, index=False)
         con.commit()

@@ -50,7 +50,11 @@ def _ms(values: list[float]) -> str:
 
 def measure(url: str, token: str | None, resets: int, cells: int, task_id: str) -> dict:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    isolation = httpx.get(url + "/sandbox", headers=headers, timeout=10).json()["protections"].get("isolation")
+    isolation = (
+        httpx.get(url + "/sandbox", headers=headers, timeout=10)
+        .json()["protections"]
+        .get("isolation")
+    )
     reset_s, cell_s = [], []
     with AnalystEnv(base_url=url, headers=headers).sync() as env:
         env.reset(task_id=task_id)  # warm-up: first connection, first standby
@@ -69,7 +73,9 @@ def measure(url: str, token: str | None, resets: int, cells: int, task_id: str) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--image", help="image to run (with the docker options after --)")
     parser.add_argument("--url", help="measure this running server instead")
     parser.add_argument("--token", default=os.environ.get("ANALYST_ENV_TOKEN"))
@@ -87,16 +93,33 @@ def main() -> None:
     port = _free_port()
     name = f"analyst-env-latency-{port}"
     started = subprocess.run(
-        ["docker", "run", "-d", "--name", name, "-e", f"ANALYST_ENV_TOKEN={token}",
-         "-p", f"127.0.0.1:{port}:8000", *args.docker_options, args.image],
-        capture_output=True, text=True,
+        [
+            "docker",
+            "run",
+            "-d",
+            "--name",
+            name,
+            "-e",
+            f"ANALYST_ENV_TOKEN={token}",
+            "-p",
+            f"127.0.0.1:{port}:8000",
+            *args.docker_options,
+            args.image,
+        ],
+        capture_output=True,
+        text=True,
     )
     if started.returncode != 0:
-        raise SystemExit(f"docker run failed (DOCKER_HOST={os.environ.get('DOCKER_HOST')}): {started.stderr.strip()}")
+        raise SystemExit(
+            f"docker run failed (DOCKER_HOST={os.environ.get('DOCKER_HOST')}): {started.stderr.strip()}"
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         ready_s = _wait_healthy(url)
-        result = {"options": " ".join(args.docker_options) or "(default)", "ready_s": round(ready_s, 1)}
+        result = {
+            "options": " ".join(args.docker_options) or "(default)",
+            "ready_s": round(ready_s, 1),
+        }
         result.update(measure(url, token, args.resets, args.cells, args.task))
         print(json.dumps(result, ensure_ascii=False))
     finally:

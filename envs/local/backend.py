@@ -108,7 +108,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         log.info(
             "local sandbox isolation: %s%s",
             self.mode,
-            "".join(f"; {m} unavailable ({why})" for m, why in self.isolation_report["tried"].items()),
+            "".join(
+                f"; {m} unavailable ({why})" for m, why in self.isolation_report["tried"].items()
+            ),
         )
         hidden = hidden_interpreter_paths() if self.mode != "none" else []
         if self.mode in ("landlock", "none"):
@@ -124,11 +126,15 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         # Claimed first: a refused range must fail before anything is created.
         slot_uids = uses_slot_uids(self.mode)
         self._uid_range = uid_ranges.claim(max_slots, uid_base) if slot_uids else None
-        self._cgroups = CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
+        self._cgroups = (
+            CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
+        )
         if isolation == "full" and self._degraded():
             self._cgroups.close()
             self._uid_range.release()
-            raise ValueError(f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded")
+            raise ValueError(
+                f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded"
+            )
         if self._degraded():
             log.warning("local sandbox runs degraded: %s", self._degraded())
         self.standbys = standbys
@@ -141,7 +147,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         self.output_limit_bytes = output_limit_bytes
         self.interrupt_grace_s = interrupt_grace_s
         self.boot_timeout_s = boot_timeout_s
-        self.hidden_paths = tuple(str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),)))
+        self.hidden_paths = tuple(
+            str(p) for p in (hidden_paths if hidden_paths is not None else (cache_root(),))
+        )
         for path in self.hidden_paths:
             # Made now: a directory created after the zygote built its view (the task cache
             # on the first reset) would not be covered there.
@@ -162,13 +170,20 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         self._closed = False
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
         self.image_resolver: Callable[[str], ImageSpec | None] | None = None
-        self._spawning: collections.Counter[str] = collections.Counter()  # standbys being made, per image
+        self._spawning: collections.Counter[str] = (
+            collections.Counter()
+        )  # standbys being made, per image
         self._live: collections.Counter[str] = collections.Counter()  # episodes running, per image
         self._forgotten: set[str] = set()  # baked images whose zygote stops once their episodes end
         # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
         # grace period, ~12 ms of waiting), the other warms or tears down.
         self._workers = [
-            threading.Thread(target=self._maintain, args=(i == 0,), name=f"local-sandbox-standbys-{i}", daemon=True)
+            threading.Thread(
+                target=self._maintain,
+                args=(i == 0,),
+                name=f"local-sandbox-standbys-{i}",
+                daemon=True,
+            )
             for i in range(_WORKERS)
         ]
         for worker in self._workers:
@@ -198,7 +213,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             )
         info["standbys"] = str(self.standbys)
         if self._uid_range is not None:
-            info["uid_range"] = f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
+            info["uid_range"] = (
+                f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
+            )
         return info
 
     def standby_count(self) -> int:
@@ -368,7 +385,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
     def _sizing(self, image: str) -> Sizing:
         """The backend's sizing, with the resources an image sets (a recipe's) in place."""
         spec = self._check_image(image)
-        own = {k: getattr(spec, k) for k in ("memory_mb", "cpus", "disk_mb") if getattr(spec, k) is not None}
+        own = {
+            k: getattr(spec, k)
+            for k in ("memory_mb", "cpus", "disk_mb")
+            if getattr(spec, k) is not None
+        }
         return dataclasses.replace(self.sizing, **own) if own else self.sizing
 
     def _zygote_locked(self, image: str) -> ZygoteProcess:
@@ -385,7 +406,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 boot_timeout_s=self.boot_timeout_s,
             )
             self._zygotes[image] = zygote
-            log.info("local sandbox zygote for %r ready; protections: %s", image, self.protections())
+            log.info(
+                "local sandbox zygote for %r ready; protections: %s", image, self.protections()
+            )
         return zygote
 
     def _new_slot(self, image: str) -> KernelSlot:
@@ -451,7 +474,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             raise
         if warm:
             try:
-                _request(kernel, {"op": "warm", "code": self._check_image(image).standby_warm_up}, _WARM_TIMEOUT_S)
+                _request(
+                    kernel,
+                    {"op": "warm", "code": self._check_image(image).standby_warm_up},
+                    _WARM_TIMEOUT_S,
+                )
             except BaseException:
                 self._discard(kernel, slot)
                 raise

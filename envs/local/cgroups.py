@@ -91,7 +91,9 @@ def sweep_stale(parent: str) -> list[str]:
             continue
         top = os.path.join(parent, entry)
         try:
-            slots = [os.path.join(top, d) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))]
+            slots = [
+                os.path.join(top, d) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))
+            ]
         except FileNotFoundError:
             continue  # another server starting at the same time swept it first
         except OSError as exc:
@@ -185,7 +187,10 @@ class CgroupManager:
             wanted = [c for c in _CONTROLLERS if c in offered]
             if wanted:
                 try:
-                    _write(os.path.join(v2_base, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
+                    _write(
+                        os.path.join(v2_base, "cgroup.subtree_control"),
+                        " ".join("+" + c for c in wanted),
+                    )
                     for controller in wanted:
                         self.controllers[controller] = "v2"
                         self._bases[controller] = v2_base
@@ -212,7 +217,9 @@ class CgroupManager:
 
     def describe(self) -> dict[str, bool | str]:
         """Which protections this manager provides, for ``protections()``."""
-        out: dict[str, bool | str] = {f"cgroup_{c}": self.controllers.get(c, False) for c in _CONTROLLERS}
+        out: dict[str, bool | str] = {
+            f"cgroup_{c}": self.controllers.get(c, False) for c in _CONTROLLERS
+        }
         out["cgroup_kill"] = self.can_kill()
         return out
 

@@ -112,7 +112,9 @@ class _Kernel:
         self.shell = shell
         self.workdir = spec["workdir"]
         self.output_limit = spec["output_limit_bytes"]
-        shell.output_limit = self.output_limit  # rich outputs get the same budget per cell as stdout
+        shell.output_limit = (
+            self.output_limit
+        )  # rich outputs get the same budget per cell as stdout
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -156,7 +158,9 @@ class _Kernel:
         fds = self.conn.take_fds()
         try:
             if len(fds) != len(request["names"]):
-                raise ValueError(f"got {len(fds)} file descriptors for {len(request['names'])} files")
+                raise ValueError(
+                    f"got {len(fds)} file descriptors for {len(request['names'])} files"
+                )
             for name, fd in zip(request["names"], fds):
                 target = resolve_inside(self.workdir, name)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -242,7 +246,9 @@ class _Kernel:
         return {"pid": os.getpid()}
 
 
-def serve_episode(conn: FrameConnection, shell: KernelShell, workdir: str, output_limit_bytes: int) -> None:
+def serve_episode(
+    conn: FrameConnection, shell: KernelShell, workdir: str, output_limit_bytes: int
+) -> None:
     """Serve one episode's requests on ``conn`` until it closes.
 
     The remote slot runner (``envs.remote.runner``) forks its kernels without
@@ -280,7 +286,9 @@ def run_kernel(
         os.setsid()
         procctl.set_child_subreaper()
         sizing = isolation.Sizing(**spec["sizing"])
-        isolation.confine_child(mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter, readable)
+        isolation.confine_child(
+            mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter, readable
+        )
         procctl.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
         if os.getppid() != zygote_pid:
             os._exit(1)

@@ -81,7 +81,7 @@ class ImageSpec:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "ImageSpec":
+    def from_json(cls, text: str) -> ImageSpec:
         data = json.loads(text)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 

@@ -55,7 +55,9 @@ class CellRecord:
         if len(self.outputs) >= MAX_DISPLAYS_PER_CELL:
             self.dropped += 1
             if len(self.outputs) == MAX_DISPLAYS_PER_CELL:
-                self.outputs.append({"text/plain": f"[more displays dropped: a cell keeps {MAX_DISPLAYS_PER_CELL}]"})
+                self.outputs.append(
+                    {"text/plain": f"[more displays dropped: a cell keeps {MAX_DISPLAYS_PER_CELL}]"}
+                )
             return
         kept: dict[str, Any] = {}
         for mime, value in bundle.items():
@@ -65,7 +67,9 @@ class CellRecord:
                 kept[mime] = value
                 self.used += size
             elif isinstance(value, str) and mime.startswith("text/") and room > 0:
-                kept[mime] = value[:room] + f"\n[output truncated: {size - room} more characters of {mime}]"
+                kept[mime] = (
+                    value[:room] + f"\n[output truncated: {size - room} more characters of {mime}]"
+                )
                 self.used = self.limit
             else:
                 kept.setdefault(
@@ -81,7 +85,9 @@ class CellRecord:
         for key in ("value", "traceback"):
             text = self.error.get(key) or ""
             if len(text) > self.limit:
-                self.error[key] = text[: self.limit] + f"\n[truncated: {len(text) - self.limit} more characters]"
+                self.error[key] = (
+                    text[: self.limit] + f"\n[truncated: {len(text) - self.limit} more characters]"
+                )
 
 
 def _jsonable_bundle(data: dict[str, Any]) -> dict[str, Any]:

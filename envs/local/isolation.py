@@ -77,6 +77,8 @@ def _interpreter_world_reachable() -> bool:
                 break
             path = os.path.dirname(path)
     return True
+
+
 STRENGTH: tuple[Mode, ...] = ("full", "userns", "landlock", "none")
 """Modes from strongest to weakest: ``auto`` takes the first that works here."""
 NOFILE_LIMIT = 4096
@@ -108,7 +110,9 @@ class Sizing:
 
     def __post_init__(self) -> None:
         if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16 or self.disk_mb < 1:
-            raise ValueError(f"invalid sandbox sizing {self}: need memory_mb>=64, cpus>0, pids>=16, disk_mb>=1")
+            raise ValueError(
+                f"invalid sandbox sizing {self}: need memory_mb>=64, cpus>0, pids>=16, disk_mb>=1"
+            )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (for the zygote's fork requests)."""
@@ -147,7 +151,9 @@ def resolve_mode(requested: str) -> Mode:
     if requested == "full" and os.geteuid() != 0:
         raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
     if requested == "landlock" and landlock.abi() < 1:
-        raise ValueError("isolation 'landlock' needs a kernel with Landlock enabled (Linux >= 5.13, lsm=landlock)")
+        raise ValueError(
+            "isolation 'landlock' needs a kernel with Landlock enabled (Linux >= 5.13, lsm=landlock)"
+        )
     return requested  # type: ignore[return-value]
 
 
@@ -183,7 +189,9 @@ def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
 
 
 # ── zygote side ─────────────────────────────────────────────────────────────
-def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()) -> list[str]:
+def enter_zygote(
+    mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()
+) -> list[str]:
     """Confine the (warm, single-threaded) zygote before it forks anything.
 
     Returns:
@@ -207,7 +215,9 @@ def enter_zygote(mode: Mode, scratch_dir: str, package_dir: str, hidden: list[st
             f.write(f"0 {uid} 1")
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"0 {gid} 1")
-    return rootview.enter(scratch_dir, package_dir, in_user_namespace=mode == "userns", hidden=list(hidden))
+    return rootview.enter(
+        scratch_dir, package_dir, in_user_namespace=mode == "userns", hidden=list(hidden)
+    )
 
 
 def enter_pid_namespace(control_fd: int) -> None:
@@ -238,7 +248,9 @@ def enter_pid_namespace(control_fd: int) -> None:
         _, status = os.waitpid(pid, 0)
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
     procctl.set_parent_death_signal(signal.SIGKILL)
-    sc.mount("proc", "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "hidepid=invisible")
+    sc.mount(
+        "proc", "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "hidepid=invisible"
+    )
 
 
 def slots_dir(mode: Mode, host_root: str) -> str:
@@ -261,7 +273,9 @@ def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: i
     os.makedirs(path, mode=0o700)
     if mode in NAMESPACE_MODES:
         owner = f",uid={uid},gid={uid}" if uid is not None else ""
-        sc.mount("tmpfs", path, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={disk_mb}m,mode=0700{owner}")
+        sc.mount(
+            "tmpfs", path, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={disk_mb}m,mode=0700{owner}"
+        )
     for sub in ("work/logs/verifier", "tmp"):
         os.makedirs(os.path.join(path, sub), mode=0o700)
     if uid is not None and uses_slot_uids(mode):
@@ -305,7 +319,13 @@ def _only_own_slot(slot: str) -> None:
     """
     keep = os.open(slot, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        sc.mount("tmpfs", rootview.SLOTS_DIR, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0711,size=4k")
+        sc.mount(
+            "tmpfs",
+            rootview.SLOTS_DIR,
+            "tmpfs",
+            sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
+            "mode=0711,size=4k",
+        )
         os.mkdir(slot, 0o711)
         sc.mount(f"/proc/self/fd/{keep}", slot, None, sc.MS_BIND)
     finally:
@@ -391,7 +411,9 @@ def confine_child(
         if landlock.abi() >= 6:
             landlock.restrict_scope()
     if mode == "landlock":
-        procctl.set_dumpable(False)  # fork keeps the zygote's flag; said again so it never depends on that
+        procctl.set_dumpable(
+            False
+        )  # fork keeps the zygote's flag; said again so it never depends on that
         landlock.restrict(list(readable), [slot])
     if seccomp_filter is not None:
         seccomp.install(seccomp_filter)
@@ -411,7 +433,9 @@ def protections(mode: Mode) -> dict[str, bool | str]:
         "tmpfs_workdir": ns,
         "per_slot_uid": uses_slot_uids(mode),
         "landlock": f"ABI {landlock.abi()}" if mode == "landlock" else False,
-        "network": "loopback only (own namespace)" if ns else ("AF_UNIX only" if mode == "landlock" else "host"),
+        "network": "loopback only (own namespace)"
+        if ns
+        else ("AF_UNIX only" if mode == "landlock" else "host"),
         "no_new_privs": True,
         "seccomp": seccomp.supported(),
         "rlimits": "AS,FSIZE,NOFILE,CPU" + (",NPROC" if uses_slot_uids(mode) else ""),

@@ -57,7 +57,9 @@ def _syscall(number: int, *args) -> int:
 def abi() -> int:
     """The Landlock ABI this kernel offers; 0 when Landlock is unavailable or disabled."""
     try:
-        return _syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        return _syscall(
+            _CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+        )
     except OSError:
         return 0
 
@@ -157,7 +159,13 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
                     access &= _FILE_ONLY
                 access &= fs
                 rule = struct.pack("=Qi", access, fd)
-                _syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0))
+                _syscall(
+                    _ADD_RULE,
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(_RULE_PATH_BENEATH),
+                    rule,
+                    ctypes.c_uint32(0),
+                )
             finally:
                 os.close(fd)
         _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))

@@ -73,7 +73,10 @@ def _run(mode: str, host_root: str) -> dict:
             os.write(write_end, json.dumps({"ok": True, "facts": _facts()}).encode())
             os._exit(0)
         except BaseException as exc:
-            os.write(write_end, json.dumps({"ok": False, "error": f"kernel: {type(exc).__name__}: {exc}"}).encode())
+            os.write(
+                write_end,
+                json.dumps({"ok": False, "error": f"kernel: {type(exc).__name__}: {exc}"}).encode(),
+            )
             os._exit(1)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as f:
@@ -93,7 +96,11 @@ def main() -> None:
     try:
         verdict = _run(args.mode, args.host_root)
     except BaseException as exc:
-        verdict = {"ok": False, "error": f"zygote: {type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+        verdict = {
+            "ok": False,
+            "error": f"zygote: {type(exc).__name__}: {exc}",
+            "trace": traceback.format_exc()[-2000:],
+        }
     print(json.dumps(verdict), flush=True)
 
 
@@ -104,14 +111,27 @@ def try_mode(mode: str, timeout_s: float = 60.0) -> dict:
         root = tempfile.mkdtemp(prefix="analyst-env-probe-")
         try:
             done = subprocess.run(
-                [sys.executable, "-P", "-m", "analyst_env.envs.local.probe", "--mode", mode, "--host-root", root],
+                [
+                    sys.executable,
+                    "-P",
+                    "-m",
+                    "analyst_env.envs.local.probe",
+                    "--mode",
+                    mode,
+                    "--host-root",
+                    root,
+                ],
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
                 cwd="/",
             )
             lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-            verdict = json.loads(lines[-1]) if lines else {"ok": False, "error": (done.stderr or "no output")[-500:]}
+            verdict = (
+                json.loads(lines[-1])
+                if lines
+                else {"ok": False, "error": (done.stderr or "no output")[-500:]}
+            )
         except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
             verdict = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         finally:

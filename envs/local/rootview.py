@@ -109,8 +109,12 @@ def covered_paths(hidden: list[str], exposed: list[str]) -> list[str]:
 
 def _cover(target: str) -> None:
     """Mount an empty, read-only tmpfs over ``target`` (an existing directory of the view)."""
-    sc.mount("tmpfs", target, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0555,size=4k")
-    sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+    sc.mount(
+        "tmpfs", target, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0555,size=4k"
+    )
+    sc.mount(
+        None, target, None, sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC
+    )
 
 
 def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None:
@@ -128,7 +132,12 @@ def _bind_readonly(source: str, target: str, *, recursive: bool = False) -> None
         for point in _mounts_below(target):
             try:
                 keep = sc.statvfs_mount_flags(point)
-                sc.mount(None, point, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep)
+                sc.mount(
+                    None,
+                    point,
+                    None,
+                    sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | keep,
+                )
             except OSError:
                 sc.umount(point, sc.MNT_DETACH)  # cannot be made read-only: not shown at all
 
@@ -193,7 +202,9 @@ def enter(
     if in_user_namespace:
         _bind_readonly("/dev", new_root + "/dev", recursive=True)
     else:
-        sc.mount("tmpfs", new_root + "/dev", "tmpfs", sc.MS_NOSUID | sc.MS_NOEXEC, "mode=0755,size=64k")
+        sc.mount(
+            "tmpfs", new_root + "/dev", "tmpfs", sc.MS_NOSUID | sc.MS_NOEXEC, "mode=0755,size=64k"
+        )
         for name in _DEVICES:
             _bind_device(name, new_root)
         os.symlink("/proc/self/fd", new_root + "/dev/fd")
@@ -202,7 +213,13 @@ def enter(
         os.makedirs(new_root + "/dev/shm")
     for name, mode in (("tmp", "1777"), (SLOTS_DIR.strip("/"), "0711")):
         os.makedirs(f"{new_root}/{name}")
-        sc.mount("tmpfs", f"{new_root}/{name}", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"mode={mode},size=1m")
+        sc.mount(
+            "tmpfs",
+            f"{new_root}/{name}",
+            "tmpfs",
+            sc.MS_NOSUID | sc.MS_NODEV,
+            f"mode={mode},size=1m",
+        )
     sc.mount(None, new_root + SLOTS_DIR, None, sc.MS_SHARED)
     os.makedirs(new_root + "/.old")
     sc.pivot_root(new_root, new_root + "/.old")

@@ -71,7 +71,9 @@ _DENIED: dict[str, tuple[int, int]] = {
 }
 _CLONE = (56, 220)
 _CLONE3 = (435, 435)
-_NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_NAMESPACE_FLAGS = (
+    0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+)
 _X32_BIT = 0x40000000
 
 _BPF_LD_W_ABS = 0x20
@@ -174,7 +176,6 @@ def install(program: bytes) -> None:
     if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"PR_SET_SECCOMP: {os.strerror(err)}")
-
 
 
 _SOCKET = (41, 198)

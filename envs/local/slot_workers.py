@@ -100,7 +100,10 @@ class SlotWorkers:
 
     def _wanted_image(self) -> str | None:
         for image, ready in self._ready.items():
-            if len(ready) + self._spawning[image] < self.standbys and self._live_slots < self._max_slots:
+            if (
+                len(ready) + self._spawning[image] < self.standbys
+                and self._live_slots < self._max_slots
+            ):
                 return image
         return None
 

@@ -108,9 +108,13 @@ def claim(size: int, base: int | None = None, lock_dir: str = LOCK_DIR) -> UidRa
             )
         return claimed
     if size > RANGE_STRIDE:
-        raise ValueError(f"{size} slots need an explicit uid base (automatic ranges hold {RANGE_STRIDE})")
+        raise ValueError(
+            f"{size} slots need an explicit uid base (automatic ranges hold {RANGE_STRIDE})"
+        )
     for k in range(MAX_RANGES):
         claimed = _try_claim(DEFAULT_BASE + k * RANGE_STRIDE, size, lock_dir)
         if claimed is not None:
             return claimed
-    raise UidRangeBusy(f"all {MAX_RANGES} slot uid ranges from {DEFAULT_BASE} are held by running servers")
+    raise UidRangeBusy(
+        f"all {MAX_RANGES} slot uid ranges from {DEFAULT_BASE} are held by running servers"
+    )

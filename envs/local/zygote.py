@@ -164,7 +164,9 @@ class Zygote:
             os.close(self._wake_write)
             self.control.close()
             parent_end.close()
-            run_kernel(child_end, spec, self.shell, self.pid, self.mode, self.seccomp_filter, self.exposed)
+            run_kernel(
+                child_end, spec, self.shell, self.pid, self.mode, self.seccomp_filter, self.exposed
+            )
         child_end.close()
         self.kernels.add(pid)
         pidfd = os.pidfd_open(pid)
@@ -204,13 +206,17 @@ class Zygote:
 def main() -> None:
     """Entry point: ``python -m analyst_env.envs.local.zygote --image NAME --control-fd FD ...``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--image", required=True, help=f"one of {sorted(IMAGES)}, or a baked image's name")
+    parser.add_argument(
+        "--image", required=True, help=f"one of {sorted(IMAGES)}, or a baked image's name"
+    )
     parser.add_argument("--image-spec", help="the ImageSpec (JSON) of a baked image")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--mode", default="none", choices=list(isolation.STRENGTH))
     parser.add_argument("--host-root", required=True, help="the backend's root directory")
     parser.add_argument("--package-dir", required=True, help="hidden from kernels")
-    parser.add_argument("--hide", action="append", default=[], help="another directory hidden from kernels")
+    parser.add_argument(
+        "--hide", action="append", default=[], help="another directory hidden from kernels"
+    )
     args = parser.parse_args()
     control = socket.socket(fileno=args.control_fd)
     if args.image_spec:

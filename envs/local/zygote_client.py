@@ -30,7 +30,15 @@ _MAX_REPLY_BYTES = 1 << 16
 # locale, time zone, how to find programs and modules, and CPU quirks numerical
 # libraries need. Tokens, API keys and cloud credentials the server was started with
 # never reach an episode.
-KERNEL_ENV_ALLOWED = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+KERNEL_ENV_ALLOWED = (
+    "PATH",
+    "PYTHONPATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+)
 KERNEL_ENV_ALLOWED_PREFIXES = ("LC_",)
 
 
@@ -64,7 +72,9 @@ def _baked_launch(spec: ImageSpec) -> tuple[list[str], dict[str, str]]:
     )
     env = {}
     if spec.site_dirs:
-        env["PYTHONPATH"] = os.pathsep.join([*spec.site_dirs, *filter(None, [os.environ.get("PYTHONPATH")])])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [*spec.site_dirs, *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
     if spec.path_dirs:
         env["PATH"] = os.pathsep.join([*spec.path_dirs, os.environ.get("PATH", os.defpath)])
     return ["-c", code, "--image-spec", spec.to_json()], env

@@ -63,7 +63,9 @@ class BuildDB:
 
     def get(self, backend: str, digest: str) -> dict[str, Any] | None:
         with self._lock:
-            cur = self._conn.execute("SELECT * FROM builds WHERE backend=? AND hash=?", (backend, digest))
+            cur = self._conn.execute(
+                "SELECT * FROM builds WHERE backend=? AND hash=?", (backend, digest)
+            )
             row = cur.fetchone()
             return dict(zip([c[0] for c in cur.description], row)) if row else None
 
@@ -77,7 +79,8 @@ class BuildDB:
             if fields:
                 sets = ", ".join(f"{k}=?" for k in fields)
                 self._conn.execute(
-                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?", (*fields.values(), backend, digest)
+                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
+                    (*fields.values(), backend, digest),
                 )
 
     def interrupt_unfinished(self) -> int:
@@ -94,7 +97,8 @@ class BuildDB:
     def mark_deleted(self, name: str) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO deleted_environments (name, deleted_at) VALUES (?, ?)", (name, time.time())
+                "INSERT OR REPLACE INTO deleted_environments (name, deleted_at) VALUES (?, ?)",
+                (name, time.time()),
             )
 
     def undelete(self, name: str) -> None:
@@ -103,7 +107,12 @@ class BuildDB:
 
     def was_deleted(self, name: str) -> bool:
         with self._lock:
-            return self._conn.execute("SELECT 1 FROM deleted_environments WHERE name=?", (name,)).fetchone() is not None
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM deleted_environments WHERE name=?", (name,)
+                ).fetchone()
+                is not None
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -145,23 +154,36 @@ class Builder:
         logs_dir.mkdir(parents=True, exist_ok=True)
         interrupted = db.interrupt_unfinished()
         if interrupted:
-            log.warning("%d sandbox environment build(s) were interrupted by a restart; marked failed", interrupted)
+            log.warning(
+                "%d sandbox environment build(s) were interrupted by a restart; marked failed",
+                interrupted,
+            )
 
     def state(self, digest: str) -> dict[str, Any]:
         """``{"status", "progress", "elapsed_s", "error", "log_path"}`` of the image ``digest``."""
         row = self.db.get(self.backend, digest)
         if row is None:
-            return {"status": "pending", "progress": None, "elapsed_s": None, "error": None, "log_path": None}
+            return {
+                "status": "pending",
+                "progress": None,
+                "elapsed_s": None,
+                "error": None,
+                "log_path": None,
+            }
         status = row["status"]
         if status == "ready" and not self._is_built(self.images_dir / digest):
             status = "pending"
         started, finished = row["started_at"], row["finished_at"]
         elapsed = None
         if started is not None:
-            elapsed = round((finished if finished and status != "building" else time.time()) - started, 3)
+            elapsed = round(
+                (finished if finished and status != "building" else time.time()) - started, 3
+            )
         return {
             "status": status,
-            "progress": row["progress"] if status == "building" else (1.0 if status == "ready" else None),
+            "progress": row["progress"]
+            if status == "building"
+            else (1.0 if status == "ready" else None),
             "elapsed_s": elapsed,
             "error": row["error"] if status == "failed" else None,
             "log_path": row["log_path"],
@@ -182,11 +204,21 @@ class Builder:
             log_path.write_text("")
             row = self.db.get(self.backend, digest)
             self.db.put(
-                self.backend, digest, status="building", progress=0.0, started_at=time.time(), finished_at=None,
-                error=None, log_path=str(log_path), attempts=(row["attempts"] if row else 0) + 1,
+                self.backend,
+                digest,
+                status="building",
+                progress=0.0,
+                started_at=time.time(),
+                finished_at=None,
+                error=None,
+                log_path=str(log_path),
+                attempts=(row["attempts"] if row else 0) + 1,
             )
             thread = threading.Thread(
-                target=self._run, args=(recipe, digest, log_path), name=f"env-build-{digest}", daemon=True
+                target=self._run,
+                args=(recipe, digest, log_path),
+                name=f"env-build-{digest}",
+                daemon=True,
             )
             self._threads[digest] = thread
             thread.start()
@@ -218,10 +250,19 @@ class Builder:
             except Exception as exc:
                 message = str(exc) or type(exc).__name__
                 write(f"FAILED: {message}")
-                self.db.put(self.backend, digest, status="failed", error=message, finished_at=time.time())
+                self.db.put(
+                    self.backend, digest, status="failed", error=message, finished_at=time.time()
+                )
                 return
             write(f"ready in {time.monotonic() - started:.1f}s")
-            self.db.put(self.backend, digest, status="ready", progress=1.0, error=None, finished_at=time.time())
+            self.db.put(
+                self.backend,
+                digest,
+                status="ready",
+                progress=1.0,
+                error=None,
+                finished_at=time.time(),
+            )
 
     def join(self, timeout_s: float = 5.0) -> None:
         """Wait up to ``timeout_s`` for running builds (daemon threads die with the process)."""

@@ -71,7 +71,9 @@ def find_uv() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found is None:
-            raise BakeError("uv is not installed; install analyst-env's dependencies (pip install uv)") from None
+            raise BakeError(
+                "uv is not installed; install analyst-env's dependencies (pip install uv)"
+            ) from None
         return found
 
 
@@ -118,26 +120,44 @@ def bake(
         progress(0.02)
         check_apt(recipe.apt, log)
         if recipe.apt_sources:
-            log("apt_sources is used by container backends only; the local backend checks the host's packages")
+            log(
+                "apt_sources is used by container backends only; the local backend checks the host's packages"
+            )
         progress(0.1)
         plan = install_plan(recipe)
         pinned: dict[str, str] = {}
         for i, step in enumerate(plan.python):
             span = 0.6 / len(plan.python)
             start = 0.1 + i * span
-            install_python(step.packages, step.index_url, step.label, site_dir, pinned, log,
-                           deadline, lambda f, s=start, w=span: progress(s + f * w),
-                           sdists=recipe.sdists)
+            install_python(
+                step.packages,
+                step.index_url,
+                step.label,
+                site_dir,
+                pinned,
+                log,
+                deadline,
+                lambda f, s=start, w=span: progress(s + f * w),
+                sdists=recipe.sdists,
+            )
         progress(0.7)
         if plan.npm:
-            install_npm(plan.npm, plan.npm_registry, site_dir / NPM_DIR, log, deadline,
-                        scripts=recipe.npm_scripts)
+            install_npm(
+                plan.npm,
+                plan.npm_registry,
+                site_dir / NPM_DIR,
+                log,
+                deadline,
+                scripts=recipe.npm_scripts,
+            )
         progress(0.85)
         manifest = {
             "hash": recipe.image_hash(),
             "sizing": recipe.sizing(),
             "site_dirs": [str(out_dir / "site")],
-            "path_dirs": [str(out_dir / "site" / NPM_DIR / "node_modules" / ".bin")] if recipe.npm else [],
+            "path_dirs": [str(out_dir / "site" / NPM_DIR / "node_modules" / ".bin")]
+            if recipe.npm
+            else [],
             "preload": list(dict.fromkeys([*BASE_PRELOAD, *recipe.preload])),
             "recipe": recipe.canonical(),
         }
@@ -215,17 +235,40 @@ def install_python(
         "".join(f"{name}=={version}\n" for name, version in sorted(constraints.items()))
     )
     index = ["--index-url", index_url] if index_url else []
-    base = [uv, "pip", "compile", str(work / f"{label}.in"), "--python", sys.executable,
-            "--no-header", "--no-annotate", "--no-progress", "--color", "never", *no_build, *index]
-    log(f"{label}: resolving {' '.join(requirements)}" + (f" from {index_url}" if index_url else "")
-        + ("" if sdists else " (wheels only)"))
+    base = [
+        uv,
+        "pip",
+        "compile",
+        str(work / f"{label}.in"),
+        "--python",
+        sys.executable,
+        "--no-header",
+        "--no-annotate",
+        "--no-progress",
+        "--color",
+        "never",
+        *no_build,
+        *index,
+    ]
+    log(
+        f"{label}: resolving {' '.join(requirements)}"
+        + (f" from {index_url}" if index_url else "")
+        + ("" if sdists else " (wheels only)")
+    )
     try:
-        out = run(base + ["--constraints", str(work / f"{label}-constraints.txt")], log, deadline, echo=False)
+        out = run(
+            base + ["--constraints", str(work / f"{label}-constraints.txt")],
+            log,
+            deadline,
+            echo=False,
+        )
     except BakeError:
         log(f"{label}: no resolution keeps the server's versions; resolving without them")
         out = run(base, log, deadline)
     progress(0.4)
-    resolved = [line.strip() for line in out.splitlines() if line.strip() and not line.startswith("#")]
+    resolved = [
+        line.strip() for line in out.splitlines() if line.strip() and not line.startswith("#")
+    ]
     wanted = []
     for line in resolved:
         try:
@@ -241,18 +284,46 @@ def install_python(
         wanted.append(line)
         if version is not None:
             pinned[name] = version
-    log(f"{label}: resolved {len(resolved)} distribution(s); installing {len(wanted)} the server lacks: "
-        + (" ".join(wanted) or "(none)"))
+    log(
+        f"{label}: resolved {len(resolved)} distribution(s); installing {len(wanted)} the server lacks: "
+        + (" ".join(wanted) or "(none)")
+    )
     if wanted:
         (work / f"{label}.txt").write_text("\n".join(wanted) + "\n")
-        run([uv, "pip", "install", "--target", str(site_dir), "--python", sys.executable, "--no-deps",
-             "--no-progress", "--color", "never", "--link-mode", "copy", *no_build, *index,
-             "-r", str(work / f"{label}.txt")], log, deadline)
+        run(
+            [
+                uv,
+                "pip",
+                "install",
+                "--target",
+                str(site_dir),
+                "--python",
+                sys.executable,
+                "--no-deps",
+                "--no-progress",
+                "--color",
+                "never",
+                "--link-mode",
+                "copy",
+                *no_build,
+                *index,
+                "-r",
+                str(work / f"{label}.txt"),
+            ],
+            log,
+            deadline,
+        )
     progress(1.0)
 
 
-def install_npm(packages: list[str], registry: str | None, prefix: Path, log: Log, deadline: float,
-                scripts: bool = False) -> None:
+def install_npm(
+    packages: list[str],
+    registry: str | None,
+    prefix: Path,
+    log: Log,
+    deadline: float,
+    scripts: bool = False,
+) -> None:
     """``npm install`` the packages into ``prefix`` (its node_modules/.bin goes on PATH).
 
     Lifecycle scripts (``preinstall``, ``postinstall``, ...) are off unless ``scripts``: they run here.
@@ -264,11 +335,30 @@ def install_npm(packages: list[str], registry: str | None, prefix: Path, log: Lo
     registry_args = ["--registry", registry] if registry else []
     log(f"npm: installing {' '.join(packages)}" + (f" from {registry}" if registry else ""))
     script_args = [] if scripts else ["--ignore-scripts"]
-    run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save", "--update-notifier=false",
-         "--loglevel", "warn", *script_args, *registry_args, *packages], log, deadline)
+    run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--update-notifier=false",
+            "--loglevel",
+            "warn",
+            *script_args,
+            *registry_args,
+            *packages,
+        ],
+        log,
+        deadline,
+    )
 
 
-def check_imports_in_sandbox(site_dirs: list[str], modules: list[str], log: Log, deadline: float) -> None:
+def check_imports_in_sandbox(
+    site_dirs: list[str], modules: list[str], log: Log, deadline: float
+) -> None:
     """Import every preload module with the image's packages first, inside an isolated episode sandbox.
 
     This is where a wheel's ``.pth`` files and the modules' import-time code first run,
@@ -301,8 +391,7 @@ def check_imports_in_sandbox(site_dirs: list[str], modules: list[str], log: Log,
             "with tarfile.open('site.tar') as _t:\n"
             "    _t.extractall('image', filter='data')\n"
             f"_dirs = [os.path.abspath(os.path.join('image', 'site{{}}'.format(i))) for i in range({len(site_dirs)})]\n"
-            + boot_code([], "")
-            .replace("_dirs = []\n", "")
+            + boot_code([], "").replace("_dirs = []\n", "")
             + "import importlib\n"
             f"for _m in {modules!r}:\n"
             "    _mod = importlib.import_module(_m)\n"
@@ -310,9 +399,13 @@ def check_imports_in_sandbox(site_dirs: list[str], modules: list[str], log: Log,
         )
         backend = LocalSandboxBackend(standbys=0, boot_timeout_s=min(remaining, 300.0))
         try:
-            sandbox = backend.start("default", files={"site.tar": str(bundle), "check.py": str(script)})
+            sandbox = backend.start(
+                "default", files={"site.tar": str(bundle), "check.py": str(script)}
+            )
             try:
-                result = sandbox.run_shell(f"{sys.executable} -P check.py", timeout_s=min(remaining, 600.0))
+                result = sandbox.run_shell(
+                    f"{sys.executable} -P check.py", timeout_s=min(remaining, 600.0)
+                )
             finally:
                 sandbox.close()
         except SandboxError as exc:
@@ -328,7 +421,9 @@ def check_imports_in_sandbox(site_dirs: list[str], modules: list[str], log: Log,
         raise BakeError(f"a preload module failed to import (checked in a sandbox):\n{tail}")
 
 
-def run(argv: list[str], log: Log, deadline: float, *, echo: bool = True, cwd: str | None = None) -> str:
+def run(
+    argv: list[str], log: Log, deadline: float, *, echo: bool = True, cwd: str | None = None
+) -> str:
     """Run one build command, logging its output; return stdout.
 
     Raises:
@@ -340,10 +435,19 @@ def run(argv: list[str], log: Log, deadline: float, *, echo: bool = True, cwd: s
     log("$ " + " ".join([os.path.basename(argv[0]), *argv[1:]]))
     env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=remaining, env=env, cwd=cwd,
-                                stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=remaining,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
-        raise BakeError(f"{os.path.basename(argv[0])} did not finish before the build timeout") from None
+        raise BakeError(
+            f"{os.path.basename(argv[0])} did not finish before the build timeout"
+        ) from None
     except OSError as exc:
         raise BakeError(f"could not run {argv[0]}: {exc}") from None
     for line in result.stderr.splitlines():

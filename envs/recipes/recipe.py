@@ -61,6 +61,7 @@ _VERSION_OPS = "<>=!~"
 IMAGE_PREFIX = "env-"
 """Image names of sandbox environments: ``env-<image_hash>`` on every backend."""
 
+
 class RecipeError(ValueError):
     """A recipe that cannot be read or is invalid; the message says which field and why."""
 
@@ -151,11 +152,15 @@ def _pip_entry(entry: str, field: str) -> str:
     try:
         req = Requirement(entry)
     except InvalidRequirement as exc:
-        raise ValueError(f"{entry!r} is not a valid requirement ({str(exc).splitlines()[0]})") from None
+        raise ValueError(
+            f"{entry!r} is not a valid requirement ({str(exc).splitlines()[0]})"
+        ) from None
     if req.url and not req.url.startswith(("http://", "https://")):
         raise ValueError(f"{entry!r} may only reference an http:// or https:// URL")
     if req.url and not _URL_RE.match(req.url):
-        raise ValueError(f"{_cut(entry)!r} must reference a plain http(s) URL (no query, '$', backticks or quotes)")
+        raise ValueError(
+            f"{_cut(entry)!r} must reference a plain http(s) URL (no query, '$', backticks or quotes)"
+        )
     req.name = canonicalize_name(req.name)
     return str(req)
 
@@ -184,7 +189,8 @@ class Recipe(BaseModel):
     uv_index_url: str | None = None
     npm_registry: str | None = None
     apt_sources: str | None = Field(
-        default=None, description="One sources.list line, e.g. 'deb https://host/debian bookworm main'"
+        default=None,
+        description="One sources.list line, e.g. 'deb https://host/debian bookworm main'",
     )
     cpus: float | None = Field(default=None, gt=0, le=256)
     memory_mb: int | None = Field(default=None, ge=64, le=1024 * 1024)
@@ -196,7 +202,8 @@ class Recipe(BaseModel):
         description="Allow source distributions: their build backends then run on the host (trusted packages only)",
     )
     npm_scripts: bool = Field(
-        default=False, description="Run npm lifecycle scripts (postinstall...): they then run on the host"
+        default=False,
+        description="Run npm lifecycle scripts (postinstall...): they then run on the host",
     )
 
     @field_validator("name")
@@ -222,7 +229,9 @@ class Recipe(BaseModel):
     @classmethod
     def _split(cls, value: Any) -> list[str]:
         if isinstance(value, str) and len(value) > MAX_ENTRIES * (MAX_ENTRY_CHARS + 1):
-            raise ValueError(f"at most {MAX_ENTRIES} entries of at most {MAX_ENTRY_CHARS} characters")
+            raise ValueError(
+                f"at most {MAX_ENTRIES} entries of at most {MAX_ENTRY_CHARS} characters"
+            )
         if isinstance(value, (list, tuple)) and len(value) > MAX_ENTRIES:
             raise ValueError(f"at most {MAX_ENTRIES} entries, got {len(value)}")
         try:
@@ -292,8 +301,10 @@ class Recipe(BaseModel):
         options = re.match(r"^\[[^\]]*\]", rest)
         if options:
             if not _APT_OPTIONS_RE.match(options.group(0)):
-                raise ValueError(f"options {_cut(options.group(0))!r} must be '[key=value ...]' of plain words")
-            rest = rest[options.end():]
+                raise ValueError(
+                    f"options {_cut(options.group(0))!r} must be '[key=value ...]' of plain words"
+                )
+            rest = rest[options.end() :]
         words = rest.split()
         if len(words) < 2:
             raise ValueError(f"needs a URL and a suite, got {_cut(value)!r}")
@@ -326,7 +337,10 @@ class Recipe(BaseModel):
             "apt_sources": self.apt_sources,
             "preload": sorted(set(self.preload)),
         }
-        for opt_in in ("sdists", "npm_scripts"):  # only when set: the hashes of other recipes stay as they were
+        for opt_in in (
+            "sdists",
+            "npm_scripts",
+        ):  # only when set: the hashes of other recipes stay as they were
             if getattr(self, opt_in):
                 out[opt_in] = True
         if include_sizing and self.sizing():
@@ -339,8 +353,15 @@ class Recipe(BaseModel):
 
     def sizing(self) -> dict[str, Any]:
         """The resources the recipe sets (``cpus``, ``memory_mb``, ``disk_mb``), without unset ones."""
-        return {k: v for k, v in (("cpus", self.cpus), ("memory_mb", self.memory_mb), ("disk_mb", self.disk_mb))
-                if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("cpus", self.cpus),
+                ("memory_mb", self.memory_mb),
+                ("disk_mb", self.disk_mb),
+            )
+            if v is not None
+        }
 
     def content_hash(self, include_sizing: bool = False) -> str:
         """16 hex digits of SHA-256 over ``canonical()``; names the artifact on every backend."""
@@ -355,7 +376,7 @@ class Recipe(BaseModel):
     # -- TOML -----------------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Recipe":
+    def from_dict(cls, data: dict[str, Any]) -> Recipe:
         """Validate a mapping, turning pydantic's errors into one readable ``RecipeError``."""
         try:
             return cls.model_validate(data)
@@ -363,7 +384,7 @@ class Recipe(BaseModel):
             raise RecipeError(format_errors(exc)) from None
 
     @classmethod
-    def from_toml(cls, text: str) -> "Recipe":
+    def from_toml(cls, text: str) -> Recipe:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -375,7 +396,7 @@ class Recipe(BaseModel):
         return tomli_w.dumps(data)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Recipe":
+    def load(cls, path: str | Path) -> Recipe:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")

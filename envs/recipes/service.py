@@ -100,10 +100,17 @@ class EnvironmentService:
         self.backend = backend
         self.db = BuildDB(root / "builds.sqlite")
         self.builder = Builder(
-            self.db, backend, self.images_dir, root / "logs", bake or _local_bake, is_built or _local_is_built
+            self.db,
+            backend,
+            self.images_dir,
+            root / "logs",
+            bake or _local_bake,
+            is_built or _local_is_built,
         )
         self.templates = load_templates()
-        self.forget_image: Callable[[str], None] | None = None  # set by the server: the backend's forget_image
+        self.forget_image: Callable[[str], None] | None = (
+            None  # set by the server: the backend's forget_image
+        )
         self._lock = threading.RLock()
         # Resets resolve on every episode: recipes are read from disk once, then kept in
         # memory (this service is their only writer); baked specs are immutable per hash.
@@ -138,14 +145,18 @@ class EnvironmentService:
     def get(self, name: str) -> Recipe:
         recipe = self._all().get(name)
         if recipe is None:
-            raise UnknownEnvironment(f"no sandbox environment named {name!r}; environments: {sorted(self._all())}")
+            raise UnknownEnvironment(
+                f"no sandbox environment named {name!r}; environments: {sorted(self._all())}"
+            )
         return recipe.model_copy(deep=True)
 
     def template(self, name: str) -> Recipe:
         try:
             return self.templates[name]
         except KeyError:
-            raise UnknownEnvironment(f"no template named {name!r}; templates: {sorted(self.templates)}") from None
+            raise UnknownEnvironment(
+                f"no template named {name!r}; templates: {sorted(self.templates)}"
+            ) from None
 
     def create(self, body: dict[str, Any] | None = None, *, template: str | None = None) -> Recipe:
         """Create an environment from ``body`` (recipe fields), or copy ``template`` with ``body`` applied.
@@ -164,10 +175,14 @@ class EnvironmentService:
             raise RecipeError("name: a sandbox environment needs a name")
         recipe = Recipe.from_dict(body)
         if recipe.name in RESERVED_NAMES:
-            raise EnvironmentExists(f"{recipe.name!r} names the server's built-in image; choose another name")
+            raise EnvironmentExists(
+                f"{recipe.name!r} names the server's built-in image; choose another name"
+            )
         with self._lock:
             if recipe.name in self._all() or self._path(recipe.name).exists():
-                raise EnvironmentExists(f"a sandbox environment named {recipe.name!r} exists; update it instead")
+                raise EnvironmentExists(
+                    f"a sandbox environment named {recipe.name!r} exists; update it instead"
+                )
             self._save(recipe)
             self.db.undelete(recipe.name)
         self.builder.start(recipe)
@@ -188,7 +203,9 @@ class EnvironmentService:
                 raise RecipeError("name: an environment cannot be renamed; create a copy instead")
             recipe = Recipe.from_dict({**old.model_dump(), **changes, "name": name})
             self._save(recipe)
-        rebuild = recipe.image_hash() != old.image_hash() or self.state(recipe)["status"] == "pending"
+        rebuild = (
+            recipe.image_hash() != old.image_hash() or self.state(recipe)["status"] == "pending"
+        )
         if rebuild:
             self.builder.start(recipe)
         if recipe.image_hash() != old.image_hash():
@@ -292,7 +309,9 @@ class EnvironmentService:
             )
         if explicit:
             names = [r.name for r in self.list()]
-            raise UnknownEnvironment(f"no sandbox environment named {image!r}; environments: {names}")
+            raise UnknownEnvironment(
+                f"no sandbox environment named {image!r}; environments: {names}"
+            )
         return Resolved(image)
 
     def _bound(self, recipe: Recipe) -> Resolved:
@@ -309,7 +328,7 @@ class EnvironmentService:
             return None
         if image in self._specs:
             return self._specs[image]
-        digest = image[len(IMAGE_PREFIX):]
+        digest = image[len(IMAGE_PREFIX) :]
         manifest_path = self.images_dir / digest / "manifest.json"
         if not digest.isalnum() or not manifest_path.is_file():
             return None
@@ -327,4 +346,3 @@ class EnvironmentService:
     def close(self) -> None:
         self.builder.close()
         self.db.close()
-

@@ -41,10 +41,11 @@ def built_by(out_dir: Path, backend: str) -> bool:
 
 def recipe_resolver(images_dir: Path | None, backend: str):
     """Image name -> recipe: ``default``, or ``env-<hash>`` from a manifest this backend wrote."""
+
     def resolve(image: str) -> Recipe:
         if image == "default":
             return default_recipe()
-        digest = image[len(IMAGE_PREFIX):] if image.startswith(IMAGE_PREFIX) else ""
+        digest = image[len(IMAGE_PREFIX) :] if image.startswith(IMAGE_PREFIX) else ""
         if images_dir is not None and digest.isalnum():
             try:
                 manifest = json.loads((images_dir / digest / MANIFEST).read_text())

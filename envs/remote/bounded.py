@@ -41,7 +41,9 @@ def call_within(timeout_s: float, what: str, fn: Callable[[], T]) -> T:
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-        raise BackendUnavailable(f"{what} did not answer within {timeout_s:g} s (is the service reachable?)")
+        raise BackendUnavailable(
+            f"{what} did not answer within {timeout_s:g} s (is the service reachable?)"
+        )
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]

@@ -45,7 +45,9 @@ class QueueChannel:
         self._describe = describe
         self._closed = False
         self._eof_reason = ""
-        self._thread = threading.Thread(target=self._read, args=(chunks,), name="runner-channel", daemon=True)
+        self._thread = threading.Thread(
+            target=self._read, args=(chunks,), name="runner-channel", daemon=True
+        )
         self._thread.start()
 
     def _read(self, chunks: Iterable[bytes]) -> None:
@@ -64,7 +66,9 @@ class QueueChannel:
         try:
             self._write(data)
         except Exception as exc:
-            raise ChannelClosed(f"writing to the runner failed: {type(exc).__name__}: {exc}") from exc
+            raise ChannelClosed(
+                f"writing to the runner failed: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def recv(self, timeout: float | None) -> bytes | None:
         """The next chunk, or None if ``timeout`` seconds pass first. Raises ``ChannelClosed`` at EOF."""
@@ -136,16 +140,21 @@ def _fd_chunks(fd: int) -> Iterable[bytes]:
         yield chunk
 
 
-def process_channel(argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[
-    QueueChannel, subprocess.Popen
-]:
+def process_channel(
+    argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None
+) -> tuple[QueueChannel, subprocess.Popen]:
     """Start ``argv`` as a local process and return a channel over its stdin/stdout.
 
     Used by the fakes of remote services (which run the real runner locally)
     and for running the runner without any container.
     """
     proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
     )
     tail = StderrTail()
     tail.drain(_fd_chunks(proc.stderr.fileno()))

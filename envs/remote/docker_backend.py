@@ -66,7 +66,9 @@ def demultiplex(read: Callable[[int], bytes], stderr: StderrTail) -> Iterator[by
             yield payload
 
 
-def run_options(recipe: Recipe, *, cpus: float, memory_mb: int, disk_mb: int, pids: int, runtime: str | None) -> dict[str, Any]:
+def run_options(
+    recipe: Recipe, *, cpus: float, memory_mb: int, disk_mb: int, pids: int, runtime: str | None
+) -> dict[str, Any]:
     """``containers.create`` keyword arguments for one slot of ``recipe``."""
     memory = f"{recipe.memory_mb or memory_mb}m"
     options: dict[str, Any] = {
@@ -151,7 +153,9 @@ class DockerSandboxBackend(RunnerBackend):
         except Exception as exc:
             raise BackendUnavailable(f"cannot reach the Docker engine at {where}: {exc}") from None
         if runtime and runtime not in (self.docker.info().get("Runtimes") or {}):
-            raise BackendUnavailable(f"the Docker engine has no {runtime!r} runtime (install and register gVisor)")
+            raise BackendUnavailable(
+                f"the Docker engine has no {runtime!r} runtime (install and register gVisor)"
+            )
         self._tags: dict[str, str] = {}
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
@@ -174,12 +178,19 @@ class DockerSandboxBackend(RunnerBackend):
                 )
             except self.sdk.errors.BuildError as exc:
                 log = "".join(str(entry.get("stream", "")) for entry in exc.build_log)[-2000:]
-                raise SandboxError(f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}") from exc
+                raise SandboxError(
+                    f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}"
+                ) from exc
         self._tags[image] = tag
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
         options = run_options(
-            recipe, cpus=self.cpus, memory_mb=self.memory_mb, disk_mb=self.disk_mb, pids=self.pids, runtime=self.runtime
+            recipe,
+            cpus=self.cpus,
+            memory_mb=self.memory_mb,
+            disk_mb=self.disk_mb,
+            pids=self.pids,
+            runtime=self.runtime,
         )
         options.pop("detach")
         container = self.docker.containers.create(self._tags[image], **options)

@@ -86,7 +86,9 @@ class E2BSandboxBackend(SandboxBackend):
         self._core = e2b
         self.debug = e2b.ConnectionConfig(api_key=api_key, domain=domain).debug
         if not api_key and not self.debug:
-            raise BackendUnavailable("the e2b backend needs credentials: set E2B_API_KEY (and E2B_DOMAIN if self-hosted)")
+            raise BackendUnavailable(
+                "the e2b backend needs credentials: set E2B_API_KEY (and E2B_DOMAIN if self-hosted)"
+            )
         self._opts = {k: v for k, v in {"api_key": api_key, "domain": domain}.items() if v}
         self._resolve = resolve
         self.template = template
@@ -102,9 +104,15 @@ class E2BSandboxBackend(SandboxBackend):
     def template_name(self, recipe: Recipe) -> str:
         """``analyst-env-<hash with sizing>-r<rev>``: one template per (recipe, sizing)."""
         sized = recipe.model_copy(
-            update={"cpus": self._cpus(recipe), "memory_mb": self._memory(recipe), "disk_mb": recipe.disk_mb or self.disk_mb}
+            update={
+                "cpus": self._cpus(recipe),
+                "memory_mb": self._memory(recipe),
+                "disk_mb": recipe.disk_mb or self.disk_mb,
+            }
         )
-        return f"analyst-env-{runner_image.artifact_tag(sized, include_sizing=True)}".replace(".", "-")
+        return f"analyst-env-{runner_image.artifact_tag(sized, include_sizing=True)}".replace(
+            ".", "-"
+        )
 
     def _cpus(self, recipe: Recipe) -> int:
         return max(1, round(recipe.cpus or self.cpus))
@@ -128,7 +136,9 @@ class E2BSandboxBackend(SandboxBackend):
         """Find ``recipe``'s template by name, or build it with the Template SDK."""
         name = self.template_name(recipe)
         exists = call_within(
-            self.connect_timeout_s, "E2B (template lookup)", lambda: self._core.Template.exists(name, **self._opts)
+            self.connect_timeout_s,
+            "E2B (template lookup)",
+            lambda: self._core.Template.exists(name, **self._opts),
         )
         if not exists:
             disk = recipe.disk_mb or self.disk_mb
@@ -143,7 +153,14 @@ class E2BSandboxBackend(SandboxBackend):
             )
         return name
 
-    def bake(self, recipe: Recipe, out_dir: Path, *, log: Callable[[str], None], progress: Callable[[float], None]) -> None:
+    def bake(
+        self,
+        recipe: Recipe,
+        out_dir: Path,
+        *,
+        log: Callable[[str], None],
+        progress: Callable[[float], None],
+    ) -> None:
         """Build ``recipe``'s template (the sandbox environments' build step) and record it in ``out_dir``."""
         name = self.template or self._ensure_template(recipe, log)
         write_manifest(out_dir, recipe, backend=self.name, artifact=name)
@@ -190,10 +207,14 @@ class E2BSandboxBackend(SandboxBackend):
                 **self._opts,
             )
         except Exception as exc:
-            raise SandboxError(f"E2B could not create a sandbox from template {template!r}: {exc}") from exc
+            raise SandboxError(
+                f"E2B could not create a sandbox from template {template!r}: {exc}"
+            ) from exc
         try:
             # The same layout as a local slot: Harbor-style verifiers read logs/verifier/.
-            sandbox.commands.run(f"mkdir -p {WORKDIR}/logs/verifier", timeout=self.connect_timeout_s)
+            sandbox.commands.run(
+                f"mkdir -p {WORKDIR}/logs/verifier", timeout=self.connect_timeout_s
+            )
             for name, data in payload.items():
                 sandbox.files.write(posixpath.join(WORKDIR, name), data)
             context = sandbox.create_code_context(cwd=WORKDIR)
@@ -207,7 +228,9 @@ class E2BSandboxBackend(SandboxBackend):
             )
             setup = episode.run_cell(_setup_code(seed, env or {}), timeout_s=60, silent=True)
             if setup.error is not None:
-                raise SandboxError(f"seeding the kernel failed: {setup.error.name}: {setup.error.value}")
+                raise SandboxError(
+                    f"seeding the kernel failed: {setup.error.name}: {setup.error.value}"
+                )
         except BaseException as exc:
             try:
                 sandbox.kill()

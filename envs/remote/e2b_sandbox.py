@@ -57,13 +57,19 @@ def _capped(parts: list[str], limit: int) -> str:
 
 def bundle_of(result: Any) -> dict[str, Any]:
     """A Jupyter mime bundle from an E2B ``Result`` (its ``extra`` keys kept as they are)."""
-    bundle = {mime: getattr(result, attr) for attr, mime in _MIME_OF.items() if getattr(result, attr, None) is not None}
+    bundle = {
+        mime: getattr(result, attr)
+        for attr, mime in _MIME_OF.items()
+        if getattr(result, attr, None) is not None
+    }
     for key, value in (getattr(result, "extra", None) or {}).items():
         bundle.setdefault(key, value)
     return bundle
 
 
-def cell_result(execution: Any, execution_count: int | None, limit: int = DEFAULT_LIMIT_BYTES) -> CellResult:
+def cell_result(
+    execution: Any, execution_count: int | None, limit: int = DEFAULT_LIMIT_BYTES
+) -> CellResult:
     """Map an E2B ``Execution`` into a ``CellResult``."""
     error = None
     if execution.error is not None:
@@ -117,7 +123,9 @@ class E2BSandbox(Sandbox):
                 self._count = 0  # a fresh kernel counts from 1 again, as the local one does
                 return timed_out_restarted_result(timeout_s)
             except Exception as exc:
-                raise SandboxError(f"E2B sandbox {self._sandbox.sandbox_id} failed to run the cell: {exc}") from exc
+                raise SandboxError(
+                    f"E2B sandbox {self._sandbox.sandbox_id} failed to run the cell: {exc}"
+                ) from exc
             if silent:
                 return cell_result(execution, None, self._limit).model_copy(update={"outputs": []})
             self._count += 1
@@ -128,13 +136,17 @@ class E2BSandbox(Sandbox):
         with self._lock:
             self._check_open()
             try:
-                result = self._sandbox.commands.run(command, cwd=self.workdir, envs=self._env, timeout=timeout_s)
+                result = self._sandbox.commands.run(
+                    command, cwd=self.workdir, envs=self._env, timeout=timeout_s
+                )
             except self._sdk.CommandExitException as exc:
                 result = exc
             except self._sdk.TimeoutException:
                 return ShellResult(timed_out=True, stderr="")
             except Exception as exc:
-                raise SandboxError(f"E2B sandbox {self._sandbox.sandbox_id} failed to run the command: {exc}") from exc
+                raise SandboxError(
+                    f"E2B sandbox {self._sandbox.sandbox_id} failed to run the command: {exc}"
+                ) from exc
             return ShellResult(
                 stdout=_capped([result.stdout or ""], self._limit),
                 stderr=_capped([result.stderr or ""], self._limit),

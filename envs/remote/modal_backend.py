@@ -55,12 +55,19 @@ def modal_image(sdk: ModuleType, recipe: Recipe) -> Any:
         registry = f"--registry {shlex.quote(plan.npm_registry)} " if plan.npm_registry else ""
         packages = " ".join(shlex.quote(p) for p in plan.npm)
         image = image.run_commands(f"npm install -g {registry}{packages}")
-    image = image.env({**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"})
+    image = image.env(
+        {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
+    )
     image = image.add_local_file(
-        _PACKAGE_DIR / "__init__.py", f"{runner_image.PACKAGE_ROOT}/analyst_env/__init__.py", copy=True
+        _PACKAGE_DIR / "__init__.py",
+        f"{runner_image.PACKAGE_ROOT}/analyst_env/__init__.py",
+        copy=True,
     )
     return image.add_local_dir(
-        _PACKAGE_DIR / "envs", f"{runner_image.PACKAGE_ROOT}/analyst_env/envs", copy=True, ignore=["**/__pycache__/**"]
+        _PACKAGE_DIR / "envs",
+        f"{runner_image.PACKAGE_ROOT}/analyst_env/envs",
+        copy=True,
+        ignore=["**/__pycache__/**"],
     )
 
 
@@ -114,7 +121,9 @@ class ModalSandboxBackend(RunnerBackend):
         self.connect_timeout_s = connect_timeout_s
         self.boot_timeout_s = boot_timeout_s
         self._client = call_within(
-            connect_timeout_s, "Modal (client)", lambda: self.sdk.Client.from_credentials(token_id, token_secret)
+            connect_timeout_s,
+            "Modal (client)",
+            lambda: self.sdk.Client.from_credentials(token_id, token_secret),
         )
         self._app = call_within(
             connect_timeout_s,
@@ -132,13 +141,21 @@ class ModalSandboxBackend(RunnerBackend):
         name = self.artifact_name(recipe)
         found = self.sdk.Image.from_name(name, client=self._client)
         try:
-            call_within(self.connect_timeout_s, "Modal (image lookup)", lambda: found.hydrate(client=self._client))
+            call_within(
+                self.connect_timeout_s,
+                "Modal (image lookup)",
+                lambda: found.hydrate(client=self._client),
+            )
         except self.sdk.exception.NotFoundError:
             # Built on Modal's builders (minutes for a big recipe), then published by hash.
             built = modal_image(self.sdk, recipe).build(self._app)
             built.publish(name, client=self._client)
             found = self.sdk.Image.from_name(name, client=self._client)
-            call_within(self.connect_timeout_s, "Modal (image lookup)", lambda: found.hydrate(client=self._client))
+            call_within(
+                self.connect_timeout_s,
+                "Modal (image lookup)",
+                lambda: found.hydrate(client=self._client),
+            )
         self._images[image] = found
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
@@ -158,7 +175,9 @@ class ModalSandboxBackend(RunnerBackend):
         )
         created = time.monotonic()
         try:
-            process = sandbox.exec(*runner_image.runner_command(recipe), text=False, env=dict(SINGLE_THREADED_ENV))
+            process = sandbox.exec(
+                *runner_image.runner_command(recipe), text=False, env=dict(SINGLE_THREADED_ENV)
+            )
             tail = StderrTail()
             tail.drain(iter(process.stderr))
 
@@ -172,7 +191,9 @@ class ModalSandboxBackend(RunnerBackend):
         except BaseException:
             sandbox.terminate()
             raise
-        return Slot(client, lambda: sandbox.terminate(), meta={"created": created, "sandbox": sandbox})
+        return Slot(
+            client, lambda: sandbox.terminate(), meta={"created": created, "sandbox": sandbox}
+        )
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.

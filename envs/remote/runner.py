@@ -92,7 +92,9 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     gc.freeze()
     threads = len(os.listdir("/proc/self/task"))
     if threading.active_count() != 1 or threads != 1:
-        raise RuntimeError(f"runner has {threads} threads after preloading; it must be single-threaded to fork")
+        raise RuntimeError(
+            f"runner has {threads} threads after preloading; it must be single-threaded to fork"
+        )
     return shell, missing, standby_warm_up
 
 
@@ -100,7 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: ``python -m analyst_env.envs.remote.runner [--workdir DIR] [--preload a,b]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=DEFAULT_WORKDIR)
-    parser.add_argument("--preload", default=None, help="comma-separated modules (default: the default image's)")
+    parser.add_argument(
+        "--preload", default=None, help="comma-separated modules (default: the default image's)"
+    )
     parser.add_argument("--output-limit-bytes", type=int, default=2 * 1024 * 1024)
     args = parser.parse_args(argv)
     # The protocol owns the original stdin/stdout; stray prints (e.g. from a
@@ -114,7 +118,11 @@ def main(argv: list[str] | None = None) -> None:
     from analyst_env.envs.local import procctl
     from analyst_env.envs.local.image_specs import IMAGES
 
-    preload = IMAGES["default"].preload if args.preload is None else [m for m in args.preload.split(",") if m]
+    preload = (
+        IMAGES["default"].preload
+        if args.preload is None
+        else [m for m in args.preload.split(",") if m]
+    )
     os.makedirs(args.workdir, exist_ok=True)
     tmp = os.environ.get("TMPDIR", "/tmp")
     os.environ.setdefault("MPLCONFIGDIR", tmp)
@@ -124,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
         os.write(out_fd, encode({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}))
         raise SystemExit(1) from None
     procctl.set_child_subreaper()
-    runner = Runner(in_fd, out_fd, shell, os.path.realpath(args.workdir), args.output_limit_bytes, warm_up)
+    runner = Runner(
+        in_fd, out_fd, shell, os.path.realpath(args.workdir), args.output_limit_bytes, warm_up
+    )
     runner.ensure_standby()
     runner.send(
         {

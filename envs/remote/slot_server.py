@@ -35,7 +35,13 @@ class Runner:
     """
 
     def __init__(
-        self, in_fd: int, out_fd: int, shell: Any, workdir: str, output_limit_bytes: int, warm_up: str = "pass"
+        self,
+        in_fd: int,
+        out_fd: int,
+        shell: Any,
+        workdir: str,
+        output_limit_bytes: int,
+        warm_up: str = "pass",
     ) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
@@ -72,7 +78,9 @@ class Runner:
             readable = select.select(watched, [], [], 1.0)[0]
             self._reap()
             if self.standby is not None and self.standby[1] in readable:
-                self._call(self.standby[1], self.standby[2], None)  # its warm-up finished (or it died)
+                self._call(
+                    self.standby[1], self.standby[2], None
+                )  # its warm-up finished (or it died)
                 self.standby_warming = False
             if self.child_sock is not None and self.child_sock in readable:
                 self._pump_child()
@@ -113,7 +121,11 @@ class Runner:
                 self.ensure_standby()
             return
         if self.child_sock is None or self.pending:
-            why = "a request is already running" if self.pending else "no episode is active in this slot"
+            why = (
+                "a request is already running"
+                if self.pending
+                else "no episode is active in this slot"
+            )
             self.send({"failure": {"type": "RuntimeError", "message": why}, "id": rid})
             return
         try:
@@ -121,7 +133,9 @@ class Runner:
             self.pending, self.pending_id = True, rid
         except OSError:
             self._child_gone()
-            self.send({"kernel_died": "the kernel exited before the request could be sent", "id": rid})
+            self.send(
+                {"kernel_died": "the kernel exited before the request could be sent", "id": rid}
+            )
 
     def _start(self, request: dict[str, Any]) -> dict[str, Any]:
         from analyst_env.envs.local.workpath import resolve_inside
@@ -175,7 +189,9 @@ class Runner:
             spawned, self.standby = self.standby or self._spawn(), None
             self.child_pid, self.child_sock, self.child_decoder = spawned
             self.child_reaped = False
-            reply = self._child_call({"op": "activate", "names": [], "seed": self.seed, "env": self.env})
+            reply = self._child_call(
+                {"op": "activate", "names": [], "seed": self.seed, "env": self.env}
+            )
             if reply is not None and "failure" not in reply:
                 return
             self._end_child()
@@ -205,7 +221,10 @@ class Runner:
                 from analyst_env.envs.local.frame_socket import FrameConnection
 
                 serve_episode(
-                    FrameConnection(child_end, accept_fds=True), self.shell, self.workdir, self.output_limit_bytes
+                    FrameConnection(child_end, accept_fds=True),
+                    self.shell,
+                    self.workdir,
+                    self.output_limit_bytes,
                 )
             except BaseException:
                 traceback.print_exc()
@@ -221,7 +240,9 @@ class Runner:
         return self._call(self.child_sock, self.child_decoder, message)
 
     @staticmethod
-    def _call(sock: socket.socket, decoder: Decoder, message: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _call(
+        sock: socket.socket, decoder: Decoder, message: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
         """Send ``message`` (unless None) and wait for the next reply on ``sock``."""
         try:
             if message is not None:

@@ -83,7 +83,9 @@ class RunnerBackend(SandboxBackend):
         self._busy: set[Slot] = set()
         self._lock = threading.Condition()
         self._closed = False
-        self._filler = threading.Thread(target=self._fill, name=f"{self.name}-warm-pool", daemon=True)
+        self._filler = threading.Thread(
+            target=self._fill, name=f"{self.name}-warm-pool", daemon=True
+        )
         self._filler.start()
 
     # ── subclass hooks ─────────────────────────────────────────────────────
@@ -93,7 +95,14 @@ class RunnerBackend(SandboxBackend):
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
         raise NotImplementedError
 
-    def bake(self, recipe: Recipe, out_dir: Path, *, log: Callable[[str], None], progress: Callable[[float], None]) -> None:
+    def bake(
+        self,
+        recipe: Recipe,
+        out_dir: Path,
+        *,
+        log: Callable[[str], None],
+        progress: Callable[[float], None],
+    ) -> None:
         """Build ``recipe``'s image for this backend (the sandbox environments' build step).
 
         Finds the artifact by its hash or builds it, then records it in ``out_dir``

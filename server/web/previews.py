@@ -73,10 +73,17 @@ def _sqlite_head(path: str, rows: int) -> dict[str, Any]:
         ).fetchall()
         for table, sql in listing[:MAX_TABLES]:
             quoted = '"' + table.replace('"', '""') + '"'
-            columns = [{"name": r[1], "type": r[2]} for r in con.execute(f"PRAGMA table_info({quoted})")]
-            head = [[_cell(v) for v in r] for r in con.execute(f"SELECT * FROM {quoted} LIMIT ?", (rows,))]
+            columns = [
+                {"name": r[1], "type": r[2]} for r in con.execute(f"PRAGMA table_info({quoted})")
+            ]
+            head = [
+                [_cell(v) for v in r]
+                for r in con.execute(f"SELECT * FROM {quoted} LIMIT ?", (rows,))
+            ]
             (count,) = con.execute(f"SELECT COUNT(*) FROM {quoted}").fetchone()
-            tables.append({"name": table, "sql": sql, "columns": columns, "rows": head, "row_count": count})
+            tables.append(
+                {"name": table, "sql": sql, "columns": columns, "rows": head, "row_count": count}
+            )
         return {"tables": tables, "more_tables": max(0, len(listing) - MAX_TABLES)}
     finally:
         con.close()
@@ -93,12 +100,14 @@ def _excel_head(path: str, rows: int) -> dict[str, Any]:
             width = max((len(r) for r in head), default=0)
             while width and all(len(r) < width or r[width - 1] is None for r in head):
                 width -= 1
-            sheets.append({
-                "name": ws.title,
-                "rows": [r[:width] for r in head],
-                "max_row": ws.max_row,
-                "max_column": ws.max_column,
-            })
+            sheets.append(
+                {
+                    "name": ws.title,
+                    "rows": [r[:width] for r in head],
+                    "max_row": ws.max_row,
+                    "max_column": ws.max_column,
+                }
+            )
         return {"sheets": sheets}
     finally:
         wb.close()
@@ -107,7 +116,10 @@ def _excel_head(path: str, rows: int) -> dict[str, Any]:
 def _text_head(path: str, rows: int) -> dict[str, Any]:
     with open(path, "rb") as fh:
         data = fh.read(MAX_TEXT_BYTES + 1)
-    return {"text": data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace"), "truncated": len(data) > MAX_TEXT_BYTES}
+    return {
+        "text": data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace"),
+        "truncated": len(data) > MAX_TEXT_BYTES,
+    }
 
 
 _READERS = {

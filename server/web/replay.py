@@ -25,8 +25,9 @@ class TrajectoryNotFound(LookupError):
     """No recorded episode has this name."""
 
 
-def list_trajectories(state_dir: str | Path, *, limit: int = 100, offset: int = 0,
-                      query: str = "") -> dict[str, Any]:
+def list_trajectories(
+    state_dir: str | Path, *, limit: int = 100, offset: int = 0, query: str = ""
+) -> dict[str, Any]:
     """Summaries of recorded episodes, newest first.
 
     Args:
@@ -58,7 +59,9 @@ def list_trajectories(state_dir: str | Path, *, limit: int = 100, offset: int = 
         summary = _summary(root / name)
         if summary is None:
             continue
-        if query and not any(query in str(summary.get(k) or "").lower() for k in ("name", "task_id", "episode_id")):
+        if query and not any(
+            query in str(summary.get(k) or "").lower() for k in ("name", "task_id", "episode_id")
+        ):
             continue
         matched += 1
         if matched > offset and len(out) < limit:
@@ -110,8 +113,13 @@ def _summary(path: Path) -> dict[str, Any] | None:
             continue  # a torn line, or the cut start of a line in the tail window
         kind = record.get("type")
         if kind == "end":
-            summary.update(status="ended", reward=record.get("reward"), end_reason=record.get("end_reason"),
-                           steps=record.get("step_count", 0), ended_at=record.get("t"))
+            summary.update(
+                status="ended",
+                reward=record.get("reward"),
+                end_reason=record.get("end_reason"),
+                steps=record.get("step_count", 0),
+                ended_at=record.get("t"),
+            )
             break
         if kind == "close":
             summary.update(status="left", steps=record.get("steps", 0), ended_at=record.get("t"))

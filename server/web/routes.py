@@ -89,7 +89,9 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
     def web_task(task_id: str) -> dict:
         """One task as the agent sees it: instruction, limits, and the shape of each file."""
         task = _task(runtime, task_id)
-        files = [describe_file(name, path).model_dump() for name, path in sorted(task.files.items())]
+        files = [
+            describe_file(name, path).model_dump() for name, path in sorted(task.files.items())
+        ]
         return {**task.public_view(), "dataset": dataset_of(task), "files": files}
 
     @router.get("/web/api/tasks/{task_id}/files/{name:path}")
@@ -98,12 +100,15 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
         task = _task(runtime, task_id)
         path = task.files.get(name)
         if path is None:
-            raise HTTPException(404, f"task {task_id!r} has no file {name!r}; files: {sorted(task.files)}")
+            raise HTTPException(
+                404, f"task {task_id!r} has no file {name!r}; files: {sorted(task.files)}"
+            )
         return {"name": name, **head_preview(name, path, rows)}
 
     @router.get("/web/api/trajectories")
-    def web_trajectories(limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0),
-                               q: str = "") -> dict:
+    def web_trajectories(
+        limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0), q: str = ""
+    ) -> dict:
         """Recorded episodes, newest first, with reward, step count and status."""
         listing = list_trajectories(settings.state_dir, limit=limit, offset=offset, query=q)
         return {**listing, "recording": settings.record_trajectories}

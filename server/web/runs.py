@@ -30,8 +30,8 @@ from analyst_env.client.run_log import (
     read_log,
     runs_dir,
 )
-from analyst_env.trajectory_files import trajectories_dir
 from analyst_env.server.web.replay import NAME as TRAJECTORY_NAME
+from analyst_env.trajectory_files import trajectories_dir
 
 MAX_LISTED = 200
 REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"

@@ -39,7 +39,9 @@ def _observation(observation: Any) -> Any:
     result = data.get("result")
     if isinstance(result, dict) and isinstance(result.get("content"), list):
         blocks = [
-            {"type": "image", "omitted": True} if isinstance(b, dict) and b.get("type") == "image" else b
+            {"type": "image", "omitted": True}
+            if isinstance(b, dict) and b.get("type") == "image"
+            else b
             for b in result["content"]
         ]
         data["result"] = {**result, "content": blocks}
@@ -81,16 +83,23 @@ def live_router(hub: LiveHub) -> APIRouter:
             if session is None:
                 await websocket.send_text(json.dumps({"type": "sessions", **snapshot}, default=str))
             elif snapshot is None:
-                await websocket.send_text(json.dumps({
-                    "type": "error",
-                    "message": f"no live session {session!r}: it ended long ago or never existed",
-                }))
+                await websocket.send_text(
+                    json.dumps(
+                        {
+                            "type": "error",
+                            "message": f"no live session {session!r}: it ended long ago or never existed",
+                        }
+                    )
+                )
                 await websocket.close(code=1000)
                 return
             else:
                 events = [event_json(e) for e in snapshot["events"]]
                 await websocket.send_text(
-                    json.dumps({"type": "history", "session": snapshot["session"], "events": events}, default=str)
+                    json.dumps(
+                        {"type": "history", "session": snapshot["session"], "events": events},
+                        default=str,
+                    )
                 )
             receiver = asyncio.create_task(_drain(websocket))
             try:

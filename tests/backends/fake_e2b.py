@@ -34,8 +34,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import uvicorn
@@ -56,7 +57,9 @@ def ports_free() -> bool:
 
     for port in (JUPYTER_PORT, ENVD_PORT):
         with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do; TIME_WAIT is fine
+            s.setsockopt(
+                socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+            )  # as the servers do; TIME_WAIT is fine
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
@@ -128,7 +131,10 @@ class _Context:
                 }
             elif kind == "execute_input":
                 accepted = True
-                yield {"type": "number_of_executions", "execution_count": content["execution_count"]}
+                yield {
+                    "type": "number_of_executions",
+                    "execution_count": content["execution_count"],
+                }
             elif kind == "status" and content["execution_state"] == "idle" and accepted:
                 return
 
@@ -174,7 +180,9 @@ class FakeE2B:
         jupyter = ThreadingHTTPServer(("127.0.0.1", JUPYTER_PORT), _jupyter_handler(self))
         self._servers.append(jupyter)
         threading.Thread(target=jupyter.serve_forever, daemon=True).start()
-        config = uvicorn.Config(self._envd_app(), host="127.0.0.1", port=ENVD_PORT, log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            self._envd_app(), host="127.0.0.1", port=ENVD_PORT, log_level="warning", lifespan="off"
+        )
         self._envd = uvicorn.Server(config)
         self._envd_thread = threading.Thread(target=self._envd.run, daemon=True)
         self._envd_thread.start()
@@ -211,19 +219,36 @@ class FakeE2B:
                         break
                 headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
                 status, content_type, payload = self._files(
-                    scope["method"], parse_qs(scope["query_string"].decode()), headers.get("content-type", ""), body
+                    scope["method"],
+                    parse_qs(scope["query_string"].decode()),
+                    headers.get("content-type", ""),
+                    body,
                 )
             elif path == "/health":
                 status, content_type, payload = 204, "text/plain", b""
             else:
-                status, content_type, payload = 404, "application/json", json.dumps({"code": 404}).encode()
-            await send({"type": "http.response.start", "status": status, "headers": [
-                (b"content-type", content_type.encode()), (b"content-length", str(len(payload)).encode())]})
+                status, content_type, payload = (
+                    404,
+                    "application/json",
+                    json.dumps({"code": 404}).encode(),
+                )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", content_type.encode()),
+                        (b"content-length", str(len(payload)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": payload})
 
         return app
 
-    def _files(self, method: str, params: dict, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+    def _files(
+        self, method: str, params: dict, content_type: str, body: bytes
+    ) -> tuple[int, str, bytes]:
         if method == "GET":
             target = self.path(params["path"][0])
             if not os.path.isfile(target):
@@ -245,7 +270,9 @@ class FakeE2B:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "wb") as f:
                 f.write(data)
-            written.append({"name": os.path.basename(sandbox_path), "type": "file", "path": sandbox_path})
+            written.append(
+                {"name": os.path.basename(sandbox_path), "type": "file", "path": sandbox_path}
+            )
         return 200, "application/json", json.dumps(written).encode()
 
 
@@ -278,10 +305,15 @@ class _ProcessService(Process):
                 await events.put((name, chunk))
             await events.put((name, None))
 
-        pumps = [asyncio.create_task(pump(proc.stdout, "stdout")), asyncio.create_task(pump(proc.stderr, "stderr"))]
+        pumps = [
+            asyncio.create_task(pump(proc.stdout, "stdout")),
+            asyncio.create_task(pump(proc.stderr, "stderr")),
+        ]
         event = process_pb.ProcessEvent
         try:
-            yield process_pb.StartResponse(event=event(event=Oneof("start", event.StartEvent(pid=proc.pid))))
+            yield process_pb.StartResponse(
+                event=event(event=Oneof("start", event.StartEvent(pid=proc.pid)))
+            )
             open_streams = 2
             while open_streams:
                 name, chunk = await events.get()
@@ -329,7 +361,10 @@ def _jupyter_handler(fake: FakeE2B) -> type[BaseHTTPRequestHandler]:
                 os.makedirs(fake.path(cwd), exist_ok=True)
                 context = _Context(cwd, fake.path(cwd))
                 fake.contexts[context.id] = context
-                self._json(200, {"id": context.id, "language": body.get("language") or "python", "cwd": cwd})
+                self._json(
+                    200,
+                    {"id": context.id, "language": body.get("language") or "python", "cwd": cwd},
+                )
             elif path.startswith("/contexts/") and path.endswith("/restart"):
                 context = fake.contexts.get(path.split("/")[2])
                 if context is None:

@@ -74,7 +74,13 @@ class App:
         self.app_id = f"ap-{next(_ids)}"
 
     @staticmethod
-    def lookup(name: str, *, client: Any = None, environment_name: str | None = None, create_if_missing: bool = False):
+    def lookup(
+        name: str,
+        *,
+        client: Any = None,
+        environment_name: str | None = None,
+        create_if_missing: bool = False,
+    ):
         _record("App.lookup", (name,), {"client": client, "create_if_missing": create_if_missing})
         return App(name)
 
@@ -92,17 +98,54 @@ class Image:
         return Image(self.steps + [(name, args, kwargs)])
 
     @staticmethod
-    def from_registry(tag: str, secret: Any = None, *, setup_dockerfile_commands: list[str] = [], force_build: bool = False, add_python: str | None = None, **kwargs):  # noqa: B006
+    def from_registry(
+        tag: str,
+        secret: Any = None,
+        *,
+        setup_dockerfile_commands: list[str] = [],
+        force_build: bool = False,
+        add_python: str | None = None,
+        **kwargs,
+    ):  # noqa: B006
         _record("Image.from_registry", (tag,), {})
         return Image([("from_registry", (tag,), {})])
 
-    def apt_install(self, *packages: str, force_build: bool = False, env: Any = None, secrets: Any = None, gpu: Any = None):
+    def apt_install(
+        self,
+        *packages: str,
+        force_build: bool = False,
+        env: Any = None,
+        secrets: Any = None,
+        gpu: Any = None,
+    ):
         return self._then("apt_install", packages, {})
 
-    def uv_pip_install(self, *packages: str, requirements: Any = None, find_links: Any = None, index_url: str | None = None, extra_index_url: str | None = None, pre: bool = False, extra_options: str = "", force_build: bool = False, uv_version: Any = None, env: Any = None, secrets: Any = None, gpu: Any = None):
+    def uv_pip_install(
+        self,
+        *packages: str,
+        requirements: Any = None,
+        find_links: Any = None,
+        index_url: str | None = None,
+        extra_index_url: str | None = None,
+        pre: bool = False,
+        extra_options: str = "",
+        force_build: bool = False,
+        uv_version: Any = None,
+        env: Any = None,
+        secrets: Any = None,
+        gpu: Any = None,
+    ):
         return self._then("uv_pip_install", packages, {"index_url": index_url})
 
-    def run_commands(self, *commands: str, env: Any = None, secrets: Any = None, volumes: Any = None, gpu: Any = None, force_build: bool = False):
+    def run_commands(
+        self,
+        *commands: str,
+        env: Any = None,
+        secrets: Any = None,
+        volumes: Any = None,
+        gpu: Any = None,
+        force_build: bool = False,
+    ):
         return self._then("run_commands", commands, {})
 
     def env(self, vars: dict[str, str]):
@@ -111,8 +154,12 @@ class Image:
     def add_local_file(self, local_path: Any, remote_path: str, *, copy: bool = False):
         return self._then("add_local_file", (local_path, remote_path), {"copy": copy})
 
-    def add_local_dir(self, local_path: Any, remote_path: str, *, copy: bool = False, ignore: Any = []):  # noqa: B006
-        return self._then("add_local_dir", (local_path, remote_path), {"copy": copy, "ignore": ignore})
+    def add_local_dir(
+        self, local_path: Any, remote_path: str, *, copy: bool = False, ignore: Any = []
+    ):  # noqa: B006
+        return self._then(
+            "add_local_dir", (local_path, remote_path), {"copy": copy, "ignore": ignore}
+        )
 
     def build(self, app: Any = None):
         _record("Image.build", (app,), {})
@@ -120,7 +167,14 @@ class Image:
         built.object_id = f"im-{next(_ids)}"
         return built
 
-    def publish(self, name: str, *, environment_name: str | None = None, experimental_options: Any = None, client: Any = None):
+    def publish(
+        self,
+        name: str,
+        *,
+        environment_name: str | None = None,
+        experimental_options: Any = None,
+        client: Any = None,
+    ):
         _record("Image.publish", (name,), {"client": client})
         if self.object_id is None:
             raise RuntimeError("publish() of an image that was not built")
@@ -195,12 +249,31 @@ def _can_unshare_net() -> bool:
 
 class Sandbox:
     @staticmethod
-    def create(*args: str, app: Any = None, image: Any = None, timeout: int | None = 300, workdir: str | None = None, cpu: Any = None, memory: Any = None, runtime: Any = None, block_network: bool = False, client: Any = None):
+    def create(
+        *args: str,
+        app: Any = None,
+        image: Any = None,
+        timeout: int | None = 300,
+        workdir: str | None = None,
+        cpu: Any = None,
+        memory: Any = None,
+        runtime: Any = None,
+        block_network: bool = False,
+        client: Any = None,
+    ):
         _record(
             "Sandbox.create",
             args,
-            {"app": app, "image": image, "timeout": timeout, "cpu": cpu, "memory": memory,
-             "runtime": runtime, "block_network": block_network, "client": client},
+            {
+                "app": app,
+                "image": image,
+                "timeout": timeout,
+                "cpu": cpu,
+                "memory": memory,
+                "runtime": runtime,
+                "block_network": block_network,
+                "client": client,
+            },
         )
         if app is None:
             raise ValueError("App is required when creating a Sandbox from outside Modal")
@@ -224,7 +297,16 @@ class FakeSandbox:
         self.returncode: int | None = None
         self._lock = threading.Lock()
 
-    def exec(self, *args: str, timeout: int | None = None, workdir: str | None = None, env: dict | None = None, text: bool = True, bufsize: int = -1, pty: bool = False):
+    def exec(
+        self,
+        *args: str,
+        timeout: int | None = None,
+        workdir: str | None = None,
+        env: dict | None = None,
+        text: bool = True,
+        bufsize: int = -1,
+        pty: bool = False,
+    ):
         _record("Sandbox.exec", args, {"text": text, "env": env})
         if text:
             raise ValueError("the backend must use text=False for framed bytes")

@@ -32,7 +32,9 @@ def _measure(backend, files, n: int) -> list[float]:
 
 
 def _report(name: str, times: list[float]) -> None:
-    print(f"{name:<34} median {statistics.median(times):8.1f} ms  [{min(times):.1f}-{max(times):.1f}]  n={len(times)}")
+    print(
+        f"{name:<34} median {statistics.median(times):8.1f} ms  [{min(times):.1f}-{max(times):.1f}]  n={len(times)}"
+    )
 
 
 def main() -> None:
@@ -55,12 +57,16 @@ def main() -> None:
     from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
     from analyst_env.envs.remote.runner_image import resolve_default
 
-    warm = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=1)
+    warm = ModalSandboxBackend(
+        resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=1
+    )
     warm.start("default", files={}).close()
     time.sleep(10)
     _report("modal, fake SDK, warm slot", _measure(warm, files, n))
     warm.close()
-    cold = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=0)
+    cold = ModalSandboxBackend(
+        resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=0
+    )
     _report("modal, fake SDK, new slot each", _measure(cold, files, max(3, n // 3)))
     cold.close()
 
@@ -68,14 +74,18 @@ def main() -> None:
         from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
 
         docker = DockerSandboxBackend(
-            resolve_default, warm=1, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+            resolve_default,
+            warm=1,
+            build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
         )
         docker.start("default", files={}).close()
         time.sleep(10)
         _report("docker (runc), warm slot", _measure(docker, files, n))
         docker.close()
         cold = DockerSandboxBackend(
-            resolve_default, warm=0, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+            resolve_default,
+            warm=0,
+            build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
         )
         _report("docker (runc), new container each", _measure(cold, files, max(3, n // 3)))
         cold.close()

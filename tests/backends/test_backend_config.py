@@ -33,7 +33,10 @@ def test_registered_backends():
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
-    with pytest.raises(ValueError, match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', 'modal'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', 'modal'\]",
+    ):
         make_backend(Settings(backend="kubernetes", state_dir=str(tmp_path)))
 
 
@@ -55,15 +58,25 @@ def test_docker_engine_unreachable(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/docker.sock")
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match="cannot reach the Docker engine"):
-        make_backend(Settings(backend="docker", state_dir=str(tmp_path), backend_connect_timeout_s=2))
+        make_backend(
+            Settings(backend="docker", state_dir=str(tmp_path), backend_connect_timeout_s=2)
+        )
     assert time.monotonic() - started < 10
 
 
 def test_settings_read_backend_fields_from_the_environment():
     settings = Settings.from_env(
-        {"ANALYST_ENV_BACKEND": "docker", "ANALYST_ENV_DOCKER_RUNTIME": "runsc", "ANALYST_ENV_REMOTE_WARM_SLOTS": "3"}
+        {
+            "ANALYST_ENV_BACKEND": "docker",
+            "ANALYST_ENV_DOCKER_RUNTIME": "runsc",
+            "ANALYST_ENV_REMOTE_WARM_SLOTS": "3",
+        }
     )
-    assert (settings.backend, settings.docker_runtime, settings.remote_warm_slots) == ("docker", "runsc", 3)
+    assert (settings.backend, settings.docker_runtime, settings.remote_warm_slots) == (
+        "docker",
+        "runsc",
+        3,
+    )
 
 
 @pytest.mark.parametrize(
@@ -71,11 +84,19 @@ def test_settings_read_backend_fields_from_the_environment():
     [
         ("nope", {}, "unknown sandbox backend 'nope'"),
         ("modal", {}, "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"),
-        ("docker", {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}, "cannot reach the Docker engine"),
+        (
+            "docker",
+            {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+            "cannot reach the Docker engine",
+        ),
     ],
 )
 def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_path):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "ANALYST_ENV_"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "ANALYST_ENV_"))
+    }
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "analyst_env.cli", "serve", "--backend", backend, "--port", "0"],
@@ -92,22 +113,36 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
 @pytest.mark.live
 def test_server_survives_a_remote_runner_lost_mid_cell(modal_sdk, tiny_dataset, tmp_path):
     settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path))
-    backend = ModalSandboxBackend(resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
+    backend = ModalSandboxBackend(
+        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
+    )
     runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])
     try:
         with BackgroundServer(build_app(settings, runtime=runtime)) as url:
             with GenericEnvClient(base_url=url).sync() as env:
                 env.reset(task_id="tiny-csv")
-                victims = [p for sb in modal_sdk.SANDBOXES for p in sb.processes if p.poll() is None]
-                threading.Timer(1.5, lambda: [os.killpg(p.pid, signal.SIGKILL) for p in victims]).start()
+                victims = [
+                    p for sb in modal_sdk.SANDBOXES for p in sb.processes if p.poll() is None
+                ]
+                threading.Timer(
+                    1.5, lambda: [os.killpg(p.pid, signal.SIGKILL) for p in victims]
+                ).start()
                 step = env.step(
-                    {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": "import time; time.sleep(30)"}}
+                    {
+                        "type": "call_tool",
+                        "tool_name": "add_and_execute_code_cell",
+                        "arguments": {"code": "import time; time.sleep(30)"},
+                    }
                 )
                 text = step.observation["result"]["data"]
                 assert "the sandbox failed" in text and "is gone" in text
                 env.reset(task_id="tiny-csv")
                 again = env.step(
-                    {"type": "call_tool", "tool_name": "run_sql", "arguments": {"query": "SELECT SUM(amount) FROM sales"}}
+                    {
+                        "type": "call_tool",
+                        "tool_name": "run_sql",
+                        "arguments": {"query": "SELECT SUM(amount) FROM sales"},
+                    }
                 )
                 assert "7319.25" in again.observation["result"]["data"]
     finally:
@@ -119,13 +154,19 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
     """/envs on the Modal backend: the build publishes the recipe's image, and a bound reset runs in it."""
     import httpx
 
-    settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path), allow_builds=True)
+    settings = Settings(
+        cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path), allow_builds=True
+    )
     resolve = recipe_resolver(tmp_path / "envs" / "images", "modal")  # what make_backend passes
     backend = ModalSandboxBackend(resolve, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
     runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])
     try:
         with BackgroundServer(build_app(settings, runtime=runtime)) as url:
-            created = httpx.post(f"{url}/envs", json={"name": "stats", "pip": "statsmodels", "preload": "json"}, timeout=30)
+            created = httpx.post(
+                f"{url}/envs",
+                json={"name": "stats", "pip": "statsmodels", "preload": "json"},
+                timeout=30,
+            )
             assert created.status_code == 201, created.text
             digest = created.json()["hash"]
             deadline = time.monotonic() + 120
@@ -138,12 +179,18 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
             assert status["status"] == "ready", status
             published = f"analyst-env:{digest}-r{RUNNER_REVISION}"
             assert published in modal_sdk.PUBLISHED
-            assert ("uv_pip_install", ("statsmodels",), {"index_url": None}) in modal_sdk.PUBLISHED[published]
+            assert ("uv_pip_install", ("statsmodels",), {"index_url": None}) in modal_sdk.PUBLISHED[
+                published
+            ]
             with GenericEnvClient(base_url=url).sync() as env:
                 first = env.reset(task_id="tiny-csv", environment="stats")
                 assert first.observation["metadata"]["environment"] == "stats"
                 step = env.step(
-                    {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": "import sys; 'json' in sys.modules"}}
+                    {
+                        "type": "call_tool",
+                        "tool_name": "add_and_execute_code_cell",
+                        "arguments": {"code": "import sys; 'json' in sys.modules"},
+                    }
                 )
                 assert "True" in step.observation["result"]["data"]
             creates = [c for c in modal_sdk.CALLS if c[0] == "Sandbox.create"]

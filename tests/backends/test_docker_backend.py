@@ -25,7 +25,9 @@ from analyst_env.envs.remote.runner_image import resolve_default, runner_command
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 LIVE = os.environ.get("ANALYST_ENV_TEST_DOCKER") == "1"
-live = pytest.mark.skipif(not LIVE, reason="needs a Docker engine: set ANALYST_ENV_TEST_DOCKER=1 to run")
+live = pytest.mark.skipif(
+    not LIVE, reason="needs a Docker engine: set ANALYST_ENV_TEST_DOCKER=1 to run"
+)
 
 
 def test_dockerfile_from_a_full_recipe():
@@ -45,24 +47,49 @@ def test_dockerfile_from_a_full_recipe():
     text = dockerfile(recipe)
     lines = text.splitlines()
     assert lines[1] == "FROM python:3.11-slim-bookworm"
-    assert "RUN echo 'deb https://mirror.internal/debian bookworm main' > /etc/apt/sources.list.d/analyst-env.list" in lines
+    assert (
+        "RUN echo 'deb https://mirror.internal/debian bookworm main' > /etc/apt/sources.list.d/analyst-env.list"
+        in lines
+    )
     apt = next(line for line in lines if "apt-get install" in line)
     assert "libpq5 curl=7.88.1-10 nodejs npm" in apt and apt.endswith("rm -rf /var/lib/apt/lists/*")
     assert any("uv pip install --system --no-cache 'ipython>=8.20'" in line for line in lines)
-    assert "RUN uv pip install --system --no-cache --index-url https://pypi.internal/simple 'psycopg[binary]==3.2.1' 'pandas<3,>=2'" in lines
-    assert "RUN uv pip install --system --no-cache --index-url https://uv.internal/simple polars" in lines
-    assert "RUN npm install -g --registry https://npm.internal @scope/tool@1.4.0 && npm cache clean --force" in lines
+    assert (
+        "RUN uv pip install --system --no-cache --index-url https://pypi.internal/simple 'psycopg[binary]==3.2.1' 'pandas<3,>=2'"
+        in lines
+    )
+    assert (
+        "RUN uv pip install --system --no-cache --index-url https://uv.internal/simple polars"
+        in lines
+    )
+    assert (
+        "RUN npm install -g --registry https://npm.internal @scope/tool@1.4.0 && npm cache clean --force"
+        in lines
+    )
     assert "USER 1000" in lines and "WORKDIR /work" in lines
-    assert lines[-1] == 'CMD ["python", "-u", "-m", "analyst_env.envs.remote.runner", "--workdir", "/work", "--preload", "polars,psycopg"]'
-    assert text.index("COPY analyst_env") > text.index("uv pip install"), "package layers come before the code"
+    assert (
+        lines[-1]
+        == 'CMD ["python", "-u", "-m", "analyst_env.envs.remote.runner", "--workdir", "/work", "--preload", "polars,psycopg"]'
+    )
+    assert text.index("COPY analyst_env") > text.index("uv pip install"), (
+        "package layers come before the code"
+    )
 
 
 def test_dockerfile_of_the_default_image_and_shared_index():
     text = dockerfile(resolve_default("default"))
     assert "apt-get" not in text and "npm" not in text
     assert '"--preload", "numpy,pandas,duckdb,matplotlib.pyplot,openpyxl,sqlite3"' in text
-    same = Recipe(name="x", pip=["a"], uv=["b"], pip_index_url="https://i/simple", uv_index_url="https://i/simple")
-    assert "RUN uv pip install --system --no-cache --index-url https://i/simple a b" in dockerfile(same)
+    same = Recipe(
+        name="x",
+        pip=["a"],
+        uv=["b"],
+        pip_index_url="https://i/simple",
+        uv_index_url="https://i/simple",
+    )
+    assert "RUN uv pip install --system --no-cache --index-url https://i/simple a b" in dockerfile(
+        same
+    )
 
 
 def test_build_context_holds_the_dockerfile_and_the_runner_code():
@@ -70,7 +97,11 @@ def test_build_context_holds_the_dockerfile_and_the_runner_code():
     with tarfile.open(fileobj=build_context(recipe)) as tar:
         names = set(tar.getnames())
         assert tar.extractfile("Dockerfile").read().decode() == dockerfile(recipe)
-    assert {"analyst_env/__init__.py", "analyst_env/envs/remote/runner.py", "analyst_env/envs/local/child.py"} <= names
+    assert {
+        "analyst_env/__init__.py",
+        "analyst_env/envs/remote/runner.py",
+        "analyst_env/envs/local/child.py",
+    } <= names
     assert not any("__pycache__" in n for n in names)
 
 
@@ -83,16 +114,28 @@ def test_container_options_isolate_and_size_the_slot():
     assert options["nano_cpus"] == 2_000_000_000 and options["pids_limit"] == 128
     assert options["tmpfs"]["/work"].startswith("size=512m,uid=1000")
     assert options["runtime"] == "runsc" and options["user"] == "1000:1000"
-    assert options["command"] == runner_command(recipe) and options["stdin_open"] and not options["tty"]
-    defaults = run_options(Recipe(name="y"), cpus=1.5, memory_mb=4096, disk_mb=1024, pids=256, runtime=None)
-    assert defaults["mem_limit"] == "4096m" and defaults["nano_cpus"] == 1_500_000_000 and "runtime" not in defaults
+    assert (
+        options["command"] == runner_command(recipe)
+        and options["stdin_open"]
+        and not options["tty"]
+    )
+    defaults = run_options(
+        Recipe(name="y"), cpus=1.5, memory_mb=4096, disk_mb=1024, pids=256, runtime=None
+    )
+    assert (
+        defaults["mem_limit"] == "4096m"
+        and defaults["nano_cpus"] == 1_500_000_000
+        and "runtime" not in defaults
+    )
 
 
 def test_attach_stream_is_demultiplexed():
     def frame(stream: int, data: bytes) -> bytes:
         return struct.pack(">BxxxL", stream, len(data)) + data
 
-    raw = io.BytesIO(frame(1, b"abc") + frame(2, b"warning: x\n") + frame(1, b"def") + frame(1, b""))
+    raw = io.BytesIO(
+        frame(1, b"abc") + frame(2, b"warning: x\n") + frame(1, b"def") + frame(1, b"")
+    )
     tail = StderrTail()
     chunks = list(demultiplex(lambda n: raw.read(min(n, 2)), tail))
     assert b"".join(chunks) == b"abcdef"
@@ -103,19 +146,27 @@ def test_attach_stream_is_demultiplexed():
 
 def test_unreachable_engine_is_a_clear_startup_error(tmp_path):
     with pytest.raises(BackendUnavailable, match="cannot reach the Docker engine at unix://"):
-        DockerSandboxBackend(resolve_default, base_url=f"unix://{tmp_path}/no-docker.sock", connect_timeout_s=2)
+        DockerSandboxBackend(
+            resolve_default, base_url=f"unix://{tmp_path}/no-docker.sock", connect_timeout_s=2
+        )
 
 
 @live
 def test_live_episode_in_a_container(csv_file):
     backend = DockerSandboxBackend(
-        resolve_default, warm=0, build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+        resolve_default,
+        warm=0,
+        build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
     )
     try:
         sandbox = backend.start("default", files={"sales.csv": csv_file}, seed=1)
-        result = sandbox.run_cell("import pandas as pd\npd.read_csv('sales.csv').amount.sum()", timeout_s=60)
+        result = sandbox.run_cell(
+            "import pandas as pd\npd.read_csv('sales.csv').amount.sum()", timeout_s=60
+        )
         assert "16.0" in result.outputs[0]["text/plain"]
-        net = sandbox.run_cell("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)", timeout_s=30)
+        net = sandbox.run_cell(
+            "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)", timeout_s=30
+        )
         assert net.error is not None
         ro = sandbox.run_shell("touch /usr/x", timeout_s=10)
         assert ro.exit_code != 0
@@ -125,7 +176,9 @@ def test_live_episode_in_a_container(csv_file):
         sandbox.run_cell("leftover = 1", timeout_s=10)
         sandbox.close()
         again = backend.start("default", files={})  # the same container, a fresh kernel
-        assert again.run_cell("'leftover' in dir()", timeout_s=30).outputs == [{"text/plain": "False"}]
+        assert again.run_cell("'leftover' in dir()", timeout_s=30).outputs == [
+            {"text/plain": "False"}
+        ]
         assert again.run_shell("ls", timeout_s=10).stdout == "logs\n"
         again.close()
     finally:

@@ -35,9 +35,14 @@ def test_cells_shell_and_files_through_the_real_sdk(backend, e2b_debug, csv_file
     assert sandbox.workdir == "/home/user/work"
     assert open(e2b_debug.path("/home/user/work/data/sales.csv")).read().startswith("region,amount")
     result = sandbox.run_cell(
-        "import os, pandas as pd\nprint(os.environ['K'])\nfloat(pd.read_csv('data/sales.csv').amount.sum())", timeout_s=30
+        "import os, pandas as pd\nprint(os.environ['K'])\nfloat(pd.read_csv('data/sales.csv').amount.sum())",
+        timeout_s=30,
     )
-    assert (result.stdout, result.outputs, result.execution_count) == ("v\n", [{"text/plain": "16.0"}], 1)
+    assert (result.stdout, result.outputs, result.execution_count) == (
+        "v\n",
+        [{"text/plain": "16.0"}],
+        1,
+    )
     error = sandbox.run_cell("{}['missing']", timeout_s=30)
     assert (error.error.name, error.error.value) == ("KeyError", "'missing'")
     assert "\x1b[" not in error.error.traceback and "KeyError" in error.error.traceback
@@ -46,7 +51,12 @@ def test_cells_shell_and_files_through_the_real_sdk(backend, e2b_debug, csv_file
     assert (silent.stdout, silent.outputs, silent.execution_count) == ("quiet\n", [], None)
     assert sandbox.run_cell("6", timeout_s=30).execution_count == 3, "silent cells do not count"
     shell = sandbox.run_shell("ls data; echo err >&2; exit 4", timeout_s=20)
-    assert (shell.stdout, shell.stderr, shell.exit_code, shell.timed_out) == ("sales.csv\n", "err\n", 4, False)
+    assert (shell.stdout, shell.stderr, shell.exit_code, shell.timed_out) == (
+        "sales.csv\n",
+        "err\n",
+        4,
+        False,
+    )
     assert sandbox.run_shell("echo $K", timeout_s=20).stdout == "v\n"
     sandbox.put_file("out/r.json", b'{"a": 1}')
     assert json.loads(sandbox.get_file("out/r.json")) == {"a": 1}
@@ -89,7 +99,15 @@ def test_vendor_quirks_are_mapped_faithfully():
     from e2b_code_interpreter.models import Execution, ExecutionError, Logs, Result
 
     execution = Execution(
-        results=[Result(text="abc", html="<b>abc</b>", png="iVBOR", is_main_result=True, extra={"application/x": 1})],
+        results=[
+            Result(
+                text="abc",
+                html="<b>abc</b>",
+                png="iVBOR",
+                is_main_result=True,
+                extra={"application/x": 1},
+            )
+        ],
         logs=Logs(stdout=["a\n", "b\n"], stderr=["w\n"]),
         error=ExecutionError("ValueError", "bad", "\x1b[0;31mValueError\x1b[0m: bad\n"),
     )
@@ -107,7 +125,10 @@ def test_output_is_capped_like_the_local_kernel():
 
     execution = Execution(logs=Logs(stdout=["x" * 100, "y" * 100]))
     result = cell_result(execution, 1, limit=150)
-    assert result.stdout.startswith("x" * 100 + "y" * 50) and "50 more bytes were dropped" in result.stdout
+    assert (
+        result.stdout.startswith("x" * 100 + "y" * 50)
+        and "50 more bytes were dropped" in result.stdout
+    )
 
 
 def test_template_per_recipe_and_sizing():
@@ -127,8 +148,12 @@ def test_template_per_recipe_and_sizing():
     small.cpus, small.memory_mb, small.disk_mb = 1.0, 2048, None
     big = E2BSandboxBackend.__new__(E2BSandboxBackend)
     big.cpus, big.memory_mb, big.disk_mb = 2.0, 2048, None
-    assert small.template_name(recipe) != big.template_name(recipe), "sizing is part of an E2B template"
-    assert small.template_name(recipe).startswith("analyst-env-") and small.template_name(recipe).endswith(f"-r{RUNNER_REVISION}")
+    assert small.template_name(recipe) != big.template_name(recipe), (
+        "sizing is part of an E2B template"
+    )
+    assert small.template_name(recipe).startswith("analyst-env-") and small.template_name(
+        recipe
+    ).endswith(f"-r{RUNNER_REVISION}")
     assert small._memory(Recipe(name="odd", memory_mb=1025)) == 1026
 
 
@@ -142,7 +167,10 @@ def test_missing_api_key_is_a_clear_startup_error(monkeypatch):
 def test_unreachable_service_fails_fast_with_the_reason(monkeypatch, csv_file):
     monkeypatch.delenv("E2B_DEBUG", raising=False)
     backend = E2BSandboxBackend(
-        resolve_default, api_key="e2b_" + "0" * 40, domain="e2b.invalid", template="code-interpreter-v1"
+        resolve_default,
+        api_key="e2b_" + "0" * 40,
+        domain="e2b.invalid",
+        template="code-interpreter-v1",
     )
     started = time.monotonic()
     with pytest.raises(SandboxError, match="E2B could not create a sandbox"):

@@ -67,12 +67,17 @@ def test_fake_signatures_match_the_real_sdk(modal_sdk, path, real):
         if name in ("self", "cls"):
             continue
         assert name in real_params, f"{path}: the real SDK has no parameter {name!r}"
-        assert param.kind == real_params[name].kind, f"{path}: {name} is {param.kind}, real {real_params[name].kind}"
+        assert param.kind == real_params[name].kind, (
+            f"{path}: {name} is {param.kind}, real {real_params[name].kind}"
+        )
         if param.default is not inspect.Parameter.empty:
             assert param.default == real_params[name].default, f"{path}: default of {name} differs"
     required = [
-        n for n, p in real_params.items()
-        if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in ("self", "cls")
+        n
+        for n, p in real_params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and n not in ("self", "cls")
     ]
     assert set(required) <= set(fake.parameters), f"{path}: the fake lacks required {required}"
 
@@ -87,12 +92,16 @@ def test_stream_writer_api_matches(modal_sdk):
 
 @pytest.fixture
 def backend(modal_sdk):
-    b = ModalSandboxBackend(resolve_default, token_id="ak-test", token_secret="as-test", sdk=modal_sdk, warm=1)
+    b = ModalSandboxBackend(
+        resolve_default, token_id="ak-test", token_secret="as-test", sdk=modal_sdk, warm=1
+    )
     yield b
     b.close()
 
 
-def test_episodes_run_in_sandboxes_and_every_call_binds_to_the_real_sdk(backend, modal_sdk, csv_file):
+def test_episodes_run_in_sandboxes_and_every_call_binds_to_the_real_sdk(
+    backend, modal_sdk, csv_file
+):
     sandbox = backend.start("default", files={"sales.csv": csv_file}, seed=5, env={"K": "v"})
     result = sandbox.run_cell(
         "import os, pandas as pd\nprint(os.environ['K'])\npd.read_csv('sales.csv').groupby('region').amount.sum()",
@@ -102,7 +111,9 @@ def test_episodes_run_in_sandboxes_and_every_call_binds_to_the_real_sdk(backend,
     sandbox.close()
     real = dict(PAIRS)
     real_for = {
-        "Sandbox.exec": modal.Sandbox.exec, "Sandbox.terminate": modal.Sandbox.terminate, **real,
+        "Sandbox.exec": modal.Sandbox.exec,
+        "Sandbox.terminate": modal.Sandbox.terminate,
+        **real,
     }
     seen = set()
     for name, args, kwargs in modal_sdk.CALLS:
@@ -118,28 +129,40 @@ def test_episodes_run_in_sandboxes_and_every_call_binds_to_the_real_sdk(backend,
     assert kwargs["cpu"] == (0.25, 1.0) and kwargs["memory"] == (1024, 4096)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the fake blocks the network with a network namespace, which needs root")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="the fake blocks the network with a network namespace, which needs root",
+)
 def test_sandbox_has_no_network(backend, csv_file):
     sandbox = backend.start("default", files={})
     result = sandbox.run_cell(
-        "import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('1.1.1.1', 80))", timeout_s=20
+        "import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('1.1.1.1', 80))",
+        timeout_s=20,
     )
     assert result.error is not None and result.error.name in ("OSError", "TimeoutError")
     sandbox.close()
 
 
 def test_image_is_published_once_by_hash_and_reused(modal_sdk, csv_file):
-    first = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0)
+    first = ModalSandboxBackend(
+        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0
+    )
     first.start("default", files={}).close()
     first.close()
     builds = [c for c in modal_sdk.CALLS if c[0] == "Image.build"]
     assert len(builds) == 1
     (name,) = modal_sdk.PUBLISHED
-    assert name == "analyst-env:" + resolve_default("default").content_hash() + f"-r{RUNNER_REVISION}"
-    second = ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0)
+    assert (
+        name == "analyst-env:" + resolve_default("default").content_hash() + f"-r{RUNNER_REVISION}"
+    )
+    second = ModalSandboxBackend(
+        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0
+    )
     second.start("default", files={}).close()
     second.close()
-    assert len([c for c in modal_sdk.CALLS if c[0] == "Image.build"]) == 1, "a published image must not be rebuilt"
+    assert len([c for c in modal_sdk.CALLS if c[0] == "Image.build"]) == 1, (
+        "a published image must not be rebuilt"
+    )
 
 
 def test_warm_slot_makes_the_next_reset_fast(backend, csv_file):
@@ -153,7 +176,9 @@ def test_warm_slot_makes_the_next_reset_fast(backend, csv_file):
     elapsed = time.perf_counter() - started
     assert sandbox.run_cell("1 + 1", timeout_s=10).outputs == [{"text/plain": "2"}]
     sandbox.close()
-    assert elapsed < 3.0, f"a reset on a warm slot took {elapsed:.2f} s (a new slot takes 4 s or more)"
+    assert elapsed < 3.0, (
+        f"a reset on a warm slot took {elapsed:.2f} s (a new slot takes 4 s or more)"
+    )
 
 
 def test_image_chain_follows_the_recipe(modal_sdk):
@@ -174,7 +199,9 @@ def test_image_chain_follows_the_recipe(modal_sdk):
     assert steps[3] == ("uv_pip_install", RUNNER_REQUIREMENTS, {"index_url": None})
     assert ("uv_pip_install", ("psycopg[binary]==3.2.1",), {"index_url": None}) in steps
     assert ("uv_pip_install", ("polars",), {"index_url": "https://pypi.internal/simple"}) in steps
-    assert any(k == "run_commands" and "npm install -g @scope/tool@1.4.0" in a[0] for k, a, _ in steps)
+    assert any(
+        k == "run_commands" and "npm install -g @scope/tool@1.4.0" in a[0] for k, a, _ in steps
+    )
     copied = [s for s in steps if s[0] in ("add_local_dir", "add_local_file")]
     assert all(s[2]["copy"] for s in copied) and len(copied) == 2
 
@@ -188,7 +215,9 @@ def test_unreachable_modal_fails_within_the_bound(modal_sdk):
     modal_sdk.FAULTS.hang_s = 30  # the real client retries ~58 s without network
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match="did not answer within 1 s"):
-        ModalSandboxBackend(resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, connect_timeout_s=1)
+        ModalSandboxBackend(
+            resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, connect_timeout_s=1
+        )
     assert time.monotonic() - started < 5
 
 
@@ -221,7 +250,9 @@ def test_sandbox_killed_mid_cell_is_reported_and_the_backend_recovers(backend, m
         sandbox.run_cell("import time\ntime.sleep(30)", timeout_s=60)
     sandbox.close()
     fresh = backend.start("default", files={"sales.csv": csv_file})
-    assert fresh.run_cell("open('sales.csv').readline()", timeout_s=20).outputs == [{"text/plain": "'region,amount\\n'"}]
+    assert fresh.run_cell("open('sales.csv').readline()", timeout_s=20).outputs == [
+        {"text/plain": "'region,amount\\n'"}
+    ]
     fresh.close()
 
 

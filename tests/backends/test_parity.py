@@ -32,12 +32,32 @@ from analyst_env.server.settings import Settings
 TASK = "starter-sales-000"
 STEPS = [
     ("list_files", {}),
-    ("add_and_execute_code_cell", {"code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.shape)\nprint(df.columns.tolist())\nround(float(df.revenue.sum()), 2)"}),
-    ("run_sql", {"query": "SELECT region, COUNT(*) AS n, ROUND(SUM(revenue), 2) AS revenue FROM sales GROUP BY region ORDER BY region"}),
-    ("add_and_execute_code_cell", {"code": "import numpy as np\nprint(np.random.rand(3).round(6).tolist())\n{'rows': len(df)}"}),
+    (
+        "add_and_execute_code_cell",
+        {
+            "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.shape)\nprint(df.columns.tolist())\nround(float(df.revenue.sum()), 2)"
+        },
+    ),
+    (
+        "run_sql",
+        {
+            "query": "SELECT region, COUNT(*) AS n, ROUND(SUM(revenue), 2) AS revenue FROM sales GROUP BY region ORDER BY region"
+        },
+    ),
+    (
+        "add_and_execute_code_cell",
+        {
+            "code": "import numpy as np\nprint(np.random.rand(3).round(6).tolist())\n{'rows': len(df)}"
+        },
+    ),
     ("add_and_execute_code_cell", {"code": "df['no_such_column']"}),
     ("execute_shell_command", {"command": "wc -l sales.csv && ls"}),
-    ("add_and_execute_code_cell", {"code": "west = df[(df.region == 'West') & df.order_date.str.startswith('2022')]\nanswer = round(float(west.revenue.sum()), 2)\nprint(answer)"}),
+    (
+        "add_and_execute_code_cell",
+        {
+            "code": "west = df[(df.region == 'West') & df.order_date.str.startswith('2022')]\nanswer = round(float(west.revenue.sum()), 2)\nprint(answer)"
+        },
+    ),
     ("get_notebook_state", {}),
 ]
 
@@ -56,9 +76,15 @@ def run_episode(runtime: Runtime) -> list[dict]:
     try:
         observations = [env.reset(task_id=TASK, seed=7).model_dump()]
         for tool, arguments in STEPS:
-            observations.append(env.step(CallToolAction(tool_name=tool, arguments=arguments)).model_dump())
+            observations.append(
+                env.step(CallToolAction(tool_name=tool, arguments=arguments)).model_dump()
+            )
         answer = observations[-2]["result"]["structured_content"]["stdout"].strip()
-        observations.append(env.step(CallToolAction(tool_name="final_answer", arguments={"answer": answer})).model_dump())
+        observations.append(
+            env.step(
+                CallToolAction(tool_name="final_answer", arguments={"answer": answer})
+            ).model_dump()
+        )
         return observations
     finally:
         env.close()
@@ -67,7 +93,9 @@ def run_episode(runtime: Runtime) -> list[dict]:
 def _blank_tracebacks(node):
     """Every ``traceback`` value, at any depth (cell results and the notebook's cells)."""
     if isinstance(node, dict):
-        return {k: "<traceback>" if k == "traceback" else _blank_tracebacks(v) for k, v in node.items()}
+        return {
+            k: "<traceback>" if k == "traceback" else _blank_tracebacks(v) for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_blank_tracebacks(v) for v in node]
     return node
@@ -101,19 +129,25 @@ def local_observations(starter):
 
 def test_local_episode_is_meaningful(local_observations):
     final = local_observations[-1]
-    assert final["done"] and final["reward"] == 1.0, "the scripted answer must be right on the local backend"
+    assert final["done"] and final["reward"] == 1.0, (
+        "the scripted answer must be right on the local backend"
+    )
     error_step = local_observations[5]["result"]["structured_content"]["error"]
     assert error_step["name"] == "KeyError"
 
 
 def test_modal_gives_identical_observations(local_observations, starter, modal_sdk):
-    backend = ModalSandboxBackend(resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
+    backend = ModalSandboxBackend(
+        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
+    )
     runtime = Runtime(_settings(), backend=backend, datasets=[starter])
     try:
         observations = run_episode(runtime)
     finally:
         runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(local_observations, vendor_traceback=False)
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )
 
 
 def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug):
@@ -130,10 +164,20 @@ def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug
             _debug_dump(w, g)
         assert g == w, f"step {step} differs"
     assert len(got) == len(want)
-    assert re.search(r"KeyError", observations[5]["result"]["structured_content"]["error"]["traceback"])
+    assert re.search(
+        r"KeyError", observations[5]["result"]["structured_content"]["error"]["traceback"]
+    )
 
 
 def _debug_dump(a, b):
     import difflib
 
-    print("\n".join(difflib.unified_diff(json.dumps(a, indent=1).splitlines(), json.dumps(b, indent=1).splitlines(), lineterm="")))
+    print(
+        "\n".join(
+            difflib.unified_diff(
+                json.dumps(a, indent=1).splitlines(),
+                json.dumps(b, indent=1).splitlines(),
+                lineterm="",
+            )
+        )
+    )

@@ -26,7 +26,9 @@ from analyst_env.envs.sandbox import SandboxClosedError, SandboxError
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("slot")
-    channel, proc = process_channel([sys.executable, "-m", "analyst_env.envs.remote.runner", "--workdir", str(workdir)])
+    channel, proc = process_channel(
+        [sys.executable, "-m", "analyst_env.envs.remote.runner", "--workdir", str(workdir)]
+    )
     client = RunnerClient(channel, "test runner")
     ready = client.wait_ready(120)
     yield client, proc, ready
@@ -38,7 +40,9 @@ def start(client, files=None, seed=None, env=None, closed=None):
     payload = {k: base64.b64encode(v).decode() for k, v in (files or {}).items()}
     reply = client.call({"op": "start", "files": payload, "seed": seed, "env": env or {}}, 60)
     assert reply is not None and "failure" not in reply, reply
-    return RemoteSandbox(client, reply["workdir"], on_close=(closed or (lambda healthy: None)), interrupt_grace_s=2)
+    return RemoteSandbox(
+        client, reply["workdir"], on_close=(closed or (lambda healthy: None)), interrupt_grace_s=2
+    )
 
 
 def test_wire_decoder_handles_split_and_joined_frames():
@@ -60,7 +64,9 @@ def test_ready_message_describes_the_runner(runner):
 
 def test_episode_cells_files_env_and_seed(runner):
     client, _, _ = runner
-    sandbox = start(client, {"data/sales.csv": b"region,amount\nwest,3\neast,4\n"}, seed=11, env={"TASK": "t1"})
+    sandbox = start(
+        client, {"data/sales.csv": b"region,amount\nwest,3\neast,4\n"}, seed=11, env={"TASK": "t1"}
+    )
     result = sandbox.run_cell(
         "import os, numpy as np, pandas as pd\n"
         "df = pd.read_csv('data/sales.csv')\n"
@@ -112,7 +118,8 @@ def test_hung_cell_is_interrupted_and_stubborn_one_restarts_the_kernel(runner):
     assert "KeyboardInterrupt" in interrupted.error.traceback
     assert sandbox.run_cell("x", timeout_s=5).outputs == [{"text/plain": "1"}]
     stubborn = sandbox.run_cell(
-        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.05)", timeout_s=1
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.05)",
+        timeout_s=1,
     )
     assert stubborn.timed_out and stubborn.kernel_restarted
     after = sandbox.run_cell("print(open('keep.txt').read()); 'x' in dir()", timeout_s=10)
@@ -127,7 +134,9 @@ def test_kernel_that_dies_is_replaced(runner):
     sandbox = start(client, {"keep.txt": b"k"})
     died = sandbox.run_cell("import os; os._exit(7)", timeout_s=10)
     assert died.kernel_restarted and died.error.name == "KernelDied"
-    assert sandbox.run_cell("open('keep.txt').read()", timeout_s=10).outputs == [{"text/plain": "'k'"}]
+    assert sandbox.run_cell("open('keep.txt').read()", timeout_s=10).outputs == [
+        {"text/plain": "'k'"}
+    ]
     sandbox.close()
 
 
@@ -151,7 +160,9 @@ def test_bad_task_file_name_is_refused(runner):
 
 
 def test_runner_that_dies_mid_cell_is_a_clear_sandbox_error(tmp_path):
-    channel, proc = process_channel([sys.executable, "-m", "analyst_env.envs.remote.runner", "--workdir", str(tmp_path)])
+    channel, proc = process_channel(
+        [sys.executable, "-m", "analyst_env.envs.remote.runner", "--workdir", str(tmp_path)]
+    )
     client = RunnerClient(channel, "doomed runner")
     client.wait_ready(120)
     closed = []
@@ -166,14 +177,24 @@ def test_runner_that_dies_mid_cell_is_a_clear_sandbox_error(tmp_path):
 
 def test_runner_that_cannot_start_says_why(tmp_path):
     channel, proc = process_channel(
-        [sys.executable, "-m", "analyst_env.envs.remote.runner", "--workdir", str(tmp_path), "--preload", "no_such_mod"]
+        [
+            sys.executable,
+            "-m",
+            "analyst_env.envs.remote.runner",
+            "--workdir",
+            str(tmp_path),
+            "--preload",
+            "no_such_mod",
+        ]
     )
     client = RunnerClient(channel, "runner")
     ready = client.wait_ready(120)
     assert ready["missing"] == ["no_such_mod"]
     client.close()
     proc.wait(timeout=10)
-    channel, proc = process_channel([sys.executable, "-c", "import sys; sys.stderr.write('boom: no python here'); sys.exit(3)"])
+    channel, proc = process_channel(
+        [sys.executable, "-c", "import sys; sys.stderr.write('boom: no python here'); sys.exit(3)"]
+    )
     with pytest.raises(SandboxError, match="boom: no python here"):
         RunnerClient(channel, "broken").wait_ready(30)
 

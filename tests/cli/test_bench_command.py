@@ -16,11 +16,25 @@ import pytest
 
 pytestmark = pytest.mark.live
 
-BURST = {"burst_reset_p50_ms", "burst_reset_p99_ms", "burst_step_p50_ms", "burst_step_p99_ms",
-         "burst_steps_per_s"}
+BURST = {
+    "burst_reset_p50_ms",
+    "burst_reset_p99_ms",
+    "burst_step_p50_ms",
+    "burst_step_p99_ms",
+    "burst_steps_per_s",
+}
 FIGURES = {
-    "reset_p50_ms", "reset_p99_ms", "reset_burst_p50_ms", "step_p50_ms", "step_p99_ms", "describe_p50_ms", "idle_pss_mib",
-    "max_concurrent", "grpo_batch_s", "serve_cold_start_s", "client_import_s",
+    "reset_p50_ms",
+    "reset_p99_ms",
+    "reset_burst_p50_ms",
+    "step_p50_ms",
+    "step_p99_ms",
+    "describe_p50_ms",
+    "idle_pss_mib",
+    "max_concurrent",
+    "grpo_batch_s",
+    "serve_cold_start_s",
+    "client_import_s",
     *BURST,
 }
 
@@ -28,7 +42,9 @@ FIGURES = {
 def test_bench_quick_writes_all_figures_for_all_targets(tmp_path):
     exe = shutil.which("analyst-env") or str(Path(sys.executable).with_name("analyst-env"))
     out = tmp_path / "b.json"
-    proc = subprocess.run([exe, "bench", "--quick", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [exe, "bench", "--quick", "--json", str(out)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     figures = report["figures"]
@@ -39,21 +55,30 @@ def test_bench_quick_writes_all_figures_for_all_targets(tmp_path):
     assert figures["describe_p50_ms"]["protocol_floor"] is None
     assert figures["max_concurrent"]["analyst_env"] == report["config"]["max_probe"]
     assert figures["reset_p50_ms"]["jupyter_kernel"] > figures["reset_p50_ms"]["protocol_floor"]
-    assert {g["goal"] for g in report["goals"]} >= {"reset p50 <= 10 ms", ">= 500 concurrent live episodes"}
+    assert {g["goal"] for g in report["goals"]} >= {
+        "reset p50 <= 10 ms",
+        ">= 500 concurrent live episodes",
+    }
     assert "| reset_p50_ms |" in proc.stdout
 
 
 def test_bench_burst_only_measures_the_bursts_against_the_protocol_floor(tmp_path):
     exe = shutil.which("analyst-env") or str(Path(sys.executable).with_name("analyst-env"))
     out = tmp_path / "b.json"
-    proc = subprocess.run([exe, "bench", "--quick", "--burst-only", "--json", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [exe, "bench", "--quick", "--burst-only", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert set(report["figures"]) == BURST | {"serve_cold_start_s"}
     for name, row in report["figures"].items():
         assert row["jupyter_kernel"] is None, name
         assert row["analyst_env"] > 0 and row["protocol_floor"] > 0, name
-    assert {g["goal"] for g in report["goals"]} == {"burst reset p99 <= 1 s (256 at once)",
-                                                    "256-client trivial-step p99 <= 50 ms"}
+    assert {g["goal"] for g in report["goals"]} == {
+        "burst reset p99 <= 1 s (256 at once)",
+        "256-client trivial-step p99 <= 50 ms",
+    }
     assert "load average" in report["notes"]["load_average"]

@@ -65,8 +65,13 @@ def test_tasks_lists_datasets_and_tasks():
 
 def test_serve_refuses_a_public_address_without_a_token():
     env = {k: v for k, v in os.environ.items() if k != "ANALYST_ENV_TOKEN"}
-    proc = subprocess.run([EXE, "serve", "--host", "0.0.0.0", "--port", str(free_port())],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [EXE, "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2
     assert "without a token" in proc.stderr and "--insecure" in proc.stderr
 
@@ -74,8 +79,12 @@ def test_serve_refuses_a_public_address_without_a_token():
 @pytest.mark.live
 def test_serve_starts_with_zero_config_and_eval_runs_against_it(tmp_path):
     port = free_port()
-    server = subprocess.Popen([EXE, "serve", "--port", str(port), "--token", "t0k"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [EXE, "serve", "--port", str(port), "--token", "t0k"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
@@ -89,8 +98,21 @@ def test_serve_starts_with_zero_config_and_eval_runs_against_it(tmp_path):
             time.sleep(0.2)
         assert httpx.get(f"{url}/metadata").status_code == 401
         out = tmp_path / "r.json"
-        proc = run("eval", "--dataset", "starter", "--policy", "oracle", "--url", url,
-                   "--token", "t0k", "--limit", "10", "--json", str(out))
+        proc = run(
+            "eval",
+            "--dataset",
+            "starter",
+            "--policy",
+            "oracle",
+            "--url",
+            url,
+            "--token",
+            "t0k",
+            "--limit",
+            "10",
+            "--json",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         report = json.loads(out.read_text())
         assert report["n"] == 10 and report["mean_reward"] == 1.0

@@ -19,8 +19,12 @@ def act(tool: str, **arguments) -> str:
 def play(env) -> None:
     text, info = env.reset(seed=0, options={"task_id": "tiny-csv"})
     assert "total amount" in text and "sales.csv" in text and info["task_id"] == "tiny-csv"
-    assert env.observation_space.contains(text), "real text (spaces, punctuation, newlines) is in the space"
-    text, reward, terminated, truncated, info = env.step(act("run_sql", query="SELECT SUM(amount) FROM sales"))
+    assert env.observation_space.contains(text), (
+        "real text (spaces, punctuation, newlines) is in the space"
+    )
+    text, reward, terminated, truncated, info = env.step(
+        act("run_sql", query="SELECT SUM(amount) FROM sales")
+    )
     assert "7319.25" in text and reward == 0.0 and not terminated and not truncated
     text, reward, terminated, truncated, info = env.step("not json")
     assert text.startswith("Error:") and info["error"] == "invalid_action"
@@ -70,7 +74,15 @@ def test_id_is_registered_whatever_the_import_order(statements):
     import subprocess
     import sys
 
-    code = "; ".join(["import sys", *statements, "print(gymnasium.spec('analyst_env/DataAnalyst-v0').entry_point)"])
-    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
+    code = "; ".join(
+        [
+            "import sys",
+            *statements,
+            "print(gymnasium.spec('analyst_env/DataAnalyst-v0').entry_point)",
+        ]
+    )
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "analyst_env.client.gym_env:AnalystGymEnv"

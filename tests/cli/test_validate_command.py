@@ -64,7 +64,9 @@ def sound_tasks(tiny: dict[str, Task]) -> list[Task]:
         csv.model_copy(
             update={
                 "id": "hv-oracle-steps",
-                "oracle_steps": [ToolCall(tool="run_sql", arguments={"query": "SELECT SUM(amount) FROM sales"})],
+                "oracle_steps": [
+                    ToolCall(tool="run_sql", arguments={"query": "SELECT SUM(amount) FROM sales"})
+                ],
             }
         ),
         Task(
@@ -81,21 +83,36 @@ def sound_tasks(tiny: dict[str, Task]) -> list[Task]:
 
 def test_a_sound_dataset_passes_and_broken_upstream_is_listed(tmp_path, capsys, tiny, served):
     broken_gold = tiny["tiny-csv"].model_copy(
-        update={"id": "hv-upstream", "oracle_answer": "1", "metadata": {"gold_status": "label contradicts data"}}
+        update={
+            "id": "hv-upstream",
+            "oracle_answer": "1",
+            "metadata": {"gold_status": "label contradicts data"},
+        }
     )
-    sound_gold = tiny["tiny-excel"].model_copy(update={"id": "hv-gold-ok", "metadata": {"gold_status": "ok"}})
+    sound_gold = tiny["tiny-excel"].model_copy(
+        update={"id": "hv-gold-ok", "metadata": {"gold_status": "ok"}}
+    )
     tasks = [*sound_tasks(tiny), sound_gold, broken_gold]
     code, report, output = validate(tmp_path, capsys, served("sound", tasks))
     assert code == 0, output
     assert report["dataset"] == "hvtest:sound" and report["n"] == 7 and report["passed"] == 6
     assert report["failed"] == []
     (upstream,) = report["broken_upstream"]
-    assert upstream["task_id"] == "hv-upstream" and upstream["gold_status"] == "label contradicts data"
+    assert (
+        upstream["task_id"] == "hv-upstream" and upstream["gold_status"] == "label contradicts data"
+    )
     assert [f["check"] for f in upstream["failures"]] == ["oracle"]
     rows = {r["task_id"]: r for r in report["tasks"]}
-    assert rows["hv-oracle-steps"]["leak"] is None and rows["hv-oracle-steps"]["gold_values_checked"] > 0
+    assert (
+        rows["hv-oracle-steps"]["leak"] is None
+        and rows["hv-oracle-steps"]["gold_values_checked"] > 0
+    )
     assert rows["hv-verify-hook"]["gold_values_checked"] == 1
-    assert all((r["oracle"], r["null"], r["repeat"]) == (1.0, 0.0, 1.0) for t, r in rows.items() if t != "hv-upstream")
+    assert all(
+        (r["oracle"], r["null"], r["repeat"]) == (1.0, 0.0, 1.0)
+        for t, r in rows.items()
+        if t != "hv-upstream"
+    )
     assert "broken_upstream=1" in output and "failed=0" in output
     assert "hv-upstream" in output and "broken_upstream" in output
 
@@ -191,7 +208,10 @@ def test_the_shipped_starter_set_validates(tmp_path, capsys):
         assert row["natural_scored_1"] == row["natural_tried"], name
     assert scorers["numeric"]["natural_tried"] > scorers["numeric"]["tasks"]
     tried = scorers["numeric"]["adversarial_tried"]
-    assert f"numeric: {scorers['numeric']['tasks']} task(s), {tried} adversarial answers tried, every one scored 0" in output
+    assert (
+        f"numeric: {scorers['numeric']['tasks']} task(s), {tried} adversarial answers tried, every one scored 0"
+        in output
+    )
 
 
 def _contains_gold(submitted: str, gold) -> float:
@@ -199,15 +219,29 @@ def _contains_gold(submitted: str, gold) -> float:
     return 1.0 if str(gold).lower() in submitted.lower() else 0.0
 
 
-def test_a_scorer_that_accepts_hedges_fails_the_adversarial_check(tmp_path, capsys, tiny, served, monkeypatch):
+def test_a_scorer_that_accepts_hedges_fails_the_adversarial_check(
+    tmp_path, capsys, tiny, served, monkeypatch
+):
     monkeypatch.setitem(scorers.SCORERS, "exact", _contains_gold)
-    task = Task(id="hv-hedge", instruction="Which region sold most? Answer with its name.", answer="Westfold",
-                oracle_answer="Westfold", verifier=VerifierSpec(name="exact"))
+    task = Task(
+        id="hv-hedge",
+        instruction="Which region sold most? Answer with its name.",
+        answer="Westfold",
+        oracle_answer="Westfold",
+        verifier=VerifierSpec(name="exact"),
+    )
     code, report, output = validate(tmp_path, capsys, served("hedge", [task]))
     assert code == 1, output
     (failure,) = report["failed"]
-    assert failure["check"] == "adversarial" and "or" in failure["reason"] and "pair" in failure["reason"]
-    assert (report["tasks"][0]["oracle"], report["tasks"][0]["null"]) == (1.0, 0.0)  # only the probes see it
+    assert (
+        failure["check"] == "adversarial"
+        and "or" in failure["reason"]
+        and "pair" in failure["reason"]
+    )
+    assert (report["tasks"][0]["oracle"], report["tasks"][0]["null"]) == (
+        1.0,
+        0.0,
+    )  # only the probes see it
     row = report["scorers"]["exact"]
     assert 0 < row["adversarial_scored_0"] < row["adversarial_tried"]
     assert "scored above 0" in output and "FAIL hv-hedge [adversarial]" in output
@@ -215,31 +249,53 @@ def test_a_scorer_that_accepts_hedges_fails_the_adversarial_check(tmp_path, caps
 
 # ── gold values: what counts, and how they are matched ─────────────────────────
 def test_gold_values_are_printed_as_the_task_prints_them():
-    task = Task(id="t", instruction="q", answer=[["mean", "34.650"], ["n", 20.0]], oracle_answer="@mean[34.65] @n[20]",
-                verifier=VerifierSpec(name="dabench"))
+    task = Task(
+        id="t",
+        instruction="q",
+        answer=[["mean", "34.650"], ["n", 20.0]],
+        oracle_answer="@mean[34.65] @n[20]",
+        verifier=VerifierSpec(name="dabench"),
+    )
     assert {"34.650", "34.65", "20.0", "20", "@mean[34.65] @n[20]"} <= gold_values(task)
 
 
 def test_trivial_and_public_values_are_not_looked_for(tiny):
-    task = Task(id="t-yes", instruction="Is the total 3 or 104 (answer yes/no)?", files=dict(tiny["tiny-csv"].files),
-                answer=["yes", 1.0, 104, "amount", "ab"], oracle_answer="yes", verifier=VerifierSpec(name="exact"))
+    task = Task(
+        id="t-yes",
+        instruction="Is the total 3 or 104 (answer yes/no)?",
+        files=dict(tiny["tiny-csv"].files),
+        answer=["yes", 1.0, 104, "amount", "ab"],
+        oracle_answer="yes",
+        verifier=VerifierSpec(name="exact"),
+    )
     # "yes" is common, 1.0 trivial, 104 in the instruction, "amount" a column in the preview, "ab" too short.
     assert leak_patterns(task) == {}
 
 
 def test_keys_are_vocabulary_except_in_tool_data():
     patterns = {"ROUGE-L": value_pattern("ROUGE-L"), "7319.25": value_pattern("7319.25")}
-    frame = {"done": True, "observation": {"metadata": {"reward_breakdown": {"components": {"ROUGE-L": 0.0}}}}}
+    frame = {
+        "done": True,
+        "observation": {"metadata": {"reward_breakdown": {"components": {"ROUGE-L": 0.0}}}},
+    }
     assert find_leak(patterns, frame) is None
     frame["observation"]["result"] = {"structured_content": {"totals": {"7319.25": 1}}}
-    assert find_leak(patterns, frame) == "'7319.25' at observation.result.structured_content.totals.7319.25"
+    assert (
+        find_leak(patterns, frame)
+        == "'7319.25' at observation.result.structured_content.totals.7319.25"
+    )
     assert find_leak(patterns, {"detail": "expected rouge-l of 1"}) == "'ROUGE-L' at detail"
 
 
 def test_values_match_whole_tokens_only():
     p = value_pattern("119")
     assert p.search("count: 119 rows") and p.search("[119]") and p.search("119.txt")
-    assert not p.search("1190") and not p.search("0.119") and not p.search("119.5") and not p.search("a119")
+    assert (
+        not p.search("1190")
+        and not p.search("0.119")
+        and not p.search("119.5")
+        and not p.search("a119")
+    )
     s = value_pattern("Office Supplies")
     assert s.search("top: office supplies.") and not s.search("Office Suppliesx")
 
@@ -269,21 +325,37 @@ def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
 def test_a_gold_written_into_shared_text_is_a_leak():
     from analyst_env.client.validation import _leak
 
-    task = Task(id="t-fare", instruction="What is the mean fare?", answer=[["mean_fare", "34.65"]],
-                oracle_answer="@mean_fare[34.65]", verifier=VerifierSpec(name="dabench"))
+    task = Task(
+        id="t-fare",
+        instruction="What is the mean fare?",
+        answer=[["mean_fare", "34.65"]],
+        oracle_answer="@mean_fare[34.65]",
+        verifier=VerifierSpec(name="dabench"),
+    )
     catalogue = _catalogue()
     catalogue[0]["description"] += " (for example `@mean_fare[34.65]`)"
-    frames = {"null": [("reset", {"observation": {"available_tools": catalogue}})], "oracle": [], "repeat": []}
+    frames = {
+        "null": [("reset", {"observation": {"available_tools": catalogue}})],
+        "oracle": [],
+        "repeat": [],
+    }
     where, checked = _leak(task, frames)
     assert checked >= 1 and where is not None and "34.65" in where
 
 
 # ── quarantine: upstream tasks their initial state already solves ──────────────
-def test_an_upstream_task_solved_by_its_initial_state_is_quarantined(tmp_path, capsys, tiny, served):
+def test_an_upstream_task_solved_by_its_initial_state_is_quarantined(
+    tmp_path, capsys, tiny, served
+):
     csv = tiny["tiny-csv"]
     # The hook passes on the untouched files: the null run earns 1.0 without doing anything.
-    solved = csv.model_copy(update={"id": "hv-solved-upstream", "verify": ["test -f sales.csv"],
-                                    "metadata": {"source": "somebench", "gold_status": "ok"}})
+    solved = csv.model_copy(
+        update={
+            "id": "hv-solved-upstream",
+            "verify": ["test -f sales.csv"],
+            "metadata": {"source": "somebench", "gold_status": "ok"},
+        }
+    )
     ours = solved.model_copy(update={"id": "hv-solved-ours", "metadata": {"source": "ours"}})
     code, report, output = validate(tmp_path, capsys, served("solved", [csv, solved, ours]))
     assert code == 1, output  # our own task is ours to fix: it fails the null check

@@ -19,7 +19,9 @@ def test_loads_all_shared_questions(dabench_dir):
 
 def test_task_shape(dabench_dir):
     t = load_dabench(dabench_dir).by_id()["dabench-0"]
-    assert t.files == {"test_ave.csv": str(dabench_dir.resolve() / "da-dev-tables" / "test_ave.csv")}
+    assert t.files == {
+        "test_ave.csv": str(dabench_dir.resolve() / "da-dev-tables" / "test_ave.csv")
+    }
     assert t.answer == [["mean_fare", "34.65"]]
     assert t.oracle_answer == "@mean_fare[34.65]"
     assert t.verifier.name == "dabench"
@@ -45,12 +47,29 @@ def test_a_label_that_contradicts_itself_is_quarantined(tmp_path):
 
     (tmp_path / "da-dev-tables").mkdir()
     (tmp_path / "da-dev-tables" / "t.csv").write_text("a\n1\n")
-    questions = [{"id": i, "question": "q", "concepts": [], "constraints": "", "format": "@n[value]",
-                  "file_name": "t.csv", "level": "easy"} for i in (1, 2)]
-    labels = [{"id": 1, "common_answers": [["n", "3"], ["n", "4"]]},
-              {"id": 2, "common_answers": [["n", "3"], ["n", "3.0"]]}]
-    (tmp_path / "da-dev-questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    questions = [
+        {
+            "id": i,
+            "question": "q",
+            "concepts": [],
+            "constraints": "",
+            "format": "@n[value]",
+            "file_name": "t.csv",
+            "level": "easy",
+        }
+        for i in (1, 2)
+    ]
+    labels = [
+        {"id": 1, "common_answers": [["n", "3"], ["n", "4"]]},
+        {"id": 2, "common_answers": [["n", "3"], ["n", "3.0"]]},
+    ]
+    (tmp_path / "da-dev-questions.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in questions)
+    )
     (tmp_path / "da-dev-labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
     tasks = {t.id: t for t in load_dabench(tmp_path).tasks}
-    assert tasks["dabench-1"].metadata["gold_status"] == "label contradicts itself: n is both '3' and '4'"
+    assert (
+        tasks["dabench-1"].metadata["gold_status"]
+        == "label contradicts itself: n is both '3' and '4'"
+    )
     assert tasks["dabench-2"].metadata["gold_status"] == "ok"

@@ -6,8 +6,17 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["preview", "dabench", "registry", "shipped.draft", "shipped.starter",
-                                    "shipped.workbook_draft"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "preview",
+        "dabench",
+        "registry",
+        "shipped.draft",
+        "shipped.starter",
+        "shipped.workbook_draft",
+    ],
+)
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(f"analyst_env.datasets.{module}"))
     assert result.failed == 0

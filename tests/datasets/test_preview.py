@@ -33,34 +33,48 @@ def test_sqlite_preview(tmp_path):
     con.close()
     info = describe_file("d.sqlite", str(p))
     assert info.kind == "sqlite"
-    assert info.preview == {"tables": {"empty": {"columns": ["v"], "rows": 0},
-                                       "my table": {"columns": ["id", "name"], "rows": 2}}}
+    assert info.preview == {
+        "tables": {
+            "empty": {"columns": ["v"], "rows": 0},
+            "my table": {"columns": ["id", "name"], "rows": 2},
+        }
+    }
 
 
 def test_excel_preview(tmp_path):
     p = tmp_path / "w.xlsx"
     with pd.ExcelWriter(p) as xw:
-        pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}).to_excel(xw, sheet_name="S1", index=False)
+        pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}).to_excel(
+            xw, sheet_name="S1", index=False
+        )
         pd.DataFrame({2024: [1.5]}).to_excel(xw, sheet_name="S2", index=False)
     info = describe_file("w.xlsx", str(p))
     assert info.kind == "excel"
-    assert info.preview == {"sheets": {"S1": {"columns": ["a", "b"], "rows": 3},
-                                       "S2": {"columns": ["2024"], "rows": 1}}}
+    assert info.preview == {
+        "sheets": {"S1": {"columns": ["a", "b"], "rows": 3}, "S2": {"columns": ["2024"], "rows": 1}}
+    }
 
 
 def test_other_kinds(tmp_path):
     (tmp_path / "n.json").write_text("[1, 2, 3]")
     (tmp_path / "r.md").write_text("a\nb\n")
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
-    assert describe_file("n.json", str(tmp_path / "n.json")).preview == {"type": "array", "length": 3}
+    assert describe_file("n.json", str(tmp_path / "n.json")).preview == {
+        "type": "array",
+        "length": 3,
+    }
     assert describe_file("r.md", str(tmp_path / "r.md")).kind == "text"
     other = describe_file("x.parquet", str(tmp_path / "x.parquet"))
     assert other.kind == "other" and other.preview == {}
 
 
 def test_unreadable_files_give_error_preview(tmp_path):
-    for name, data in [("bad.sqlite", b"not a database" * 10), ("bad.xlsx", b"PK garbage"),
-                       ("bad.xls", b"\xd0\xcf\x11\xe0"), ("bad.json", b"{oops")]:
+    for name, data in [
+        ("bad.sqlite", b"not a database" * 10),
+        ("bad.xlsx", b"PK garbage"),
+        ("bad.xls", b"\xd0\xcf\x11\xe0"),
+        ("bad.json", b"{oops"),
+    ]:
         p = tmp_path / name
         p.write_bytes(data)
         info = describe_file(name, str(p))

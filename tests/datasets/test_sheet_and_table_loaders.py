@@ -29,7 +29,11 @@ def shared(name: str, marker: str) -> Path:
 @pytest.mark.dataset
 @pytest.mark.parametrize(
     ("fmt", "marker", "n"),
-    [("sheetcopilot", "tasks.jsonl", 36), ("dacode", "tasks.jsonl", 6), ("tablebench", "TableBench_DP_examples.jsonl", 27)],
+    [
+        ("sheetcopilot", "tasks.jsonl", 36),
+        ("dacode", "tasks.jsonl", 6),
+        ("tablebench", "TableBench_DP_examples.jsonl", 27),
+    ],
 )
 def test_shared_sets_load_completely(fmt, marker, n, tmp_path, monkeypatch):
     monkeypatch.setenv("ANALYST_ENV_CACHE", str(tmp_path))
@@ -69,7 +73,12 @@ def tiny_sheetcopilot(tmp_path):
     wb.active["C1"], wb.active["C2"] = "Double", "=B2*2"
     wb.save(ans / "1_Weekly_gt1.xlsx")
     (ans / "1_Weekly_gt1_check.yaml").write_text(BOARD)
-    row = {"Sheet Name": "Weekly", "No.": 1, "Context": "Weekly sales.", "Instructions": "Double the sales in column C."}
+    row = {
+        "Sheet Name": "Weekly",
+        "No.": 1,
+        "Context": "Weekly sales.",
+        "Instructions": "Double the sales in column C.",
+    }
     (root / "tasks.jsonl").write_text(json.dumps(row) + "\n")
     return root
 
@@ -79,12 +88,23 @@ def test_tiny_sheetcopilot_copy(tiny_sheetcopilot):
     assert task.id == "sheetcopilot-Weekly-1" and "`Weekly.xlsx`" in task.instruction
     assert "Double the sales" in task.instruction and "in place" in task.instruction
     code = task.oracle_steps[0].arguments["code"]
-    assert "'C2': '=B2*2'" in code  # no cached value in an openpyxl-saved reference: the formula is written
-    assert task.metadata["gold_status"] == "ok" and "without cached values" in task.metadata["gold_notes"][0]
+    assert (
+        "'C2': '=B2*2'" in code
+    )  # no cached value in an openpyxl-saved reference: the formula is written
+    assert (
+        task.metadata["gold_status"] == "ok"
+        and "without cached values" in task.metadata["gold_notes"][0]
+    )
 
 
 def test_tiny_sheetcopilot_errors(tiny_sheetcopilot):
-    (tiny_sheetcopilot / "task_sheet_answers_v2" / "Weekly" / "1_Weekly" / "1_Weekly_gt1_check.yaml").unlink()
+    (
+        tiny_sheetcopilot
+        / "task_sheet_answers_v2"
+        / "Weekly"
+        / "1_Weekly"
+        / "1_Weekly_gt1_check.yaml"
+    ).unlink()
     with pytest.raises(FileNotFoundError, match="check list"):
         load_sheetcopilot(tiny_sheetcopilot)
     with pytest.raises(FileNotFoundError, match="tasks.jsonl"):
@@ -98,14 +118,30 @@ def test_tiny_dacode_copy(tmp_path):
         (root / "source" / tid / "data.csv").write_text("a,b\n1,2\n")
     (root / "gold" / "csv-1").mkdir(parents=True)
     (root / "gold" / "csv-1" / "result.csv").write_text("s\n3\n")
-    tasks = [{"id": "csv-1", "instruction": "Sum a and b into result.csv."},
-             {"id": "txt-1", "instruction": 'Fill {"total": [...]}'}]
-    evals = [{"id": "csv-1", "func": ["compare_csv"], "result": [{"file": ["result.csv"]}], "options": [{}]},
-             {"id": "txt-1", "func": ["compare_text"], "result": [{"number": [{"Totl": [3]}]}], "options": [{}]}]
+    tasks = [
+        {"id": "csv-1", "instruction": "Sum a and b into result.csv."},
+        {"id": "txt-1", "instruction": 'Fill {"total": [...]}'},
+    ]
+    evals = [
+        {
+            "id": "csv-1",
+            "func": ["compare_csv"],
+            "result": [{"file": ["result.csv"]}],
+            "options": [{}],
+        },
+        {
+            "id": "txt-1",
+            "func": ["compare_text"],
+            "result": [{"number": [{"Totl": [3]}]}],
+            "options": [{}],
+        },
+    ]
     (root / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
     (root / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
     csv_task, txt_task = load_dacode(root).tasks
-    assert csv_task.verifier.name == "dacode_csv" and csv_task.files == {"data.csv": str(root / "source/csv-1/data.csv")}
+    assert csv_task.verifier.name == "dacode_csv" and csv_task.files == {
+        "data.csv": str(root / "source/csv-1/data.csv")
+    }
     assert "'s\\n3\\n'" in csv_task.oracle_steps[0].arguments["code"]
     assert txt_task.verifier.name == "dacode_text" and txt_task.oracle_answer == '{"Totl": [3]}'
     assert "totl" in txt_task.metadata["gold_status"]  # the gold key the instruction never names
@@ -117,17 +153,31 @@ def test_tiny_dacode_copy(tmp_path):
 
 def test_tiny_tablebench_copy(tmp_path):
     recs = [
-        {"id": "q1", "qtype": "NumericalReasoning", "qsubtype": "Counting", "question": "How many rows?",
-         "answer": "2", "table": "{'columns': ['a', 'a'], 'data': [[1, 'x'], [2, 'y']]}"},
-        {"id": "q2", "qtype": "DataAnalysis", "qsubtype": "TrendForecasting", "question": "Trend?",
-         "answer": "up", "table": "{'columns': ['a'], 'data': [[1], ["},
+        {
+            "id": "q1",
+            "qtype": "NumericalReasoning",
+            "qsubtype": "Counting",
+            "question": "How many rows?",
+            "answer": "2",
+            "table": "{'columns': ['a', 'a'], 'data': [[1, 'x'], [2, 'y']]}",
+        },
+        {
+            "id": "q2",
+            "qtype": "DataAnalysis",
+            "qsubtype": "TrendForecasting",
+            "question": "Trend?",
+            "answer": "up",
+            "table": "{'columns': ['a'], 'data': [[1], [",
+        },
     ]
     src = tmp_path / "tb.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in recs))
     q1, q2 = load_tablebench(src, cache_dir=tmp_path / "cache").tasks
     assert open(q1.files["table.csv"]).read().splitlines() == ["a,a", "1,x", "2,y"]
     assert q1.answer == {"answer": "2", "metric": "EM"} and q1.oracle_answer == "Final Answer: 2"
-    assert q2.answer["metric"] == "EM_with_error_10" and q2.metadata["gold_status"].startswith("table unreadable")
+    assert q2.answer["metric"] == "EM_with_error_10" and q2.metadata["gold_status"].startswith(
+        "table unreadable"
+    )
     src.write_text(json.dumps(recs[0]) + "\n" + json.dumps(recs[0]) + "\n")
     with pytest.raises(ValueError, match="repeats"):
         load_tablebench(src, cache_dir=tmp_path / "cache")

@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.kaggledbqa import load_kaggledbqa
 from analyst_env.datasets.spider import load_spider

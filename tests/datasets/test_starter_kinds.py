@@ -22,18 +22,59 @@ from analyst_env.datasets.shipped import cleaning
 from analyst_env.verifiers import score
 
 SKILLS = {
-    "window functions": ["sales_cumulative_cross", "sales_mom_jump", "sen_max_hourly_rise", "sen_rolling_max",
-                         "rt_mean_gap_days", "sp_agent_rank", "sp_quick_return", "sp_running_count",
-                         "fi_cumulative_target", "ts_week_jump", "ev_median_gap"],
-    "pivots": ["sales_pivot_gap", "fi_pivot_line_region", "inv_pivot_wh_category", "bu_pivot_top_department",
-               "ts_pivot_team_project", "bu_peak_budget_month"],
-    "time zones": ["ev_local_day_purchases", "ev_local_day_revenue", "ev_busiest_local_hour", "ev_date_shift"],
-    "missing values": ["tx_missing_amount", "sp_open_count", "sp_unassigned", "bu_missing_category", "ts_blank_rows",
-                       "tx_payment_missing_share", "bu_unapproved_share", "tx_category_units", "emp_level_score"],
+    "window functions": [
+        "sales_cumulative_cross",
+        "sales_mom_jump",
+        "sen_max_hourly_rise",
+        "sen_rolling_max",
+        "rt_mean_gap_days",
+        "sp_agent_rank",
+        "sp_quick_return",
+        "sp_running_count",
+        "fi_cumulative_target",
+        "ts_week_jump",
+        "ev_median_gap",
+    ],
+    "pivots": [
+        "sales_pivot_gap",
+        "fi_pivot_line_region",
+        "inv_pivot_wh_category",
+        "bu_pivot_top_department",
+        "ts_pivot_team_project",
+        "bu_peak_budget_month",
+    ],
+    "time zones": [
+        "ev_local_day_purchases",
+        "ev_local_day_revenue",
+        "ev_busiest_local_hour",
+        "ev_date_shift",
+    ],
+    "missing values": [
+        "tx_missing_amount",
+        "sp_open_count",
+        "sp_unassigned",
+        "bu_missing_category",
+        "ts_blank_rows",
+        "tx_payment_missing_share",
+        "bu_unapproved_share",
+        "tx_category_units",
+        "emp_level_score",
+    ],
     "dirty types": ["tx_store_total", "tx_month_total", "bu_dept_spend", "bu_month_spend"],
-    "duplicated keys": ["tx_distinct_count", "tx_repeated_ids", "sp_team_csat_latest", "ts_duplicate_rows",
-                        "ts_project_hours"],
-    "multi-sheet lookups": ["bu_dept_spend", "bu_over_budget", "ts_client_cost", "ts_over_budget", "inv_rank_in_wh"],
+    "duplicated keys": [
+        "tx_distinct_count",
+        "tx_repeated_ids",
+        "sp_team_csat_latest",
+        "ts_duplicate_rows",
+        "ts_project_hours",
+    ],
+    "multi-sheet lookups": [
+        "bu_dept_spend",
+        "bu_over_budget",
+        "ts_client_cost",
+        "ts_over_budget",
+        "inv_rank_in_wh",
+    ],
 }
 
 
@@ -86,16 +127,24 @@ def test_each_skill_has_tasks_at_several_levels(starter, skill):
 def test_sql_rank_within_team(starter):
     for t in by_template(starter, "sp_agent_rank"):
         p = t.metadata["params"]
-        rows = sql(t, "SELECT name, RANK() OVER (ORDER BY COUNT(*) DESC) FROM tickets JOIN agents USING (agent_id) "
-                      "WHERE closed_at IS NOT NULL AND team = ? GROUP BY name", p["team"])
+        rows = sql(
+            t,
+            "SELECT name, RANK() OVER (ORDER BY COUNT(*) DESC) FROM tickets JOIN agents USING (agent_id) "
+            "WHERE closed_at IS NOT NULL AND team = ? GROUP BY name",
+            p["team"],
+        )
         assert [n for n, r in rows if r == p["rank"]] == [t.answer], t.id
 
 
 def test_sql_lag_gap_to_previous_ticket(starter):
     for t in by_template(starter, "sp_quick_return"):
-        ((v,),) = sql(t, "SELECT COUNT(*) FROM (SELECT julianday(opened_at) - LAG(julianday(opened_at)) OVER "
-                         "(PARTITION BY customer_id ORDER BY opened_at, ticket_id) AS gap FROM tickets) "
-                         "WHERE gap <= ? + 1e-9", t.metadata["params"]["days"])
+        ((v,),) = sql(
+            t,
+            "SELECT COUNT(*) FROM (SELECT julianday(opened_at) - LAG(julianday(opened_at)) OVER "
+            "(PARTITION BY customer_id ORDER BY opened_at, ticket_id) AS gap FROM tickets) "
+            "WHERE gap <= ? + 1e-9",
+            t.metadata["params"]["days"],
+        )
         assert v == t.answer, t.id
 
 
@@ -118,7 +167,11 @@ def test_running_total_crossing(starter):
 def test_hourly_rise_lag(starter):
     for t in by_template(starter, "sen_max_hourly_rise"):
         with open(t.files["sensors.csv"], newline="") as f:
-            temps = [r["temperature_c"] for r in csv.DictReader(f) if r["site"] == t.metadata["params"]["site"]]
+            temps = [
+                r["temperature_c"]
+                for r in csv.DictReader(f)
+                if r["site"] == t.metadata["params"]["site"]
+            ]
         rises = [float(b) - float(a) for a, b in zip(temps, temps[1:]) if a and b]
         assert close(max(rises), t), t.id
 
@@ -155,9 +208,13 @@ def test_local_day_with_zoneinfo(starter):
         zone = ZoneInfo(p["zone"])
         with open(t.files["events.csv"], newline="") as f:
             n = sum(
-                1 for r in csv.DictReader(f)
+                1
+                for r in csv.DictReader(f)
                 if r["event_type"] == "purchase"
-                and dt.datetime.fromisoformat(r["ts_utc"].replace("Z", "+00:00")).astimezone(zone).date().isoformat()
+                and dt.datetime.fromisoformat(r["ts_utc"].replace("Z", "+00:00"))
+                .astimezone(zone)
+                .date()
+                .isoformat()
                 == p["date"]
             )
         assert n == t.answer, t.id
@@ -168,8 +225,12 @@ def test_time_zone_questions_span_dst_changes(starter):
     t = by_template(starter, "ev_date_shift")[0]
     stamps = pd.read_csv(t.files["events.csv"]).ts_utc.iloc[[0, -1]]
     for zone in ("America/New_York", "Europe/Berlin", "Australia/Sydney"):
-        offsets = {dt.datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(ZoneInfo(zone)).utcoffset()
-                   for s in stamps}
+        offsets = {
+            dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+            .astimezone(ZoneInfo(zone))
+            .utcoffset()
+            for s in stamps
+        }
         assert len(offsets) == 2, zone
 
 
@@ -178,8 +239,11 @@ def test_time_zone_questions_span_dst_changes(starter):
 
 def test_open_tickets_are_null(starter):
     for t in by_template(starter, "sp_open_count"):
-        ((v,),) = sql(t, "SELECT COUNT(*) FROM tickets WHERE closed_at IS NULL AND priority = ?",
-                      t.metadata["params"]["priority"])
+        ((v,),) = sql(
+            t,
+            "SELECT COUNT(*) FROM tickets WHERE closed_at IS NULL AND priority = ?",
+            t.metadata["params"]["priority"],
+        )
         assert v == t.answer, t.id
 
 
@@ -212,17 +276,23 @@ def test_mixed_date_formats(starter):
                 rows.setdefault(r["txn_id"], r)
         formats = Counter(("-" in r["txn_date"], "/" in r["txn_date"]) for r in rows.values())
         assert len(formats) == 3, "all three date formats occur"
-        total = sum(money(r["amount"]) or 0.0 for r in rows.values()
-                    if parse(r["txn_date"]).month == t.metadata["params"]["month"])
+        total = sum(
+            money(r["amount"]) or 0.0
+            for r in rows.values()
+            if parse(r["txn_date"]).month == t.metadata["params"]["month"]
+        )
         assert close(total, t), t.id
 
 
 def test_latest_survey_with_row_number(starter):
     for t in by_template(starter, "sp_team_csat_latest"):
-        ((v,),) = sql(t, "SELECT AVG(score) FROM (SELECT ticket_id, score, ROW_NUMBER() OVER (PARTITION BY ticket_id "
-                         "ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
-                         "JOIN tickets USING (ticket_id) JOIN agents USING (agent_id) WHERE rn = 1 AND team = ?",
-                      t.metadata["params"]["team"])
+        ((v,),) = sql(
+            t,
+            "SELECT AVG(score) FROM (SELECT ticket_id, score, ROW_NUMBER() OVER (PARTITION BY ticket_id "
+            "ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
+            "JOIN tickets USING (ticket_id) JOIN agents USING (agent_id) WHERE rn = 1 AND team = ?",
+            t.metadata["params"]["team"],
+        )
         assert math.isclose(round(v, 3), t.answer, abs_tol=1e-9), t.id
 
 
@@ -232,8 +302,11 @@ def test_double_submissions_and_cross_sheet_rates(starter):
         rate = {r["staff_id"]: r["hourly_rate"] for r in sheet_rows(path, "Staff")}
         client = {r["project"]: r["client"] for r in sheet_rows(path, "Projects")}
         unique = {tuple(r.values()): r for r in sheet_rows(path, "Hours")}.values()
-        cost = sum(r["hours"] * rate[r["staff_id"]] for r in unique
-                   if r["hours"] is not None and client[r["project"]] == t.metadata["params"]["client"])
+        cost = sum(
+            r["hours"] * rate[r["staff_id"]]
+            for r in unique
+            if r["hours"] is not None and client[r["project"]] == t.metadata["params"]["client"]
+        )
         assert close(cost, t), t.id
     for t in by_template(starter, "ts_duplicate_rows"):
         rows = [tuple(r.values()) for r in sheet_rows(t.files["timesheets.xlsx"], "Hours")]
@@ -242,7 +315,10 @@ def test_double_submissions_and_cross_sheet_rates(starter):
 
 def test_blank_excel_cells(starter):
     for t in by_template(starter, "bu_missing_category"):
-        assert sum(r["category"] is None for r in sheet_rows(t.files["budget.xlsx"], "Expenses")) == t.answer
+        assert (
+            sum(r["category"] is None for r in sheet_rows(t.files["budget.xlsx"], "Expenses"))
+            == t.answer
+        )
 
 
 # ---- the reference parsers ------------------------------------------------------------------------

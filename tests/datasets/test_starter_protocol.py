@@ -62,9 +62,11 @@ def test_agent_tools_handle_time_zones_and_mixed_cells(starter_url, starter):
     """The sandbox's pandas has the zone database, and DuckDB loads sheets with mixed-type cells."""
     tz = next(t for t in starter.tasks if t.metadata["template"] == "ev_local_day_purchases")
     p = tz.metadata["params"]
-    code = ("import pandas as pd\ne = pd.read_csv('events.csv')\n"
-            f"local = pd.to_datetime(e.ts_utc, utc=True).dt.tz_convert({p['zone']!r}).dt.strftime('%Y-%m-%d')\n"
-            f"print(((e.event_type == 'purchase') & (local == {p['date']!r})).sum())")
+    code = (
+        "import pandas as pd\ne = pd.read_csv('events.csv')\n"
+        f"local = pd.to_datetime(e.ts_utc, utc=True).dt.tz_convert({p['zone']!r}).dt.strftime('%Y-%m-%d')\n"
+        f"print(((e.event_type == 'purchase') & (local == {p['date']!r})).sum())"
+    )
     assert asyncio.run(solve_in_sandbox(starter_url, tz, code))[1] == 1.0
 
     blank = next(t for t in starter.tasks if t.metadata["template"] == "bu_missing_category")

@@ -29,7 +29,14 @@ def test_size_kinds_levels_ids(starter):
     assert set(kinds) == {"csv", "sqlite", "excel"}
     assert all(n >= len(tasks) / 4 for n in kinds.values()), kinds
     assert {t.metadata["level"] for t in tasks} == {"easy", "medium", "hard"}
-    assert {t.verifier.name for t in tasks} == {"numeric", "exact", "set", "list", "dabench", "workbook_match"}
+    assert {t.verifier.name for t in tasks} == {
+        "numeric",
+        "exact",
+        "set",
+        "list",
+        "dabench",
+        "workbook_match",
+    }
     assert len({t.id for t in tasks}) == len(tasks)
     first = starter.by_id()["starter-sales-000"]  # the README's example
     assert first.metadata["kind"] == "csv" and list(first.files) == ["sales.csv"]
@@ -45,7 +52,10 @@ def test_every_template_yields_tasks(starter):
 
 
 def test_cache_key_names_the_generator_version(tmp_path):
-    assert starter_mod.starter_dir(0, tmp_path).name == f"starter-v{starter_mod.GENERATOR_VERSION}-seed0"
+    assert (
+        starter_mod.starter_dir(0, tmp_path).name
+        == f"starter-v{starter_mod.GENERATOR_VERSION}-seed0"
+    )
     assert starter_mod.GENERATOR_VERSION >= 3, "the grown set must not reuse v1 or v2 caches"
 
 
@@ -115,18 +125,28 @@ def test_second_load_uses_cache(starter_cache, starter, monkeypatch):
     monkeypatch.setattr(starter_mod, "generate", boom)
     again = starter_mod.load_starter(seed=0, cache_dir=starter_cache)
     assert [t.model_dump() for t in again.tasks] == [t.model_dump() for t in starter.tasks]
-    assert not [p for p in starter_cache.iterdir() if p.name.startswith(".")], "temp dirs left behind"
+    assert not [p for p in starter_cache.iterdir() if p.name.startswith(".")], (
+        "temp dirs left behind"
+    )
 
 
 def test_manifest_paths_are_relative(starter_cache, starter):
     manifest = json.loads((starter_mod.starter_dir(0, starter_cache) / "manifest.json").read_text())
     assert all(n == p for rec in manifest["tasks"] for n, p in rec["files"].items())
     assert all(Path(p).is_file() for t in starter.tasks for p in t.files.values())
-    refs = [r["path"] for rec in manifest["tasks"] if rec["verifier"]["name"] == "workbook_match"
-            for r in rec["answer"]["references"]]
+    refs = [
+        r["path"]
+        for rec in manifest["tasks"]
+        if rec["verifier"]["name"] == "workbook_match"
+        for r in rec["answer"]["references"]
+    ]
     assert refs and all(p.startswith("references/") for p in refs)
-    assert all(Path(r["path"]).is_file() for t in starter.tasks if t.verifier.name == "workbook_match"
-               for r in t.answer["references"])
+    assert all(
+        Path(r["path"]).is_file()
+        for t in starter.tasks
+        if t.verifier.name == "workbook_match"
+        for r in t.answer["references"]
+    )
 
 
 # ---- independent recomputation, straight from the files on disk -----------------------
@@ -158,7 +178,8 @@ def test_sqlite_answer_reproducible(starter):
         con = sqlite3.connect(t.files["university.sqlite"])
         (v,) = con.execute(
             "SELECT COUNT(*) FROM students s JOIN departments d ON d.dept_id = s.major_dept_id "
-            "WHERE d.dept_name = ?", (t.metadata["params"]["department"],)
+            "WHERE d.dept_name = ?",
+            (t.metadata["params"]["department"],),
         ).fetchone()
         con.close()
         assert v == t.answer
@@ -170,7 +191,11 @@ def test_excel_answer_reproducible(starter):
         rows = list(wb["Stock"].iter_rows(values_only=True))
         wb.close()
         col = {name: i for i, name in enumerate(rows[0])}
-        total = sum(r[col["quantity"]] for r in rows[1:] if r[col["warehouse"]] == t.metadata["params"]["warehouse"])
+        total = sum(
+            r[col["quantity"]]
+            for r in rows[1:]
+            if r[col["warehouse"]] == t.metadata["params"]["warehouse"]
+        )
         assert total == t.answer
     for t in by_template(starter, "fi_line_profit"):
         wb = openpyxl.load_workbook(t.files["financials.xlsx"], read_only=True)
@@ -178,14 +203,19 @@ def test_excel_answer_reproducible(starter):
         for q in ("Q1", "Q2", "Q3", "Q4"):
             rows = list(wb[q].iter_rows(values_only=True))
             col = {name: i for i, name in enumerate(rows[0])}
-            profit += sum(r[col["revenue"]] - r[col["cost"]] for r in rows[1:]
-                          if r[col["product_line"]] == t.metadata["params"]["product_line"])
+            profit += sum(
+                r[col["revenue"]] - r[col["cost"]]
+                for r in rows[1:]
+                if r[col["product_line"]] == t.metadata["params"]["product_line"]
+            )
         wb.close()
         assert math.isclose(round(profit, 2), t.answer, abs_tol=1e-6)
 
 
 def test_damaged_cache_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr(starter_mod, "generate", lambda d, seed: (d / "manifest.json").write_text("{}"))  # cheap
+    monkeypatch.setattr(
+        starter_mod, "generate", lambda d, seed: (d / "manifest.json").write_text("{}")
+    )  # cheap
     broken = starter_mod.starter_dir(0, tmp_path)
     broken.mkdir(parents=True)
     (broken / "sales.csv").write_text("half-written")

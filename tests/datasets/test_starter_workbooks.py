@@ -32,12 +32,18 @@ from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.recalc import soffice_path
 
-needs_soffice = pytest.mark.skipif(soffice_path() is None, reason="LibreOffice (soffice) not installed")
+needs_soffice = pytest.mark.skipif(
+    soffice_path() is None, reason="LibreOffice (soffice) not installed"
+)
 
 
 def books(ds, template=None):
-    found = [t for t in ds.tasks if t.verifier.name == "workbook_match"
-             and (template is None or t.metadata["template"] == template)]
+    found = [
+        t
+        for t in ds.tasks
+        if t.verifier.name == "workbook_match"
+        and (template is None or t.metadata["template"] == template)
+    ]
     assert found, template
     return found
 
@@ -116,7 +122,9 @@ def test_reference_stays_on_the_host(starter, starter_cache):
         assert str(path) not in t.files.values() and list(t.files) != ["result.xlsx"]
         public = json.dumps(t.public_view())
         assert str(path) not in public and path.name not in public and "references/" not in public
-        assert ref["check_board"] == {str(i + 1): {"cells": {"values": True}} for i in range(len(t.metadata["sheets"]))}
+        assert ref["check_board"] == {
+            str(i + 1): {"cells": {"values": True}} for i in range(len(t.metadata["sheets"]))
+        }
 
 
 def test_instruction_spells_out_every_sheet_and_column(starter):
@@ -134,11 +142,20 @@ def test_instruction_spells_out_every_sheet_and_column(starter):
             for col, name in enumerate(header, start=1):
                 values = [ws.cell(r, col).value for r in range(2, ws.max_row + 1)]
                 assert None not in values, (t.id, ws.title, name)
-                decimals = max((len(repr(v).split(".")[1]) for v in values if isinstance(v, float)
-                                and not v.is_integer() and "e" not in repr(v)), default=0)
+                decimals = max(
+                    (
+                        len(repr(v).split(".")[1])
+                        for v in values
+                        if isinstance(v, float) and not v.is_integer() and "e" not in repr(v)
+                    ),
+                    default=0,
+                )
                 line = next(line for line in section.splitlines() if line.startswith(f"- `{name}`"))
                 m = re.search(r"rounded to (\d+) decimal places", line)
-                assert decimals <= (int(m.group(1)) if m else 2), (t.id, name)  # unrounded columns come from the file
+                assert decimals <= (int(m.group(1)) if m else 2), (
+                    t.id,
+                    name,
+                )  # unrounded columns come from the file
 
 
 def test_reference_numbers_never_appear_in_the_instruction(starter):
@@ -147,7 +164,9 @@ def test_reference_numbers_never_appear_in_the_instruction(starter):
             for row in ws.iter_rows(min_row=2, values_only=True):
                 for v in row:
                     if isinstance(v, float) and not v.is_integer():
-                        assert not re.search(rf"(?<![\d.]){re.escape(repr(v))}(?!\d)", t.instruction), (t.id, v)
+                        assert not re.search(
+                            rf"(?<![\d.]){re.escape(repr(v))}(?!\d)", t.instruction
+                        ), (t.id, v)
 
 
 # ---- scoring ------------------------------------------------------------------------------------
@@ -166,7 +185,11 @@ def test_oracle_scores_one_and_null_zero(starter, tmp_path):
 def test_oracle_scores_one_after_recalculation(starter, tmp_path):
     """One task per input kind through LibreOffice, as the server scores it."""
     for kind in ("csv", "sqlite", "excel"):
-        t = next(t for t in books(starter) if t.metadata["kind"] == kind and t.metadata["level"] == "hard")
+        t = next(
+            t
+            for t in books(starter)
+            if t.metadata["kind"] == kind and t.metadata["level"] == "hard"
+        )
         verdict = grade(t, run_oracle(tmp_path, t), recalc=True)
         assert verdict.reward == 1.0, (t.id, verdict.detail)
 
@@ -181,33 +204,51 @@ def _first_float(ws):
     return next(c for row in ws.iter_rows(min_row=2) for c in row if isinstance(c.value, float))
 
 
-@pytest.mark.parametrize("miss", ["changed number", "swapped sheets", "number as text", "reversed rows",
-                                  "extra sheet", "unrounded"])
+@pytest.mark.parametrize(
+    "miss",
+    [
+        "changed number",
+        "swapped sheets",
+        "number as text",
+        "reversed rows",
+        "extra sheet",
+        "unrounded",
+    ],
+)
 def test_near_misses_score_zero(starter, tmp_path, miss):
     t = books(starter, "wb_fin_pivot_targets")[0]
     d = run_oracle(tmp_path, t)
     if miss == "changed number":
-        _edit(d, lambda wb: setattr(_first_float(wb["Targets"]), "value", _first_float(wb["Targets"]).value * 1.01))
+        _edit(
+            d,
+            lambda wb: setattr(
+                _first_float(wb["Targets"]), "value", _first_float(wb["Targets"]).value * 1.01
+            ),
+        )
     elif miss == "swapped sheets":
         _edit(d, lambda wb: wb._sheets.reverse())
     elif miss == "number as text":
         _edit(d, lambda wb: setattr(wb["Targets"]["B2"], "value", str(wb["Targets"]["B2"].value)))
     elif miss == "reversed rows":
+
         def flip(wb):
             ws = wb["Pivot"]
             rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
             for i, row in enumerate(reversed(rows), start=2):
                 for j, v in enumerate(row, start=1):
                     ws.cell(i, j).value = v
+
         _edit(d, flip)
     elif miss == "extra sheet":
         _edit(d, lambda wb: wb.create_sheet("Notes"))
     else:  # attainment_pct asked to 1 decimal place, written to 3
+
         def unround(wb):
             ws = wb["Targets"]
             col = [c.value for c in ws[1]].index("attainment_pct") + 1
             for r in range(2, ws.max_row + 1):
                 ws.cell(r, col).value = 100 * ws.cell(r, 2).value / ws.cell(r, 3).value
+
         _edit(d, unround)
     verdict = grade(t, d)
     assert verdict.reward == 0.0, (miss, verdict.detail)
@@ -238,21 +279,32 @@ def test_sqlite_categories_solved_with_sql(starter, tmp_path):
     for t in books(starter, "wb_retail_city_categories"):
         p = t.metadata["params"]
         con = sqlite3.connect(f"file:{t.files['retail.sqlite']}?mode=ro", uri=True)
-        scope = ("FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
-                 "WHERE substr(o.order_date, 1, 4) = ? AND c.city = ?")
+        scope = (
+            "FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
+            "WHERE substr(o.order_date, 1, 4) = ? AND c.city = ?"
+        )
         cats = con.execute(
             "SELECT p.category, COUNT(DISTINCT o.order_id), SUM(i.quantity), "
             "ROUND(SUM(i.quantity * p.unit_price * (1 - i.discount)), 4) AS rev "
             "FROM order_items i JOIN products p ON p.product_id = i.product_id "
             "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
             "WHERE substr(o.order_date, 1, 4) = ? AND c.city = ? AND o.status = 'completed' "
-            "GROUP BY p.category ORDER BY rev DESC, p.category", (str(p["year"]), p["city"])).fetchall()
-        status = con.execute(f"SELECT o.status, COUNT(*) {scope} GROUP BY o.status ORDER BY o.status",
-                             (str(p["year"]), p["city"])).fetchall()
+            "GROUP BY p.category ORDER BY rev DESC, p.category",
+            (str(p["year"]), p["city"]),
+        ).fetchall()
+        status = con.execute(
+            f"SELECT o.status, COUNT(*) {scope} GROUP BY o.status ORDER BY o.status",
+            (str(p["year"]), p["city"]),
+        ).fetchall()
         con.close()
         d = workdir(tmp_path, t)
-        save_sheets(d, {"Categories": [["category", "orders", "items", "revenue"], *map(list, cats)],
-                        "Status": [["status", "orders"], *map(list, status)]})
+        save_sheets(
+            d,
+            {
+                "Categories": [["category", "orders", "items", "revenue"], *map(list, cats)],
+                "Status": [["status", "orders"], *map(list, status)],
+            },
+        )
         verdict = grade(t, d)
         assert verdict.reward == 1.0, (t.id, verdict.detail)
 
@@ -276,13 +328,24 @@ def test_workbook_pivot_solved_from_raw_cells_with_formulas(starter, tmp_path):
         regions = sorted(target)
         pivot = [["region", "Q1", "Q2", "Q3", "Q4", "Total"]]
         for i, reg in enumerate(regions, start=2):
-            vals = [cell[reg, q] if value == "units" else round(cell[reg, q], 2) for q in ("Q1", "Q2", "Q3", "Q4")]
+            vals = [
+                cell[reg, q] if value == "units" else round(cell[reg, q], 2)
+                for q in ("Q1", "Q2", "Q3", "Q4")
+            ]
             pivot.append([reg, *vals, f"=ROUND(SUM(B{i}:E{i}),2)"])
         ranked = sorted(regions, key=lambda r: (-(revenue[r] - target[r]), r))
         targets = [["region", "revenue", "target", "gap", "attainment_pct", "met"]]
         for i, reg in enumerate(ranked, start=2):
-            targets.append([reg, round(revenue[reg], 2), target[reg], f"=ROUND(B{i}-C{i},2)",
-                            f"=ROUND(100*B{i}/C{i},1)", f'=IF(B{i}>=C{i},"yes","no")'])
+            targets.append(
+                [
+                    reg,
+                    round(revenue[reg], 2),
+                    target[reg],
+                    f"=ROUND(B{i}-C{i},2)",
+                    f"=ROUND(100*B{i}/C{i},1)",
+                    f'=IF(B{i}>=C{i},"yes","no")',
+                ]
+            )
         d = workdir(tmp_path, t)
         save_sheets(d, {"Pivot": pivot, "Targets": targets})
         assert grade(t, d, recalc=False).reward == 0.0  # formulas have no values until recalculated
@@ -329,7 +392,9 @@ def test_pandas_in_the_sandbox_scores_one_and_a_wrong_workbook_zero(starter_url,
     reward, _ = asyncio.run(_solve(starter_url, t, code))
     assert reward == 1.0
 
-    wrong = PANDAS_SOLUTION.format(quarter="Q4" if t.metadata["params"]["quarter"] != "Q4" else "Q1", decimals=2)
+    wrong = PANDAS_SOLUTION.format(
+        quarter="Q4" if t.metadata["params"]["quarter"] != "Q4" else "Q1", decimals=2
+    )
     reward, final = asyncio.run(_solve(starter_url, t, wrong))
     assert reward == 0.0
     for ws in reference(t).worksheets:  # the verdict locates the miss without quoting the reference

@@ -115,5 +115,7 @@ def test_generate_refuses_a_used_directory_and_bad_counts(frozen, capsys):
 def test_commands_that_need_a_finite_list_refuse_an_unbounded_set(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ANALYST_ENV_CACHE", str(tmp_path))
     assert main(["eval", "--dataset", "procedural:1", "--policy", "null"]) == 2
-    assert main(["export", "harbor", "--dataset", "procedural:1", "--out", str(tmp_path / "h")]) == 2
+    assert (
+        main(["export", "harbor", "--dataset", "procedural:1", "--out", str(tmp_path / "h")]) == 2
+    )
     assert "unbounded" in capsys.readouterr().err

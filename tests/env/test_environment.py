@@ -9,10 +9,10 @@ import base64
 import json
 
 import pytest
+from support import SECRET_TOTAL, call
 
 from analyst_env.models import AnalystResetObservation, ListToolsAction
 from analyst_env.server.environment import AnalystEnvironment
-from support import SECRET_TOTAL, call
 
 EXPECTED_TOOLS = {
     "add_and_execute_code_cell",
@@ -23,8 +23,6 @@ EXPECTED_TOOLS = {
     "run_sql",
     "list_files",
 }
-
-
 
 
 def text(obs) -> str:
@@ -66,7 +64,11 @@ def test_bad_reset_options_are_rejected_clearly(env):
 
 def test_code_cells_share_state_and_report_rich_results(env):
     env.reset(task_id="tiny-csv")
-    obs = call(env, "add_and_execute_code_cell", code="import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(len(df))\ndf.head(2)")
+    obs = call(
+        env,
+        "add_and_execute_code_cell",
+        code="import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(len(df))\ndf.head(2)",
+    )
     result = obs.result
     assert not result["is_error"]
     assert "5" in obs.text and "region" in obs.text
@@ -80,7 +82,11 @@ def test_code_cells_share_state_and_report_rich_results(env):
 
 def test_plots_come_back_as_png_image_blocks(env):
     env.reset(task_id="tiny-csv")
-    obs = call(env, "add_and_execute_code_cell", code="import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+    obs = call(
+        env,
+        "add_and_execute_code_cell",
+        code="import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
+    )
     images = [c for c in obs.result["content"] if c["type"] == "image"]
     assert len(images) == 1 and images[0]["mimeType"] == "image/png"
     assert base64.b64decode(images[0]["data"]).startswith(b"\x89PNG")
@@ -125,7 +131,9 @@ def test_long_output_is_cut_with_a_note(env, settings):
 
 def test_shell_command(env):
     env.reset(task_id="tiny-csv")
-    obs = call(env, "execute_shell_command", command="head -n 1 sales.csv && echo oops >&2 && exit 3")
+    obs = call(
+        env, "execute_shell_command", command="head -n 1 sales.csv && echo oops >&2 && exit 3"
+    )
     assert "region,amount" in obs.text and "oops" in obs.text and "[exit code 3]" in obs.text
     assert obs.result["is_error"]
     assert env.state.cells[-1].cell_type == "shell"
@@ -141,7 +149,11 @@ def test_run_sql_on_csv_sqlite_and_excel(env):
     obs = call(env, "run_sql", query="SELECT * FROM nope")
     assert obs.result["is_error"] and obs.text.startswith("SQL error:") and "nope" in obs.text
     env.reset(task_id="tiny-excel")
-    obs = call(env, "run_sql", query="SELECT d.budget FROM staff_people p JOIN staff_depts d USING (dept) WHERE p.name = 'b'")
+    obs = call(
+        env,
+        "run_sql",
+        query="SELECT d.budget FROM staff_people p JOIN staff_depts d USING (dept) WHERE p.name = 'b'",
+    )
     assert "20" in obs.text, obs.text
 
 
@@ -203,12 +215,18 @@ def test_bad_tool_calls_give_clear_errors(env):
     assert obs.error.error_type.value == "execution_error" and "not been reset" in obs.error.message
     env.reset(task_id="tiny-csv")
     obs = call(env, "no_such_tool")
-    assert obs.error.error_type.value == "tool_not_found" and "add_and_execute_code_cell" in obs.error.message
+    assert (
+        obs.error.error_type.value == "tool_not_found"
+        and "add_and_execute_code_cell" in obs.error.message
+    )
     obs = call(env, "add_and_execute_code_cell", code=123)
     assert obs.error.error_type.value == "invalid_args"
     assert "'code'" in obs.error.message and "got int" in obs.error.message
     obs = call(env, "add_and_execute_code_cell", cod="1")
-    assert "unexpected argument 'cod'" in obs.error.message and "missing required argument 'code'" in obs.error.message
+    assert (
+        "unexpected argument 'cod'" in obs.error.message
+        and "missing required argument 'code'" in obs.error.message
+    )
     obs = call(env, "get_notebook_state", include_images="yes")
     assert obs.error.error_type.value == "invalid_args"
 
@@ -219,7 +237,11 @@ def test_same_task_and_seed_give_the_same_initial_state(runtime):
         env = AnalystEnvironment(runtime)
         try:
             env.reset(task_id="tiny-csv", seed=123)
-            obs = call(env, "add_and_execute_code_cell", code="import random, numpy as np\nprint(random.random(), np.random.rand())")
+            obs = call(
+                env,
+                "add_and_execute_code_cell",
+                code="import random, numpy as np\nprint(random.random(), np.random.rand())",
+            )
             draws.append(obs.text)
         finally:
             env.close()
@@ -227,7 +249,11 @@ def test_same_task_and_seed_give_the_same_initial_state(runtime):
     env = AnalystEnvironment(runtime)
     try:
         env.reset(task_id="tiny-csv", seed=124)
-        obs = call(env, "add_and_execute_code_cell", code="import random, numpy as np\nprint(random.random(), np.random.rand())")
+        obs = call(
+            env,
+            "add_and_execute_code_cell",
+            code="import random, numpy as np\nprint(random.random(), np.random.rand())",
+        )
         assert obs.text != draws[0]
     finally:
         env.close()
@@ -277,7 +303,9 @@ def test_task_provider_methods(env, runtime):
     spec = env.get_task("train", 1)
     assert spec["id"] == "tiny-sqlite" and spec["index"] == 1
     assert "answer" not in spec and "oracle_answer" not in spec
-    assert [t["id"] for t in env.get_task_range("test", 0, 2)] == [t.id for t in runtime.split("test")[:2]]
+    assert [t["id"] for t in env.get_task_range("test", 0, 2)] == [
+        t.id for t in runtime.split("test")[:2]
+    ]
     with pytest.raises(IndexError):
         env.get_task("train", 5)
 

@@ -7,11 +7,11 @@ import types
 
 import pytest
 from pydantic import ValidationError
+from support import SECRET_TOTAL, call
 
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
-from support import SECRET_TOTAL, call
 
 HOOKS = "hv_process_reward_hooks"
 SEEN: list[tuple] = []
@@ -37,7 +37,12 @@ def _silent(*args):
 @pytest.fixture(scope="module", autouse=True)
 def hook_module():
     module = types.ModuleType(HOOKS)
-    module.recording, module.raising, module.silly, module.silent = _recording, _raising, _silly, _silent
+    module.recording, module.raising, module.silly, module.silent = (
+        _recording,
+        _raising,
+        _silly,
+        _silent,
+    )
     sys.modules[HOOKS] = module
     yield
     del sys.modules[HOOKS]
@@ -62,7 +67,6 @@ def env_with(settings, runtime, tiny_dataset):
         env.close()
 
 
-
 def test_off_by_default(runtime):
     env = AnalystEnvironment(runtime)
     try:
@@ -81,12 +85,18 @@ def test_penalize_errors_scores_each_step_and_leaves_the_outcome_reward_alone(en
     unknown = call(env, "no_such_tool")
     assert unknown.error is not None and unknown.metadata["process_reward"] == -0.1
     good = call(env, "add_and_execute_code_cell", code="print(1 + 1)")
-    assert not good.result["is_error"] and good.metadata["process_reward"] == 0.0 and good.reward is None
+    assert (
+        not good.result["is_error"]
+        and good.metadata["process_reward"] == 0.0
+        and good.reward is None
+    )
     final = call(env, "final_answer", answer=str(SECRET_TOTAL))
     assert final.done and final.reward == 1.0, "the outcome reward stays the verifier's"
     assert final.metadata["process_reward"] == 0.0 and "reward_breakdown" in final.metadata
     after = call(env, "list_files")
-    assert after.error is not None and "process_reward" not in after.metadata, "a step that does not count"
+    assert after.error is not None and "process_reward" not in after.metadata, (
+        "a step that does not count"
+    )
 
 
 def test_the_hook_sees_the_public_task_the_call_and_its_output(env_with):
@@ -97,14 +107,22 @@ def test_the_hook_sees_the_public_task_the_call_and_its_output(env_with):
     assert obs.metadata["process_reward"] == pytest.approx(0.1)
     (task, tool, arguments, text, is_error, step_count) = SEEN[-1]
     assert task["id"] == "tiny-csv" and "answer" not in task and "oracle_answer" not in task
-    assert (tool, arguments, is_error, step_count) == ("run_sql", {"query": "SELECT COUNT(*) AS n FROM sales"}, False, 1)
+    assert (tool, arguments, is_error, step_count) == (
+        "run_sql",
+        {"query": "SELECT COUNT(*) AS n FROM sales"},
+        False,
+        1,
+    )
     assert "5" in text and text == obs.text
     assert call(env, "list_files").metadata["process_reward"] == pytest.approx(0.2)
 
 
 @pytest.mark.parametrize(
     "hook, error",
-    [("raising", "RuntimeError: hook exploded"), ("silly", "hook returned 'great step', not a finite number")],
+    [
+        ("raising", "RuntimeError: hook exploded"),
+        ("silly", "hook returned 'great step', not a finite number"),
+    ],
 )
 def test_a_broken_hook_is_reported_and_never_breaks_the_step(env_with, hook, error, caplog):
     env = env_with(f"{HOOKS}:{hook}")

@@ -44,7 +44,9 @@ def target(tmp_path_factory):
                 port = int(url.rsplit(":", 1)[1])
                 # The package's own folders: a development checkout keeps its .venv (the
                 # interpreter, which kernels need) inside the package directory.
-                source = [os.path.join(package, d) for d in ("server", "datasets", "verifiers", "client")]
+                source = [
+                    os.path.join(package, d) for d in ("server", "datasets", "verifiers", "client")
+                ]
                 secret = [*source, str(cache_root()), str(state)]
                 yield probes.Target(
                     url=url,

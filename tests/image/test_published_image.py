@@ -35,9 +35,21 @@ REPO = Path(__file__).resolve().parents[2]
 TOKEN = "image-probe-token-" + os.urandom(12).hex()
 RUNS = {
     "space": ([], "landlock"),
-    "userns": (["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"], "userns"),
+    "userns": (
+        ["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"],
+        "userns",
+    ),
     "full": (
-        ["-u", "0", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined"],
+        [
+            "-u",
+            "0",
+            "--cap-add",
+            "SYS_ADMIN",
+            "--cap-add",
+            "NET_ADMIN",
+            "--security-opt",
+            "seccomp=unconfined",
+        ],
         "full",
     ),
 }
@@ -45,7 +57,9 @@ CHOSEN = [r for r in os.environ.get("ANALYST_ENV_IMAGE_RUNS", ",".join(RUNS)).sp
 
 
 def _docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=timeout)
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, check=check, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,9 +67,13 @@ def engine():
     """A Docker engine that answers (started by deploy/image/engine.sh if need be), or a skip."""
     if subprocess.run(["sh", "-c", "command -v docker"], capture_output=True).returncode != 0:
         pytest.skip("no docker client (apt-get install docker.io)")
-    started = subprocess.run([str(REPO / "deploy/image/engine.sh")], capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        [str(REPO / "deploy/image/engine.sh")], capture_output=True, text=True, timeout=120
+    )
     if started.returncode != 0:
-        pytest.skip(f"no Docker engine answers and none could be started: {started.stderr.strip()[-500:]}")
+        pytest.skip(
+            f"no Docker engine answers and none could be started: {started.stderr.strip()[-500:]}"
+        )
     with pytest.MonkeyPatch.context() as mp:
         if started.stdout.strip():
             mp.setenv("DOCKER_HOST", started.stdout.strip())
@@ -67,7 +85,9 @@ def image(engine) -> str:
     """The image under test: $ANALYST_ENV_IMAGE, or built now from this tree's Dockerfile."""
     if os.environ.get("ANALYST_ENV_IMAGE"):
         return os.environ["ANALYST_ENV_IMAGE"]
-    built = subprocess.run([str(REPO / "deploy/image/build.sh")], capture_output=True, text=True, timeout=1800)
+    built = subprocess.run(
+        [str(REPO / "deploy/image/build.sh")], capture_output=True, text=True, timeout=1800
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     return dict(line.split("=", 1) for line in built.stdout.splitlines() if "=" in line)["IMAGE"]
 
@@ -85,8 +105,16 @@ class Container:
         self.port = _free_port()
         self.name = f"analyst-env-probe-{os.getpid()}-{self.port}"
         _docker(
-            "run", "-d", "--name", self.name, "-e", f"ANALYST_ENV_TOKEN={TOKEN}",
-            "-p", f"127.0.0.1:{self.port}:8000", *options, image,
+            "run",
+            "-d",
+            "--name",
+            self.name,
+            "-e",
+            f"ANALYST_ENV_TOKEN={TOKEN}",
+            "-p",
+            f"127.0.0.1:{self.port}:8000",
+            *options,
+            image,
         )
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -118,12 +146,18 @@ def run(request, image):
     container = Container(image, options)
     try:
         try:
-            probes.wait_healthy(probes.Target(container.url, TOKEN, [], [], [], server_alive=container.running), 120)
+            probes.wait_healthy(
+                probes.Target(container.url, TOKEN, [], [], [], server_alive=container.running), 120
+            )
         except AssertionError as exc:
             state = container.inspect()["State"]
             errors = [line for line in container.logs().splitlines() if "Error" in line][-4:]
-            pytest.fail(f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}): {errors}")
-        package = container.exec("python", "-c", "import analyst_env, os; print(os.path.dirname(analyst_env.__file__))")
+            pytest.fail(
+                f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}): {errors}"
+            )
+        package = container.exec(
+            "python", "-c", "import analyst_env, os; print(os.path.dirname(analyst_env.__file__))"
+        )
         assert package.returncode == 0, package.stderr
         package_dir = package.stdout.strip()
         network = container.inspect()["NetworkSettings"]
@@ -164,7 +198,11 @@ def test_startup_names_the_mode(run):
     """The server's start-up output says which isolation mode is in force (what /sandbox reports)."""
     _, _, container, target = run
     isolation = probes.sandbox_report(target)["protections"].get("isolation")
-    lines = [line for line in container.logs().splitlines() if "isolation" in line.lower() and str(isolation) in line]
+    lines = [
+        line
+        for line in container.logs().splitlines()
+        if "isolation" in line.lower() and str(isolation) in line
+    ]
     assert lines, f"no start-up line names the isolation mode {isolation!r}"
 
 
@@ -172,8 +210,14 @@ def test_probe_targets_are_reachable_outside_the_sandbox(run):
     """Control: what the network probe must not reach is reachable from the container itself."""
     _, _, container, target = run
     for host, port in target.listen_addresses[:2]:
-        reached = container.exec("python", "-c", f"import socket; socket.create_connection(({host!r}, {port}), timeout=3)")
-        assert reached.returncode == 0, f"{host}:{port} unreachable even outside the sandbox: {reached.stderr}"
+        reached = container.exec(
+            "python",
+            "-c",
+            f"import socket; socket.create_connection(({host!r}, {port}), timeout=3)",
+        )
+        assert reached.returncode == 0, (
+            f"{host}:{port} unreachable even outside the sandbox: {reached.stderr}"
+        )
 
 
 def test_protected_paths_hold_something_on_the_server_side(run):
@@ -181,7 +225,9 @@ def test_protected_paths_hold_something_on_the_server_side(run):
     _, _, container, target = run
     for path in target.secret_paths:
         listed = container.exec("sh", "-c", f"ls -A {path} | head -1")
-        assert listed.returncode == 0 and listed.stdout.strip(), f"{path} is missing or empty in the image"
+        assert listed.returncode == 0 and listed.stdout.strip(), (
+            f"{path} is missing or empty in the image"
+        )
 
 
 @pytest.mark.parametrize("probe", probes.PROBES, ids=lambda p: p.__name__.removeprefix("probe_"))

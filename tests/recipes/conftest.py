@@ -19,8 +19,14 @@ def package_index(tmp_path_factory):
     """A PEP 503 index serving ``tinypkg-recipes`` 1.0.0 (and 2.0.0) and nothing else."""
     with PackageIndex(tmp_path_factory.mktemp("index")) as index:
         index.add("tinypkg-recipes", "1.0.0", {f"{TINY}/__init__.py": f"VALUE = {TINY_VALUE}\n"})
-        index.add("tinypkg-recipes", "2.0.0", {f"{TINY}/__init__.py": "VALUE = 2\n",
-                                               f"{TINY}/extra.py": "LAZY = 'loaded on demand'\n"})
+        index.add(
+            "tinypkg-recipes",
+            "2.0.0",
+            {
+                f"{TINY}/__init__.py": "VALUE = 2\n",
+                f"{TINY}/extra.py": "LAZY = 'loaded on demand'\n",
+            },
+        )
         yield index
 
 

@@ -31,8 +31,12 @@ def write_wheel(directory: Path, name: str, version: str, files: dict[str, str])
     info = f"{dist}-{version}.dist-info"
     entries = dict(files)
     entries[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    entries[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    record = [f"{path},{_digest(text.encode())},{len(text.encode())}" for path, text in entries.items()]
+    entries[f"{info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = [
+        f"{path},{_digest(text.encode())},{len(text.encode())}" for path, text in entries.items()
+    ]
     record.append(f"{info}/RECORD,,")
     entries[f"{info}/RECORD"] = "\n".join(record) + "\n"
     path = directory / f"{dist}-{version}-py3-none-any.whl"
@@ -79,7 +83,10 @@ class PackageIndex:
 
         dist = name.replace("-", "_")
         base = f"{dist}-{version}"
-        entries = {"PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", **files}
+        entries = {
+            "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            **files,
+        }
         path = self.root / "files" / f"{base}.tar.gz"
         with tarfile.open(path, "w:gz") as tar:
             for member, text in entries.items():
@@ -94,7 +101,12 @@ class PackageIndex:
         page = self.root / "simple" / name.lower().replace("_", "-")
         page.mkdir(exist_ok=True)
         dist = name.replace("-", "_")
-        files = sorted([*(self.root / "files").glob(f"{dist}-*.whl"), *(self.root / "files").glob(f"{dist}-*.tar.gz")])
+        files = sorted(
+            [
+                *(self.root / "files").glob(f"{dist}-*.whl"),
+                *(self.root / "files").glob(f"{dist}-*.tar.gz"),
+            ]
+        )
         links = "".join(
             f'<a href="../../files/{html.escape(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
             f"{html.escape(w.name)}</a><br>\n"
@@ -102,7 +114,7 @@ class PackageIndex:
         )
         (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
 
-    def __enter__(self) -> "PackageIndex":
+    def __enter__(self) -> PackageIndex:
         self._thread.start()
         return self
 
@@ -150,7 +162,14 @@ class NpmRegistry:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/"
 
-    def add(self, name: str, version: str, bin_name: str, script: str, scripts: dict[str, str] | None = None) -> None:
+    def add(
+        self,
+        name: str,
+        version: str,
+        bin_name: str,
+        script: str,
+        scripts: dict[str, str] | None = None,
+    ) -> None:
         """Publish ``name@version`` with one executable ``bin_name`` running ``script`` (JavaScript).
 
         ``scripts`` are the package's lifecycle scripts (``{"postinstall": "..."}``).
@@ -162,7 +181,10 @@ class NpmRegistry:
         manifest = {"name": name, "version": version, "bin": {bin_name: "cli.js"}}
         if scripts:
             manifest["scripts"] = scripts
-        files = {"package/package.json": json.dumps(manifest), "package/cli.js": "#!/usr/bin/env node\n" + script}
+        files = {
+            "package/package.json": json.dumps(manifest),
+            "package/cli.js": "#!/usr/bin/env node\n" + script,
+        }
         raw = io.BytesIO()
         with tarfile.open(fileobj=raw, mode="w") as tar:
             for member, text in files.items():
@@ -186,7 +208,7 @@ class NpmRegistry:
             },
         }
 
-    def __enter__(self) -> "NpmRegistry":
+    def __enter__(self) -> NpmRegistry:
         self._thread.start()
         return self
 

@@ -23,8 +23,14 @@ from analyst_env.envs.recipes.service import (
 def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index):
     service = EnvironmentService(state_dir)
     try:
-        service.create({"name": "tiny", "pip": "tinypkg-recipes==2.0.0", "pip_index_url": package_index.url,
-                        "preload": TINY})
+        service.create(
+            {
+                "name": "tiny",
+                "pip": "tinypkg-recipes==2.0.0",
+                "pip_index_url": package_index.url,
+                "preload": TINY,
+            }
+        )
         summary = service.wait("tiny", 300)
         assert summary["status"] == "ready", service.logs("tiny")
         assert summary["progress"] == 1.0 and summary["elapsed_s"] > 0 and summary["error"] is None
@@ -36,16 +42,22 @@ def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index
         backend.use_image_resolver(service.local_image)
         try:
             sandbox = backend.start(resolved.image, files={})
-            cell = sandbox.run_cell(f"import {TINY}, sys\nprint({TINY}.VALUE, '{TINY}' in sys.modules)", timeout_s=30)
+            cell = sandbox.run_cell(
+                f"import {TINY}, sys\nprint({TINY}.VALUE, '{TINY}' in sys.modules)", timeout_s=30
+            )
             assert cell.error is None and cell.stdout.split() == ["2", "True"]
             # Not preloaded: imported lazily from the baked directory inside the private root.
             lazy = sandbox.run_cell(f"from {TINY}.extra import LAZY\nprint(LAZY)", timeout_s=30)
             assert lazy.stdout.strip() == "loaded on demand", lazy
-            shell = sandbox.run_shell(f"python -c 'import {TINY}; print({TINY}.VALUE)'", timeout_s=30)
+            shell = sandbox.run_shell(
+                f"python -c 'import {TINY}; print({TINY}.VALUE)'", timeout_s=30
+            )
             assert shell.stdout.strip() == "2", shell
             sandbox.close()
             plain = backend.start("default", files={})
-            assert plain.run_cell(f"import {TINY}", timeout_s=30).error.name == "ModuleNotFoundError"
+            assert (
+                plain.run_cell(f"import {TINY}", timeout_s=30).error.name == "ModuleNotFoundError"
+            )
             plain.close()
         finally:
             backend.close()
@@ -56,12 +68,17 @@ def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index
 def test_a_misspelled_package_fails_with_the_installer_error(state_dir, package_index):
     service = EnvironmentService(state_dir)
     try:
-        service.create({"name": "typo", "pip": "tinypgk-recipes", "pip_index_url": package_index.url})
+        service.create(
+            {"name": "typo", "pip": "tinypgk-recipes", "pip_index_url": package_index.url}
+        )
         summary = service.wait("typo", 300)
         assert summary["status"] == "failed"
         assert "tinypgk-recipes was not found in the package registry" in summary["error"]
         assert "FAILED:" in service.logs("typo")
-        with pytest.raises(EnvironmentNotReady, match=r"^Sandbox environment image is not ready \(build status: failed\)$"):
+        with pytest.raises(
+            EnvironmentNotReady,
+            match=r"^Sandbox environment image is not ready \(build status: failed\)$",
+        ):
             service.resolve("typo")
         # A version that does not exist fails the same way.
         service.update("typo", {"pip": "tinypkg-recipes==9.9.9"})
@@ -80,7 +97,10 @@ def test_missing_apt_packages_and_unimportable_preloads_fail_naming_them(state_d
         assert apt["status"] == "failed"
         assert "apt packages not installed on this host: no-such-package-xyz." in apt["error"]
         assert "coreutils" not in apt["error"].split(".")[0]
-        assert preload["status"] == "failed" and "No module named 'no_such_module_xyz'" in preload["error"]
+        assert (
+            preload["status"] == "failed"
+            and "No module named 'no_such_module_xyz'" in preload["error"]
+        )
     finally:
         service.close()
 
@@ -107,8 +127,13 @@ def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
     with pytest.raises(EnvironmentNotReady, match=r"\(build status: building\)$"):
         service.resolve("b")
     release.set()
-    assert service.wait("a", 30)["status"] == "ready" and service.summary(service.get("b"))["status"] == "ready"
-    assert service.build("a")["status"] == "ready" and calls == ["a"]  # ready: no rebuild unless forced
+    assert (
+        service.wait("a", 30)["status"] == "ready"
+        and service.summary(service.get("b"))["status"] == "ready"
+    )
+    assert service.build("a")["status"] == "ready" and calls == [
+        "a"
+    ]  # ready: no rebuild unless forced
     # Edit that changes no build input: no rebuild.
     _, rebuilt = service.update("a", {"description": "new words"})
     assert not rebuilt
@@ -118,8 +143,14 @@ def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
     assert service.summary(service.get("a"))["status"] == "building"
     digest = service.get("a").image_hash()
     db = BuildDB(state_dir / "envs" / "builds.sqlite")  # a new server on the same state dir
-    Builder(db, "local", state_dir / "envs" / "images", state_dir / "envs" / "logs", slow_bake,
-            lambda p: (p / "manifest.json").exists())
+    Builder(
+        db,
+        "local",
+        state_dir / "envs" / "images",
+        state_dir / "envs" / "logs",
+        slow_bake,
+        lambda p: (p / "manifest.json").exists(),
+    )
     row = db.get("local", digest)
     assert row["status"] == "failed" and "interrupted by a server restart" in row["error"]
     release.set()
@@ -138,7 +169,9 @@ def test_crud_rules(state_dir):
         assert made.pip == service.template("data-science").pip and made.description == "mine"
         service.update("ds", {"pip": "pandas"})
         assert service.get("ds").pip == ["pandas"]
-        assert "scipy" in service.template("data-science").pip  # editing the copy leaves the template
+        assert (
+            "scipy" in service.template("data-science").pip
+        )  # editing the copy leaves the template
         assert "scipy" in Recipe.load(TEMPLATES_DIR / "data-science.toml").pip
         with pytest.raises(EnvironmentExists, match="exists"):
             service.create({"name": "ds"})
@@ -166,20 +199,32 @@ def test_crud_rules(state_dir):
         service.close()
 
 
-@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed (CI installs Debian's npm)")
+@pytest.mark.skipif(
+    shutil.which("npm") is None, reason="npm is not installed (CI installs Debian's npm)"
+)
 def test_npm_packages_install_into_a_prefix_on_the_kernels_path(state_dir, tmp_path):
     from recipes.pkgindex import NpmRegistry
 
     with NpmRegistry(tmp_path / "npm") as registry:
-        registry.add("@acme/tiny-tool", "1.4.0", "tiny-tool", "console.log('tiny-tool says ' + (6 * 7));\n")
+        registry.add(
+            "@acme/tiny-tool", "1.4.0", "tiny-tool", "console.log('tiny-tool says ' + (6 * 7));\n"
+        )
         service = EnvironmentService(state_dir)
         try:
-            service.create({"name": "node", "npm": "@acme/tiny-tool@1.4.0", "npm_registry": registry.url})
+            service.create(
+                {"name": "node", "npm": "@acme/tiny-tool@1.4.0", "npm_registry": registry.url}
+            )
             summary = service.wait("node", 300)
             assert summary["status"] == "ready", service.logs("node")
-            service.create({"name": "node-typo", "npm": "@acme/tiny-tol", "npm_registry": registry.url})
+            service.create(
+                {"name": "node-typo", "npm": "@acme/tiny-tol", "npm_registry": registry.url}
+            )
             typo = service.wait("node-typo", 300)
-            assert typo["status"] == "failed" and "npm failed" in typo["error"] and "404" in typo["error"]
+            assert (
+                typo["status"] == "failed"
+                and "npm failed" in typo["error"]
+                and "404" in typo["error"]
+            )
             backend = LocalSandboxBackend(standbys=0)
             backend.use_image_resolver(service.local_image)
             try:
@@ -205,7 +250,9 @@ def test_a_recipe_sizing_applies_to_its_episodes_on_the_local_backend(state_dir)
         size = "import os\ns = os.statvfs('.')\nprint(s.f_blocks * s.f_frsize // 2**20)"
         try:
             if backend.mode != "full":
-                pytest.skip(f"per-episode tmpfs sizes need full isolation (root); mode is {backend.mode}")
+                pytest.skip(
+                    f"per-episode tmpfs sizes need full isolation (root); mode is {backend.mode}"
+                )
             small = backend.start(service.resolve("small").image, files={})
             assert small.run_cell(size, timeout_s=30).stdout.strip() == "96"
             small.close()

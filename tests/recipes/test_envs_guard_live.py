@@ -45,13 +45,20 @@ def serve(tmp_path):
 
 def test_without_a_token_or_allow_builds_every_mutating_route_is_refused(serve):
     with serve() as url:
-        calls = [("POST", "/envs", {"name": "x"}), ("PATCH", "/envs/x", {"description": "d"}),
-                 ("PUT", "/envs/x", {"description": "d"}), ("DELETE", "/envs/x", None),
-                 ("POST", "/envs/x/build", None)]
+        calls = [
+            ("POST", "/envs", {"name": "x"}),
+            ("PATCH", "/envs/x", {"description": "d"}),
+            ("PUT", "/envs/x", {"description": "d"}),
+            ("DELETE", "/envs/x", None),
+            ("POST", "/envs/x/build", None),
+        ]
         for method, path, body in calls:
             response = httpx.request(method, f"{url}{path}", json=body)
             assert response.status_code == 403, (method, path, response.text)
-            assert "--allow-builds" in response.json()["detail"] and "--token" in response.json()["detail"]
+            assert (
+                "--allow-builds" in response.json()["detail"]
+                and "--token" in response.json()["detail"]
+            )
         assert httpx.get(f"{url}/envs").json() == {"environments": []}
         assert httpx.get(f"{url}/envs/templates").status_code == 200
         assert httpx.get(f"{url}/health").status_code == 200

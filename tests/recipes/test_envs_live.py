@@ -47,7 +47,9 @@ def runtime_and_url(tmp_path_factory):
     tiny = make_tiny_dataset(tmp_path_factory.mktemp("tiny-envs"))
     csv = next(t for t in tiny.tasks if t.id == "tiny-csv")
     bound = csv.model_copy(update={"id": "tiny-bound", "image": "bound-env"})
-    settings = Settings(state_dir=str(state), standbys=1, cell_timeout_s=20, max_sessions=8, allow_builds=True)
+    settings = Settings(
+        state_dir=str(state), standbys=1, cell_timeout_s=20, max_sessions=8, allow_builds=True
+    )
     runtime = Runtime(settings, datasets=[Dataset(name="tiny-envs", tasks=[csv, bound])])
     try:
         with BackgroundServer(build_app(settings, runtime=runtime)) as url:
@@ -72,8 +74,14 @@ async def frame(ws, message: dict) -> dict:
 
 
 def code(source: str) -> dict:
-    return {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-                                     "arguments": {"code": source}}}
+    return {
+        "type": "step",
+        "data": {
+            "type": "call_tool",
+            "tool_name": "add_and_execute_code_cell",
+            "arguments": {"code": source},
+        },
+    }
 
 
 def reset_and_run(url: str, reset: dict, source: str) -> tuple[dict, dict | None]:
@@ -93,8 +101,13 @@ def metadata(reply: dict) -> dict:
 
 
 def cli(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyst_env.cli", "envs", *args, "--url", url],
-                          capture_output=True, text=True, timeout=300, cwd="/")
+    return subprocess.run(
+        [sys.executable, "-m", "analyst_env.cli", "envs", *args, "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
 
 
 def wait_status(url: str, name: str, timeout_s: float = 300) -> dict:
@@ -109,12 +122,20 @@ def wait_status(url: str, name: str, timeout_s: float = 300) -> dict:
 def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
     runtime, url = runtime_and_url
     index.open.clear()  # the build now waits on the index
-    created = httpx.post(f"{url}/envs", json={
-        "name": "bound-env", "description": "tiny package", "pip": "tinypkg-recipes==1.0.0",
-        "pip_index_url": index.url, "preload": TINY,
-    })
+    created = httpx.post(
+        f"{url}/envs",
+        json={
+            "name": "bound-env",
+            "description": "tiny package",
+            "pip": "tinypkg-recipes==1.0.0",
+            "pip_index_url": index.url,
+            "preload": TINY,
+        },
+    )
     assert created.status_code == 201, created.text
-    assert created.json()["status"] == "building" and created.json()["recipe"]["pip"] == ["tinypkg-recipes==1.0.0"]
+    assert created.json()["status"] == "building" and created.json()["recipe"]["pip"] == [
+        "tinypkg-recipes==1.0.0"
+    ]
     listed = httpx.get(f"{url}/envs").json()["environments"]
     entry = next(e for e in listed if e["name"] == "bound-env")
     assert set(entry) >= {"name", "description", "hash", "status", "progress", "elapsed_s", "error"}
@@ -128,10 +149,14 @@ def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
     index.open.set()
     built = cli(url, "build", "bound-env")
     assert built.returncode == 0, built.stderr
-    assert "bound-env: ready in" in built.stdout and "building bound-env" in built.stderr  # the progress bar
+    assert (
+        "bound-env: ready in" in built.stdout and "building bound-env" in built.stderr
+    )  # the progress bar
     assert "ready" in cli(url, "list").stdout
 
-    first, step = reset_and_run(url, {"task_id": "tiny-bound"}, f"import {TINY}; print({TINY}.VALUE)")
+    first, step = reset_and_run(
+        url, {"task_id": "tiny-bound"}, f"import {TINY}; print({TINY}.VALUE)"
+    )
     assert first["type"] == "observation", first
     assert metadata(first).get("environment") == "bound-env"
     assert step["data"]["observation"]["result"]["data"].strip() == str(TINY_VALUE)
@@ -139,7 +164,11 @@ def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
     assert "ModuleNotFoundError" in json.dumps(plain["data"]["observation"])
 
     shown = cli(url, "show", "bound-env", "--log")
-    assert shown.returncode == 0 and "pip: tinypkg-recipes==1.0.0" in shown.stdout and "ready in" in shown.stdout
+    assert (
+        shown.returncode == 0
+        and "pip: tinypkg-recipes==1.0.0" in shown.stdout
+        and "ready in" in shown.stdout
+    )
     deleted = cli(url, "delete", "bound-env")
     assert deleted.returncode == 0, deleted.stderr
     fallback, step = reset_and_run(url, {"task_id": "tiny-bound"}, f"import {TINY}")
@@ -148,7 +177,10 @@ def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
     assert "ModuleNotFoundError" in json.dumps(step["data"]["observation"])
     # No environment names the image any more: the backend stops its zygote (episodes all ended).
     deadline = time.monotonic() + 30
-    while any(i.startswith("env-") for i in runtime.backend.running_images()) and time.monotonic() < deadline:
+    while (
+        any(i.startswith("env-") for i in runtime.backend.running_images())
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     assert runtime.backend.running_images() == ["default"]
 
@@ -172,17 +204,38 @@ def test_a_misspelled_package_fails_with_the_installer_error(server, index):
 def test_templates_are_copied(server):
     url = server
     templates = httpx.get(f"{url}/envs/templates").json()["templates"]
-    assert {t["name"] for t in templates} == {"data-science", "data-engineering", "web-scraping", "documents"}
+    assert {t["name"] for t in templates} == {
+        "data-science",
+        "data-engineering",
+        "web-scraping",
+        "documents",
+    }
     made = httpx.post(f"{url}/envs", json={"template": "web-scraping", "name": "scraper"})
-    assert made.status_code == 201 and made.json()["recipe"]["pip"] == ["requests", "httpx", "beautifulsoup4", "lxml"]
+    assert made.status_code == 201 and made.json()["recipe"]["pip"] == [
+        "requests",
+        "httpx",
+        "beautifulsoup4",
+        "lxml",
+    ]
     httpx.patch(f"{url}/envs/scraper", json={"pip": "requests"})
     again = httpx.get(f"{url}/envs/templates").json()["templates"]
-    assert next(t for t in again if t["name"] == "web-scraping")["pip"] == ["requests", "httpx", "beautifulsoup4", "lxml"]
+    assert next(t for t in again if t["name"] == "web-scraping")["pip"] == [
+        "requests",
+        "httpx",
+        "beautifulsoup4",
+        "lxml",
+    ]
     assert httpx.delete(f"{url}/envs/scraper").json() == {"deleted": "scraper"}
 
 
 BAD = [
-    ("POST", "/envs", {"name": "x", "pip_index_url": "file:///etc"}, 422, "pip_index_url: must be an http:// or https://"),
+    (
+        "POST",
+        "/envs",
+        {"name": "x", "pip_index_url": "file:///etc"},
+        422,
+        "pip_index_url: must be an http:// or https://",
+    ),
     ("POST", "/envs", {"name": "Bad Name"}, 422, "name: 'Bad Name' must be"),
     ("POST", "/envs", {"name": "x", "npm": "Bad!"}, 422, "npm: 'Bad!' is not an npm package"),
     ("POST", "/envs", {"name": "default"}, 409, "built-in image"),
@@ -197,7 +250,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("method, path, body, code_, detail", BAD, ids=[f"{m} {p} {c}" for m, p, _, c, _ in BAD])
+@pytest.mark.parametrize(
+    "method, path, body, code_, detail", BAD, ids=[f"{m} {p} {c}" for m, p, _, c, _ in BAD]
+)
 def test_bad_requests_get_clear_errors_and_break_nothing(server, method, path, body, code_, detail):
     url = server
     response = httpx.request(method, url + path, json=body)
@@ -211,14 +266,25 @@ def test_bad_requests_get_clear_errors_and_break_nothing(server, method, path, b
 
 def test_unknown_environment_option_is_a_clear_reset_error(server):
     refused, _ = reset_and_run(server, {"task_id": "tiny-csv", "environment": "nope"}, "")
-    assert refused["type"] == "error" and "no sandbox environment named 'nope'" in refused["data"]["message"]
+    assert (
+        refused["type"] == "error"
+        and "no sandbox environment named 'nope'" in refused["data"]["message"]
+    )
 
 
 def test_cli_errors_are_clear(server):
     missing = cli(server, "show", "nope")
-    assert missing.returncode == 1 and "no sandbox environment named 'nope'; environments:" in missing.stderr
-    down = subprocess.run([sys.executable, "-m", "analyst_env.cli", "envs", "list", "--url", "http://127.0.0.1:9"],
-                          capture_output=True, text=True, timeout=60, cwd="/")
+    assert (
+        missing.returncode == 1
+        and "no sandbox environment named 'nope'; environments:" in missing.stderr
+    )
+    down = subprocess.run(
+        [sys.executable, "-m", "analyst_env.cli", "envs", "list", "--url", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     assert down.returncode == 1 and "cannot reach the server" in down.stderr
 
 
@@ -230,16 +296,42 @@ def test_envs_routes_honour_the_bearer_token(runtime_and_url):
         assert httpx.post(f"{url}/envs", json={"name": "sneaky"}).status_code == 401
         ok = httpx.get(f"{url}/envs", headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and "sneaky" not in ok.text
-        listed = subprocess.run([sys.executable, "-m", "analyst_env.cli", "envs", "list", "--url", url,
-                                 "--token", "s3cret"], capture_output=True, text=True, timeout=60, cwd="/")
+        listed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "analyst_env.cli",
+                "envs",
+                "list",
+                "--url",
+                url,
+                "--token",
+                "s3cret",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
         assert listed.returncode == 0 and "typo-env" in listed.stdout
 
 
 def test_cli_creates_from_a_toml_file(server, index, tmp_path):
     recipe = tmp_path / "recipe.toml"
-    recipe.write_text(f'name = "ignored"\ndescription = "from a file"\npip = "tinypkg-recipes"\n'
-                      f'pip_index_url = "{index.url}"\n')
-    made = cli(server, "create", "from-file", "--file", str(recipe), "--description", "flag wins", "--no-wait")
+    recipe.write_text(
+        f'name = "ignored"\ndescription = "from a file"\npip = "tinypkg-recipes"\n'
+        f'pip_index_url = "{index.url}"\n'
+    )
+    made = cli(
+        server,
+        "create",
+        "from-file",
+        "--file",
+        str(recipe),
+        "--description",
+        "flag wins",
+        "--no-wait",
+    )
     assert made.returncode == 0, made.stderr
     env = httpx.get(f"{server}/envs/from-file").json()
     assert env["recipe"]["pip"] == ["tinypkg-recipes"] and env["description"] == "flag wins"
@@ -247,4 +339,7 @@ def test_cli_creates_from_a_toml_file(server, index, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nnpm_registry = "file:///srv"\n')
     refused = cli(server, "create", "bad", "--file", str(bad))
-    assert refused.returncode == 1 and "npm_registry: must be an http:// or https:// URL" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "npm_registry: must be an http:// or https:// URL" in refused.stderr
+    )

@@ -32,18 +32,22 @@ def test_a_list_is_taken_entry_by_entry():
 
 
 def test_a_full_recipe_parses_and_normalises():
-    r = Recipe.from_dict({
-        "name": "etl",
-        "apt": "libpq5 curl=7.88.1-10",
-        "pip": "Pandas==2.2.2 psycopg[binary]",
-        "uv": "polars",
-        "npm": "@scope/tool@1.4.0 left-pad",
-        "pip_index_url": "https://pypi.internal/simple",
-        "npm_registry": "http://npm.internal",
-        "apt_sources": "deb [signed-by=/k.gpg] https://apt.internal/debian bookworm main",
-        "cpus": 2, "memory_mb": 2048, "disk_mb": 4096,
-        "preload": "polars, psycopg",
-    })
+    r = Recipe.from_dict(
+        {
+            "name": "etl",
+            "apt": "libpq5 curl=7.88.1-10",
+            "pip": "Pandas==2.2.2 psycopg[binary]",
+            "uv": "polars",
+            "npm": "@scope/tool@1.4.0 left-pad",
+            "pip_index_url": "https://pypi.internal/simple",
+            "npm_registry": "http://npm.internal",
+            "apt_sources": "deb [signed-by=/k.gpg] https://apt.internal/debian bookworm main",
+            "cpus": 2,
+            "memory_mb": 2048,
+            "disk_mb": 4096,
+            "preload": "polars, psycopg",
+        }
+    )
     assert r.pip == ["pandas==2.2.2", "psycopg[binary]"]  # names canonicalised
     assert r.npm == ["@scope/tool@1.4.0", "left-pad"]
     assert r.preload == ["polars", "psycopg"]
@@ -57,10 +61,22 @@ def test_a_full_recipe_parses_and_normalises():
         ({"name": "../etc"}, "name:"),
         ({"name": ""}, "name:"),
         ({}, "name: Field required"),
-        ({"name": "x", "pip_index_url": "file:///etc/passwd"}, "pip_index_url: must be an http:// or https://"),
-        ({"name": "x", "uv_index_url": "ftp://mirror/simple"}, "uv_index_url: must be an http:// or https://"),
-        ({"name": "x", "npm_registry": "javascript:alert(1)"}, "npm_registry: must be an http:// or https://"),
-        ({"name": "x", "apt_sources": "deb file:///srv/debian bookworm main"}, "apt_sources: must be an http"),
+        (
+            {"name": "x", "pip_index_url": "file:///etc/passwd"},
+            "pip_index_url: must be an http:// or https://",
+        ),
+        (
+            {"name": "x", "uv_index_url": "ftp://mirror/simple"},
+            "uv_index_url: must be an http:// or https://",
+        ),
+        (
+            {"name": "x", "npm_registry": "javascript:alert(1)"},
+            "npm_registry: must be an http:// or https://",
+        ),
+        (
+            {"name": "x", "apt_sources": "deb file:///srv/debian bookworm main"},
+            "apt_sources: must be an http",
+        ),
         ({"name": "x", "apt_sources": "rm -rf /"}, "apt_sources: must be a 'deb URL suite"),
         ({"name": "x", "pip": "--extra-index-url=http://evil pandas"}, "is an installer option"),
         ({"name": "x", "pip": "pandas=>2"}, "is not a valid requirement"),
@@ -83,7 +99,9 @@ def test_invalid_fields_give_one_readable_error(fields, message):
 def test_hash_covers_build_inputs_only():
     base = Recipe(name="a", pip="pandas numpy", preload="pandas")
     same = [
-        Recipe(name="b", title="B", description="other words", pip="numpy, pandas", preload="pandas"),
+        Recipe(
+            name="b", title="B", description="other words", pip="numpy, pandas", preload="pandas"
+        ),
         Recipe(name="a", pip="pandas numpy numpy", preload="pandas", workspace_default=True),
         Recipe(name="a", pip="Pandas numpy", preload="pandas", cpus=4, memory_mb=8192),
     ]
@@ -93,7 +111,9 @@ def test_hash_covers_build_inputs_only():
         Recipe(name="a", pip="pandas numpy scipy", preload="pandas"),
         Recipe(name="a", pip="pandas==2.2.2 numpy", preload="pandas"),
         Recipe(name="a", pip="pandas numpy", preload="pandas numpy"),
-        Recipe(name="a", pip="pandas numpy", preload="pandas", pip_index_url="https://mirror/simple"),
+        Recipe(
+            name="a", pip="pandas numpy", preload="pandas", pip_index_url="https://mirror/simple"
+        ),
         Recipe(name="a", pip="pandas numpy", preload="pandas", base_image="python:3.12-slim"),
         Recipe(name="a", pip="pandas", uv="numpy", preload="pandas"),
     ]
@@ -114,19 +134,34 @@ def test_hash_is_stable_across_processes():
     # A literal: if the canonical form changes by accident, every built image would be orphaned.
     r = Recipe(name="a", pip="pandas==2.2.2")
     assert r.canonical() == {
-        "v": 1, "base_image": "python:3.11-slim-bookworm", "apt": [], "pip": ["pandas==2.2.2"], "uv": [],
-        "npm": [], "pip_index_url": None, "uv_index_url": None, "npm_registry": None, "apt_sources": None,
+        "v": 1,
+        "base_image": "python:3.11-slim-bookworm",
+        "apt": [],
+        "pip": ["pandas==2.2.2"],
+        "uv": [],
+        "npm": [],
+        "pip_index_url": None,
+        "uv_index_url": None,
+        "npm_registry": None,
+        "apt_sources": None,
         "preload": [],
     }
-    import hashlib, json
+    import hashlib
+    import json
 
     blob = json.dumps(r.canonical(), sort_keys=True, separators=(",", ":"))
     assert r.content_hash() == hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def test_toml_round_trip_and_errors(tmp_path):
-    r = Recipe(name="t", description="d", pip="psycopg[binary]", npm="@scope/tool@1.4.0",
-               uv_index_url="http://127.0.0.1:9/simple", memory_mb=512)
+    r = Recipe(
+        name="t",
+        description="d",
+        pip="psycopg[binary]",
+        npm="@scope/tool@1.4.0",
+        uv_index_url="http://127.0.0.1:9/simple",
+        memory_mb=512,
+    )
     path = tmp_path / "t.toml"
     r.dump(path)
     assert Recipe.load(path) == r

@@ -85,7 +85,11 @@ def test_servers_starting_together_all_get_their_cgroups():
         assert len(managers) == 6
         assert [m.failure for m in managers] == [None] * 6
         assert all(m.available() and m.describe()["cgroup_memory"] for m in managers)
-        assert not [e for e in os.listdir(parent) if "-race" in e and not e.startswith(f"analyst-env-{os.getpid()}-")]
+        assert not [
+            e
+            for e in os.listdir(parent)
+            if "-race" in e and not e.startswith(f"analyst-env-{os.getpid()}-")
+        ]
     finally:
         for m in managers:
             m.close()
@@ -98,7 +102,9 @@ def test_a_backend_that_cannot_apply_its_limits_says_so(monkeypatch):
         raise PermissionError(13, "Permission denied", "/sys/fs/cgroup/memory")
 
     monkeypatch.setattr(CgroupManager, "_detect", refuse)
-    with pytest.raises(ValueError, match="isolation 'full' cannot be honoured: cgroups unavailable"):
+    with pytest.raises(
+        ValueError, match="isolation 'full' cannot be honoured: cgroups unavailable"
+    ):
         LocalSandboxBackend(isolation="full", standbys=0)
     backend = LocalSandboxBackend(isolation="auto", standbys=0)
     try:

@@ -23,7 +23,9 @@ def _socket_at(fd_number: int, sock: socket.socket) -> socket.socket:
 
 def test_recv_with_deadline_works_on_a_descriptor_above_fd_setsize():
     if raise_open_files_limit() <= HIGH_FD:
-        pytest.skip(f"the hard limit on open files ({resource.getrlimit(resource.RLIMIT_NOFILE)[1]}) is too low")
+        pytest.skip(
+            f"the hard limit on open files ({resource.getrlimit(resource.RLIMIT_NOFILE)[1]}) is too low"
+        )
     left, right = socket.socketpair()
     high = FrameConnection(_socket_at(HIGH_FD, left))
     peer = FrameConnection(right)

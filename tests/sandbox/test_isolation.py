@@ -18,8 +18,12 @@ from analyst_env.envs.local.isolation import Sizing
 from analyst_env.envs.sandbox import SandboxError
 
 ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason="per-slot uids and cgroups need the server to run as root")
-SERVER_FILE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "server", "app.py"))
+needs_root = pytest.mark.skipif(
+    not ROOT, reason="per-slot uids and cgroups need the server to run as root"
+)
+SERVER_FILE = os.path.realpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "server", "app.py")
+)
 
 
 def value(sandbox: LocalSandbox, code: str) -> str:
@@ -32,10 +36,24 @@ def value(sandbox: LocalSandbox, code: str) -> str:
 def test_protections_report_full_isolation(backend: LocalSandboxBackend) -> None:
     info = backend.protections()
     assert info["isolation"] == "full"
-    for key in ("network_namespace", "mount_namespace", "private_root", "per_slot_uid", "no_new_privs", "seccomp"):
+    for key in (
+        "network_namespace",
+        "mount_namespace",
+        "private_root",
+        "per_slot_uid",
+        "no_new_privs",
+        "seccomp",
+    ):
         assert info[key] is True, key
     assert "NPROC" in str(info["rlimits"])
-    assert set(info) >= {"cgroup_memory", "cgroup_pids", "cgroup_cpu", "cgroup_kill", "kill", "standbys"}
+    assert set(info) >= {
+        "cgroup_memory",
+        "cgroup_pids",
+        "cgroup_cpu",
+        "cgroup_kill",
+        "kill",
+        "standbys",
+    }
 
 
 def test_no_network_but_loopback(sandbox: LocalSandbox) -> None:
@@ -68,19 +86,31 @@ def test_private_root_hides_the_server(sandbox: LocalSandbox, tmp_path) -> None:
     denied = sandbox.run_cell("open('/etc/evil', 'w')", timeout_s=10)
     assert denied.error is not None and denied.error.name in {"OSError", "PermissionError"}
     # ... while the tools a kernel needs still work
-    assert value(sandbox, "import duckdb, pandas as pd; duckdb.sql('select 41 + 1').fetchall()[0][0]") == "42"
-    assert sandbox.run_shell("python -c 'print(6*7)' && ls / >/dev/null", timeout_s=20).stdout == "42\n"
+    assert (
+        value(sandbox, "import duckdb, pandas as pd; duckdb.sql('select 41 + 1').fetchall()[0][0]")
+        == "42"
+    )
+    assert (
+        sandbox.run_shell("python -c 'print(6*7)' && ls / >/dev/null", timeout_s=20).stdout
+        == "42\n"
+    )
 
 
-def test_task_files_are_staged_even_when_unreadable_to_the_episode(backend: LocalSandboxBackend, tmp_path) -> None:
+def test_task_files_are_staged_even_when_unreadable_to_the_episode(
+    backend: LocalSandboxBackend, tmp_path
+) -> None:
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     source = private / "data.csv"
     source.write_text("a\n1\n2\n")
     source.chmod(0o600)
-    sandbox = backend.start("default", files={"data.csv": str(source), "deep/copy.csv": str(source)})
+    sandbox = backend.start(
+        "default", files={"data.csv": str(source), "deep/copy.csv": str(source)}
+    )
     try:
-        assert value(sandbox, "import pandas as pd; int(pd.read_csv('deep/copy.csv').a.sum())") == "3"
+        assert (
+            value(sandbox, "import pandas as pd; int(pd.read_csv('deep/copy.csv').a.sum())") == "3"
+        )
         sandbox.run_cell("open('data.csv', 'w').write('changed')", timeout_s=10)
         assert source.read_text() == "a\n1\n2\n"
     finally:
@@ -96,7 +126,9 @@ def test_bad_task_files_are_clear_errors(backend: LocalSandboxBackend, tmp_path)
 
 
 @needs_root
-def test_episodes_cannot_signal_or_read_each_other_or_the_server(backend: LocalSandboxBackend) -> None:
+def test_episodes_cannot_signal_or_read_each_other_or_the_server(
+    backend: LocalSandboxBackend,
+) -> None:
     first = backend.start("default", files={})
     second = backend.start("default", files={})
     try:
@@ -104,14 +136,27 @@ def test_episodes_cannot_signal_or_read_each_other_or_the_server(backend: LocalS
         uid_2 = int(value(second, "import os; os.getuid()"))
         assert uid_1 != uid_2 and 0 not in (uid_1, uid_2)
         first.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)
-        first_pid_inside = int(value(first, "os.getpid()"))  # as numbered in the sandbox's PID namespace
+        first_pid_inside = int(
+            value(first, "os.getpid()")
+        )  # as numbered in the sandbox's PID namespace
         for target in (first_pid_inside, first.kernel_pid, 1, os.getpid()):
-            out = value(second, f"try:\n    os.kill({target}, 9); r = 'killed'\nexcept OSError as e:\n    r = type(e).__name__\nr")
+            out = value(
+                second,
+                f"try:\n    os.kill({target}, 9); r = 'killed'\nexcept OSError as e:\n    r = type(e).__name__\nr",
+            )
             assert out in {"'PermissionError'", "'ProcessLookupError'"}, (target, out)
         environ = second.run_cell(f"open('/proc/{os.getpid()}/environ').read()", timeout_s=10)
-        assert environ.error is not None and environ.error.name in {"PermissionError", "FileNotFoundError"}
-        peek = second.run_cell(f"open('/proc/{first.kernel_pid}/root{first.workdir}/secret.txt').read()", timeout_s=10)
-        assert peek.error is not None and peek.error.name in {"PermissionError", "FileNotFoundError"}
+        assert environ.error is not None and environ.error.name in {
+            "PermissionError",
+            "FileNotFoundError",
+        }
+        peek = second.run_cell(
+            f"open('/proc/{first.kernel_pid}/root{first.workdir}/secret.txt').read()", timeout_s=10
+        )
+        assert peek.error is not None and peek.error.name in {
+            "PermissionError",
+            "FileNotFoundError",
+        }
         second.run_shell("kill -9 -1", timeout_s=5)  # every process it may signal: only its own
         assert value(first, "1 + 1") == "2"  # still alive
     finally:
@@ -125,7 +170,9 @@ def test_a_kernel_sees_no_process_but_its_own(backend: LocalSandboxBackend) -> N
     second = backend.start("default", files={})
     try:
         first.run_shell("sleep 30 &", timeout_s=5)
-        listed = value(second, "import os\nsorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+        listed = value(
+            second, "import os\nsorted(int(p) for p in os.listdir('/proc') if p.isdigit())"
+        )
         own = value(second, "[os.getpid()]")
         assert listed == own  # not the server, not the zygote, not the other episode's sleep
         assert value(second, "os.path.exists(f'/proc/{%d}')" % os.getpid()) == "False"
@@ -165,8 +212,16 @@ def test_disk_fill_stops_at_the_tmpfs_size() -> None:
         )
         out = sandbox.run_cell(code, timeout_s=30)
         assert out.error is None, out.error
-        assert out.outputs[-1]["text/plain"] in {"(('OSError', 28), True)", "(('OSError', 27), True)"}
-        assert sandbox.run_shell("rm fill.bin && echo ok > after.txt && cat after.txt", timeout_s=10).stdout == "ok\n"
+        assert out.outputs[-1]["text/plain"] in {
+            "(('OSError', 28), True)",
+            "(('OSError', 27), True)",
+        }
+        assert (
+            sandbox.run_shell(
+                "rm fill.bin && echo ok > after.txt && cat after.txt", timeout_s=10
+            ).stdout
+            == "ok\n"
+        )
         sandbox.close()
     finally:
         backend.close()
@@ -210,7 +265,10 @@ def test_standby_is_handed_out_and_seeded(backend: LocalSandboxBackend) -> None:
         first.close()
 
 
-@pytest.mark.skipif(not ROOT, reason="simulates the unprivileged path from root (a user namespace without host privileges)")
+@pytest.mark.skipif(
+    not ROOT,
+    reason="simulates the unprivileged path from root (a user namespace without host privileges)",
+)
 def test_user_namespace_fallback() -> None:
     backend = LocalSandboxBackend(isolation="userns", standbys=1)
     try:
@@ -227,7 +285,10 @@ def test_user_namespace_fallback() -> None:
         backend.close()
 
 
-@pytest.mark.skipif(not ROOT, reason="simulates the unprivileged path from root (a user namespace without host privileges)")
+@pytest.mark.skipif(
+    not ROOT,
+    reason="simulates the unprivileged path from root (a user namespace without host privileges)",
+)
 def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
     """In ``userns`` every kernel has the same uid: the slot view and Landlock scoping keep them apart."""
     backend = LocalSandboxBackend(isolation="userns", standbys=0)
@@ -247,7 +308,9 @@ def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
             "seen",
         )
         assert "READ" not in out and "KILLED" not in out, out
-        assert out.startswith(f"[[{os.path.basename(os.path.dirname(attacker.workdir))!r}]")  # only its own slot
+        assert out.startswith(
+            f"[[{os.path.basename(os.path.dirname(attacker.workdir))!r}]"
+        )  # only its own slot
         attacker.run_shell("kill -9 -1", timeout_s=5)
         assert value(victim, "open('secret.txt').read()") == "'s3cret'"
         third = backend.start("default", files={})  # the zygote still forks

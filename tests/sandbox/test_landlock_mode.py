@@ -25,7 +25,9 @@ import pytest
 
 from analyst_env.envs.local import LocalSandboxBackend, landlock
 
-pytestmark = pytest.mark.skipif(landlock.abi() < 6, reason="needs Landlock ABI >= 6 (signal scoping)")
+pytestmark = pytest.mark.skipif(
+    landlock.abi() < 6, reason="needs Landlock ABI >= 6 (signal scoping)"
+)
 
 
 def value(sandbox, code: str) -> str:
@@ -51,13 +53,29 @@ def test_real_work_runs(backend, tmp_path) -> None:
     (tmp_path / "sales.csv").write_text("region,amount\nN,1\nS,2\n")
     sandbox = backend.start("default", files={"sales.csv": str(tmp_path / "sales.csv")})
     try:
-        assert value(sandbox, "import pandas as pd\nint(pd.read_csv('sales.csv').amount.sum())") == "3"
-        assert value(sandbox, "import duckdb\nduckdb.sql(\"select sum(amount) from 'sales.csv'\").fetchall()[0][0]") == "3"
-        plot = sandbox.run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()", timeout_s=30)
+        assert (
+            value(sandbox, "import pandas as pd\nint(pd.read_csv('sales.csv').amount.sum())") == "3"
+        )
+        assert (
+            value(
+                sandbox,
+                "import duckdb\nduckdb.sql(\"select sum(amount) from 'sales.csv'\").fetchall()[0][0]",
+            )
+            == "3"
+        )
+        plot = sandbox.run_cell(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()", timeout_s=30
+        )
         assert any("image/png" in o for o in plot.outputs)
         shell = sandbox.run_shell("echo hi > out.txt && cat out.txt && ls /tmp; true", timeout_s=10)
         assert shell.stdout.startswith("hi\n")
-        assert value(sandbox, "import tempfile, os\nos.path.dirname(tempfile.mkstemp()[1]) == os.environ['TMPDIR']") == "True"
+        assert (
+            value(
+                sandbox,
+                "import tempfile, os\nos.path.dirname(tempfile.mkstemp()[1]) == os.environ['TMPDIR']",
+            )
+            == "True"
+        )
     finally:
         sandbox.close()
 
@@ -70,14 +88,28 @@ def test_nothing_outside_the_slot_is_reachable(backend) -> None:
     listener.listen()
     try:
         other.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)
-        assert refused(sandbox, f"open({other.workdir + '/secret.txt'!r}).read()") == "PermissionError"
+        assert (
+            refused(sandbox, f"open({other.workdir + '/secret.txt'!r}).read()") == "PermissionError"
+        )
         assert refused(sandbox, "open('/tmp/planted', 'w')") == "PermissionError"
-        assert refused(sandbox, "import os\nos.listdir(os.path.expanduser('~root'))") == "PermissionError"
+        assert (
+            refused(sandbox, "import os\nos.listdir(os.path.expanduser('~root'))")
+            == "PermissionError"
+        )
         assert refused(sandbox, f"import os\nos.kill({other.kernel_pid}, 9)") == "PermissionError"
         assert refused(sandbox, f"os.kill({os.getpid()}, 15)") == "PermissionError"
         port = listener.getsockname()[1]
-        assert refused(sandbox, f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)") == "OSError"
-        assert refused(sandbox, "import analyst_env.datasets.shipped") in {"PermissionError", "ModuleNotFoundError"}
+        assert (
+            refused(
+                sandbox,
+                f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)",
+            )
+            == "OSError"
+        )
+        assert refused(sandbox, "import analyst_env.datasets.shipped") in {
+            "PermissionError",
+            "ModuleNotFoundError",
+        }
         assert value(other, "open('secret.txt').read()") == "'s3cret'"
     finally:
         listener.close()
@@ -114,9 +146,17 @@ UNPRIVILEGED = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities to recreate a container needs root")
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="dropping capabilities to recreate a container needs root"
+)
 def test_a_server_without_capabilities_or_namespaces_gets_landlock_and_stays_confined() -> None:
-    done = subprocess.run([sys.executable, "-P", "-c", UNPRIVILEGED], capture_output=True, text=True, timeout=300, cwd="/")
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", UNPRIVILEGED],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT")]
     assert lines, done.stderr[-3000:]
     report = json.loads(lines[0][len("REPORT") :])

@@ -121,8 +121,12 @@ def test_busy_loop_is_interrupted(sandbox: LocalSandbox) -> None:
     sandbox.run_cell("kept = 'yes'", timeout_s=10)
     started = time.monotonic()
     result = sandbox.run_cell("while True: pass", timeout_s=1)
-    assert time.monotonic() - started < 15, "the cell did not hang (a bound for hangs, not a timing test)"
-    assert result.timed_out and not result.kernel_restarted  # the interrupt worked within its grace period
+    assert time.monotonic() - started < 15, (
+        "the cell did not hang (a bound for hangs, not a timing test)"
+    )
+    assert (
+        result.timed_out and not result.kernel_restarted
+    )  # the interrupt worked within its grace period
     assert result.error is not None and "1 s" in result.error.value
     assert "KeyboardInterrupt" in result.error.traceback
     assert sandbox.run_cell("kept", timeout_s=10).outputs == [{"text/plain": "'yes'"}]
@@ -148,7 +152,9 @@ def test_kernel_exit_is_reported_and_replaced(sandbox: LocalSandbox) -> None:
         "import subprocess\nz = subprocess.Popen(['sleep', '1000'], start_new_session=True)\nz.pid",
         timeout_s=10,
     )
-    orphan = host_pid(value_of(sandbox, PID_NAMESPACE_OF_CELL), int(started.outputs[0]["text/plain"]))
+    orphan = host_pid(
+        value_of(sandbox, PID_NAMESPACE_OF_CELL), int(started.outputs[0]["text/plain"])
+    )
     result = sandbox.run_cell("import os\nos._exit(1)", timeout_s=10)
     assert result.kernel_restarted and not result.timed_out
     assert result.error is not None and result.error.name == "KernelDied"
@@ -335,7 +341,9 @@ def test_rich_outputs_are_capped_per_cell(sandbox: LocalSandbox) -> None:
     assert result.outputs[0]["text/html"].startswith("y" * 1000)
     assert "output truncated" in result.outputs[0]["text/html"]
     assert "image/png" not in result.outputs[1] and "dropped" in result.outputs[1]["text/plain"]
-    assert len(result.outputs) <= 201 and "more displays dropped" in result.outputs[-1]["text/plain"]
+    assert (
+        len(result.outputs) <= 201 and "more displays dropped" in result.outputs[-1]["text/plain"]
+    )
     huge_error = sandbox.run_cell("raise ValueError('z' * 50 * 2**20)", timeout_s=60)
     assert huge_error.error is not None and len(huge_error.error.value) < 2 * 2**20 + 100
     assert sandbox.run_cell("1 + 1", timeout_s=10).outputs == [{"text/plain": "2"}]

@@ -41,7 +41,18 @@ def _installed_python() -> Path:
     wheels = BUILD / "wheel"
     shutil.rmtree(wheels, ignore_errors=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
         check=True,
         cwd=BUILD,
     )
@@ -49,15 +60,32 @@ def _installed_python() -> Path:
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     (site / "test-venv-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheel = next(wheels.glob("analyst_env-*.whl"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            str(wheel),
+        ],
         check=True,
         cwd=BUILD,
     )
-    located = subprocess.check_output([python, "-c", "import analyst_env; print(analyst_env.__file__)"], text=True, cwd=BUILD)
+    located = subprocess.check_output(
+        [python, "-c", "import analyst_env; print(analyst_env.__file__)"], text=True, cwd=BUILD
+    )
     assert located.startswith(str(site)), located  # really the installed copy, not the checkout
     return python
 
@@ -68,9 +96,25 @@ def layout(request):
     python = Path(sys.executable) if request.param == "editable" else _installed_python()
     cache, state = BUILD / f"cache-{request.param}", BUILD / f"state-{request.param}"
     port = free_port()
-    env = {**os.environ, "ANALYST_ENV_CACHE": str(cache), "ANALYST_ENV_STATE_DIR": str(state), "SECRET_API_KEY": TOKEN}
+    env = {
+        **os.environ,
+        "ANALYST_ENV_CACHE": str(cache),
+        "ANALYST_ENV_STATE_DIR": str(state),
+        "SECRET_API_KEY": TOKEN,
+    }
     proc = subprocess.Popen(
-        [python, "-m", "analyst_env.cli", "serve", "--port", str(port), "--token", TOKEN, "--log-level", "warning"],
+        [
+            python,
+            "-m",
+            "analyst_env.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--token",
+            TOKEN,
+            "--log-level",
+            "warning",
+        ],
         cwd=BUILD,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -86,7 +130,9 @@ def layout(request):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"the {request.param} server did not start: {proc.stderr.read().decode()[-3000:]}")
+            pytest.fail(
+                f"the {request.param} server did not start: {proc.stderr.read().decode()[-3000:]}"
+            )
         time.sleep(0.2)
     try:
         yield request.param, url, [str(cache), str(state)]
@@ -106,5 +152,7 @@ def test_an_episode_reaches_no_gold_no_secret_and_no_server_code(layout):
         results = parse(out)
         assert leaks(results) == {}, (name, results)
         # Real work still runs: the task's file, pandas, the episode's own files.
-        out = env.add_and_execute_code_cell("import pandas as pd\nlen(pd.read_csv('sales.csv'))").observation.text
+        out = env.add_and_execute_code_cell(
+            "import pandas as pd\nlen(pd.read_csv('sales.csv'))"
+        ).observation.text
         assert out.strip().isdigit()

@@ -18,9 +18,15 @@ def test_sys_path_entries_under_tmp_are_not_exposed(tmp_path, monkeypatch):
 
 
 def test_the_package_directory_is_not_exposed():
-    package_dir = rootview.os.path.dirname(rootview.os.path.dirname(rootview.os.path.dirname(rootview.__file__)))
+    package_dir = rootview.os.path.dirname(
+        rootview.os.path.dirname(rootview.os.path.dirname(rootview.__file__))
+    )
     exposed = rootview.exposed_paths(package_dir)
-    assert not [p for p in exposed if p == package_dir or (p.startswith(package_dir + "/") and ".venv" not in p)]
+    assert not [
+        p
+        for p in exposed
+        if p == package_dir or (p.startswith(package_dir + "/") and ".venv" not in p)
+    ]
 
 
 def test_an_interpreter_under_tmp_is_refused_with_a_clear_error(tmp_path, monkeypatch):

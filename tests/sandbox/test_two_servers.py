@@ -12,8 +12,7 @@ import os
 
 import pytest
 
-from analyst_env.envs.local import LocalSandboxBackend
-from analyst_env.envs.local import uid_ranges
+from analyst_env.envs.local import LocalSandboxBackend, uid_ranges
 
 ROOT = os.geteuid() == 0
 pytestmark = pytest.mark.skipif(not ROOT, reason="per-slot uids need the server to run as root")

@@ -21,7 +21,13 @@ from analyst_env.client.local_server import free_port
 class ServeProcess:
     """``with ServeProcess(tmp_path, "--token", "t") as proc:`` runs the server until the block ends."""
 
-    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None, startup_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        root: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        startup_timeout_s: float = 120.0,
+    ):
         self.root = Path(root)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -32,14 +38,25 @@ class ServeProcess:
         self.startup_timeout_s = startup_timeout_s
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "ServeProcess":
+    def __enter__(self) -> ServeProcess:
         self.scratch.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "TMPDIR": str(self.scratch), "ANALYST_ENV_STATE_DIR": str(self.root / "state"),
-               "ANALYST_ENV_STANDBYS": "1", "PYTHONUNBUFFERED": "1", **self.env}
+        env = {
+            **os.environ,
+            "TMPDIR": str(self.scratch),
+            "ANALYST_ENV_STATE_DIR": str(self.root / "state"),
+            "ANALYST_ENV_STANDBYS": "1",
+            "PYTHONUNBUFFERED": "1",
+            **self.env,
+        }
         exe = str(Path(sys.executable).with_name("analyst-env"))
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([exe, "serve", "--port", str(self.port), "--dataset", "starter", *self.args],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=str(self.root))
+        self.proc = subprocess.Popen(
+            [exe, "serve", "--port", str(self.port), "--dataset", "starter", *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(self.root),
+        )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -25,8 +25,12 @@ from analyst_env.server.settings import Settings
 
 pytestmark = pytest.mark.live
 ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason="per-slot uids and cgroups need the server to run as root")
-SERVER_FILE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "server", "app.py"))
+needs_root = pytest.mark.skipif(
+    not ROOT, reason="per-slot uids and cgroups need the server to run as root"
+)
+SERVER_FILE = os.path.realpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "server", "app.py")
+)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +101,11 @@ def test_sandbox_route_reports_protections(server):
     assert "isolation=" in metadata["description"]
     health = httpx.get(server + "/health", timeout=10).json()
     assert health["status"] == "healthy"
-    assert health["sandbox"] == {"backend": "local", "isolation": body["protections"]["isolation"], "degraded": ""}
+    assert health["sandbox"] == {
+        "backend": "local",
+        "isolation": body["protections"]["isolation"],
+        "degraded": "",
+    }
 
 
 @needs_root
@@ -166,20 +174,28 @@ def test_memory_bomb_across_processes_is_stopped_by_the_cgroup(episode):
         time.sleep(0.2)
         state = cell(episode, "poll()")
     assert state == "'oom-killed'"
-    cell(episode, "for p in pids:\n    try:\n        os.kill(p, 9)\n    except ProcessLookupError:\n        pass")
+    cell(
+        episode,
+        "for p in pids:\n    try:\n        os.kill(p, 9)\n    except ProcessLookupError:\n        pass",
+    )
     assert cell(episode, "3 * 3") == "9"
 
 
 def test_cpu_spin_past_the_timeout(episode):
     out = cell(episode, "while True: pass")
     assert "TIMEOUT" in out
-    out = cell(episode, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass")
+    out = cell(
+        episode, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
+    )
     assert "TIMEOUT" in out and "restarted" in out
     assert cell(episode, "'alive'") == "'alive'"
 
 
 def test_disk_fill_ends_in_enospc(episode):
-    out = cell(episode, "with open('fill.bin', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20); f.flush()")
+    out = cell(
+        episode,
+        "with open('fill.bin', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20); f.flush()",
+    )
     assert "OSError" in out and ("No space left" in out or "too large" in out)
     assert "0" in episode.execute_shell_command("rm fill.bin; echo $?").observation.text
     assert cell(episode, "open('sales.csv').readline().strip()") == "'region,amount'"
@@ -231,7 +247,12 @@ def test_another_episode_cannot_be_read_signalled_or_traced(server, episode):
         )
         assert "READ" not in out and "KILLED" not in out
         # Refused, or not even visible (the episode's own PID namespace and hidepid).
-        assert out.count("PermissionError") + out.count("FileNotFoundError") + out.count("ProcessLookupError") == 5
+        assert (
+            out.count("PermissionError")
+            + out.count("FileNotFoundError")
+            + out.count("ProcessLookupError")
+            == 5
+        )
         assert out.endswith("-1]")
         assert cell(victim, "open('secret.txt').read()") == "'s3cret'"
 
@@ -267,7 +288,10 @@ def test_gigabyte_print_is_capped(episode):
 
 
 def test_binary_garbage_on_stdout_is_harmless(episode):
-    out = cell(episode, "import os\nos.write(1, os.urandom(50_000)); os.write(2, b'\\xff\\xfe\\x00'); 'done'")
+    out = cell(
+        episode,
+        "import os\nos.write(1, os.urandom(50_000)); os.write(2, b'\\xff\\xfe\\x00'); 'done'",
+    )
     assert "done" in out
     assert cell(episode, "'next'") == "'next'"
 
@@ -278,7 +302,9 @@ def test_kernel_death_is_reported_and_recovered(episode, crash):
     out = cell(episode, crash)
     assert "restarted" in out
     assert "NameError" in cell(episode, "keep")
-    assert "7319.25" in cell(episode, "import pandas as pd; float(pd.read_csv('sales.csv').amount.sum())")
+    assert "7319.25" in cell(
+        episode, "import pandas as pd; float(pd.read_csv('sales.csv').amount.sum())"
+    )
 
 
 def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):

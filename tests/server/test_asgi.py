@@ -29,7 +29,12 @@ def frame(ws, message) -> dict:
 def test_info_routes(client):
     health = client.get("/health").json()
     assert health["status"] == "healthy"  # what OpenEnv's clients and `openenv validate` read
-    assert health["sandbox"]["backend"] == "local" and health["sandbox"]["isolation"] in {"full", "userns", "landlock", "none"}
+    assert health["sandbox"]["backend"] == "local" and health["sandbox"]["isolation"] in {
+        "full",
+        "userns",
+        "landlock",
+        "none",
+    }
     meta = client.get("/metadata").json()
     assert meta["name"] == "analyst_env" and isinstance(meta["description"], str)
     schema = client.get("/schema").json()
@@ -41,13 +46,25 @@ def test_info_routes(client):
 
 def test_ws_episode_frames(client):
     with client.websocket_connect("/ws") as ws:
-        reply = frame(ws, {"type": "reset", "data": {"task_id": "tiny-csv", "seed": 3, "episode_id": "ws-1"}})
+        reply = frame(
+            ws, {"type": "reset", "data": {"task_id": "tiny-csv", "seed": 3, "episode_id": "ws-1"}}
+        )
         assert reply["type"] == "observation"
         data = reply["data"]
         assert data["done"] is False and data["reward"] is None
         assert data["observation"]["instruction"].startswith("What is the total")
         assert data["metadata"]["status"] == "ready"
-        reply = frame(ws, {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": "6*7"}}})
+        reply = frame(
+            ws,
+            {
+                "type": "step",
+                "data": {
+                    "type": "call_tool",
+                    "tool_name": "add_and_execute_code_cell",
+                    "arguments": {"code": "6*7"},
+                },
+            },
+        )
         obs = reply["data"]["observation"]
         assert obs["tool_name"] == "add_and_execute_code_cell" and obs["result"]["data"] == "42"
         assert obs["step_count"] == 1
@@ -57,7 +74,17 @@ def test_ws_episode_frames(client):
         assert state["type"] == "state"
         assert state["data"]["episode_id"] == "ws-1" and state["data"]["step_count"] == 2
         assert state["data"]["cells"][0]["source"] == "6*7"
-        reply = frame(ws, {"type": "step", "data": {"type": "call_tool", "tool_name": "final_answer", "arguments": {"answer": "7319.25"}}})
+        reply = frame(
+            ws,
+            {
+                "type": "step",
+                "data": {
+                    "type": "call_tool",
+                    "tool_name": "final_answer",
+                    "arguments": {"answer": "7319.25"},
+                },
+            },
+        )
         assert reply["data"]["done"] is True and reply["data"]["reward"] == 1.0
 
 
@@ -68,10 +95,23 @@ def test_malformed_frames_get_error_frames_and_the_socket_stays_open(client):
         reply = frame(ws, {"type": "step", "data": {"foo": 1}})
         assert reply["data"]["code"] == "VALIDATION_ERROR"
         reply = frame(ws, {"type": "reset", "data": {"task_id": "nope"}})
-        assert reply["data"]["code"] == "EXECUTION_ERROR" and "unknown task_id 'nope'" in reply["data"]["message"]
+        assert (
+            reply["data"]["code"] == "EXECUTION_ERROR"
+            and "unknown task_id 'nope'" in reply["data"]["message"]
+        )
         reply = frame(ws, {"type": "reset", "data": {"taskid": "tiny-csv"}})
         assert "unknown option 'taskid'" in reply["data"]["message"]
-        reply = frame(ws, {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell", "arguments": {"code": "1"}}})
+        reply = frame(
+            ws,
+            {
+                "type": "step",
+                "data": {
+                    "type": "call_tool",
+                    "tool_name": "add_and_execute_code_cell",
+                    "arguments": {"code": "1"},
+                },
+            },
+        )
         assert "not been reset" in reply["data"]["observation"]["error"]["message"]
         reply = frame(ws, {"type": "reset", "data": {"task_id": "tiny-csv"}})
         assert reply["type"] == "observation", "the same socket still serves episodes"
@@ -79,7 +119,9 @@ def test_malformed_frames_get_error_frames_and_the_socket_stays_open(client):
 
 def test_mcp_json_rpc_session_flow(client):
     def rpc(method, params=None, id_=1):
-        return client.post("/mcp", json={"jsonrpc": "2.0", "method": method, "params": params or {}, "id": id_}).json()
+        return client.post(
+            "/mcp", json={"jsonrpc": "2.0", "method": method, "params": params or {}, "id": id_}
+        ).json()
 
     assert client.post("/mcp", json={}).json()["jsonrpc"] == "2.0"
     assert client.post("/mcp", content=b"{not json").json()["error"]["code"] == -32700
@@ -88,8 +130,18 @@ def test_mcp_json_rpc_session_flow(client):
     assert tools[0]["inputSchema"]["type"] == "object"
     sid = rpc("openenv/session/create")["result"]["session_id"]
     with client.websocket_connect(f"/ws?session_id={sid}") as ws:
-        assert frame(ws, {"type": "reset", "data": {"task_id": "tiny-sqlite"}})["type"] == "observation"
-        result = rpc("tools/call", {"name": "run_sql", "arguments": {"query": "SELECT COUNT(*) FROM orders"}, "session_id": sid})
+        assert (
+            frame(ws, {"type": "reset", "data": {"task_id": "tiny-sqlite"}})["type"]
+            == "observation"
+        )
+        result = rpc(
+            "tools/call",
+            {
+                "name": "run_sql",
+                "arguments": {"query": "SELECT COUNT(*) FROM orders"},
+                "session_id": sid,
+            },
+        )
         assert result["result"]["data"].splitlines()[2] == "3"
         bad = rpc("tools/call", {"name": "run_sql", "arguments": {"query": 5}, "session_id": sid})
         assert "invalid_args" in bad["error"]["message"]
@@ -111,7 +163,9 @@ def test_task_api_routes(client):
     assert task["id"] == "tiny-csv" and task["index"] == 0
     assert "answer" not in task and "oracle_answer" not in task and "verifier" not in task
     assert client.post("/analyst_env/task", json={"split": "train", "index": 9}).status_code == 400
-    rng = client.post("/analyst_env/task_range", json={"split": "test", "start": 1, "stop": 3}).json()["tasks"]
+    rng = client.post(
+        "/analyst_env/task_range", json={"split": "test", "start": 1, "stop": 3}
+    ).json()["tasks"]
     assert [t["index"] for t in rng] == [1, 2]
     assert len(client.post("/analyst_env/tasks", json={"split": "test"}).json()["tasks"]) == 4
     assert client.get("/other_env/splits").status_code == 404
@@ -130,4 +184,7 @@ def test_bearer_token_guards_every_route_but_health(settings, runtime):
                 ws.receive_text()
         assert closed.value.code == 1008
         with c.websocket_connect("/ws", headers={"Authorization": "Bearer s3cret"}) as ws:
-            assert frame(ws, {"type": "reset", "data": {"task_id": "tiny-csv"}})["type"] == "observation"
+            assert (
+                frame(ws, {"type": "reset", "data": {"task_id": "tiny-csv"}})["type"]
+                == "observation"
+            )

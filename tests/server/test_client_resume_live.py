@@ -26,8 +26,9 @@ COUNT_RUNS = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep({slee
 
 @pytest.fixture
 def server(settings, runtime):
-    app = build_app(settings.model_copy(update={"resume_grace_s": GRACE_S, "max_sessions": 3}),
-                    runtime=runtime)
+    app = build_app(
+        settings.model_copy(update={"resume_grace_s": GRACE_S, "max_sessions": 3}), runtime=runtime
+    )
     with BackgroundServer(app) as url:
         yield app, url
 

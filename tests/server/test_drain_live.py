@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
 
 import httpx
 import pytest
@@ -32,8 +31,14 @@ async def frame(ws, message: dict) -> dict:
 
 
 def code(source: str) -> dict:
-    return {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-                                     "arguments": {"code": source}}}
+    return {
+        "type": "step",
+        "data": {
+            "type": "call_tool",
+            "tool_name": "add_and_execute_code_cell",
+            "arguments": {"code": source},
+        },
+    }
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -42,29 +47,50 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
         ws_base = server.url.replace("http://", "ws://")
         assert httpx.get(f"{server.url}/ready").json() == {"status": "ready"}
         rpc = {"jsonrpc": "2.0", "id": 1}
-        sid = httpx.post(f"{server.url}/mcp", json={**rpc, "method": "openenv/session/create"}).json()["result"]["session_id"]
+        sid = httpx.post(
+            f"{server.url}/mcp", json={**rpc, "method": "openenv/session/create"}
+        ).json()["result"]["session_id"]
 
         async def main():
-            async with websockets.connect(f"{ws_base}/ws?session_id={sid}") as held:  # an episode with no socket later
-                assert (await frame(held, {"type": "reset", "data": {"task_id": TASK}}))["type"] == "observation"
+            async with websockets.connect(
+                f"{ws_base}/ws?session_id={sid}"
+            ) as held:  # an episode with no socket later
+                assert (await frame(held, {"type": "reset", "data": {"task_id": TASK}}))[
+                    "type"
+                ] == "observation"
             viewer = await websockets.connect(f"{ws_base}/web/api/live/ws")
-            assert json.loads(await asyncio.wait_for(viewer.recv(), timeout=10))["type"] == "sessions"
+            assert (
+                json.loads(await asyncio.wait_for(viewer.recv(), timeout=10))["type"] == "sessions"
+            )
             async with websockets.connect(f"{ws_base}/ws") as busy:
-                assert (await frame(busy, {"type": "reset", "data": {"task_id": TASK}}))["type"] == "observation"
+                assert (await frame(busy, {"type": "reset", "data": {"task_id": TASK}}))[
+                    "type"
+                ] == "observation"
                 await busy.send(json.dumps(code("import time\ntime.sleep(3)\nprint('finished')")))
                 await asyncio.sleep(0.7)
                 server.proc.send_signal(sig)
                 await asyncio.sleep(0.5)
                 ready = httpx.get(f"{server.url}/ready")
                 assert ready.status_code == 503 and ready.json() == {"status": "draining"}
-                created = httpx.post(f"{server.url}/mcp", json={**rpc, "method": "openenv/session/create"}).json()
-                assert created["error"]["code"] == -32000 and "shutting down" in created["error"]["message"]
-                listed = httpx.post(f"{server.url}/mcp", json={**rpc, "method": "tools/list",
-                                                               "params": {"session_id": sid}}).json()
-                assert listed["result"]["tools"], "an existing session must still answer while the server drains"
+                created = httpx.post(
+                    f"{server.url}/mcp", json={**rpc, "method": "openenv/session/create"}
+                ).json()
+                assert (
+                    created["error"]["code"] == -32000
+                    and "shutting down" in created["error"]["message"]
+                )
+                listed = httpx.post(
+                    f"{server.url}/mcp",
+                    json={**rpc, "method": "tools/list", "params": {"session_id": sid}},
+                ).json()
+                assert listed["result"]["tools"], (
+                    "an existing session must still answer while the server drains"
+                )
                 async with websockets.connect(f"{ws_base}/ws") as late:
                     refused = json.loads(await asyncio.wait_for(late.recv(), timeout=10))
-                    assert refused["type"] == "error" and "shutting down" in refused["data"]["message"]
+                    assert (
+                        refused["type"] == "error" and "shutting down" in refused["data"]["message"]
+                    )
                     with pytest.raises(websockets.ConnectionClosed):
                         await asyncio.wait_for(late.recv(), timeout=10)
                     assert late.close_code == 1001
@@ -86,9 +112,13 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
         assert server.proc.wait(timeout=60) == 0, server.log()
         log = server.log()
     assert "Traceback" not in log, log
-    assert not list(server.scratch.glob("analyst-env-local-*")), "the backend's scratch directory was left behind"
-    records = [[json.loads(line) for line in path.read_text().splitlines()]
-               for path in (tmp_path / "state" / "trajectories").rglob("*.jsonl")]
+    assert not list(server.scratch.glob("analyst-env-local-*")), (
+        "the backend's scratch directory was left behind"
+    )
+    records = [
+        [json.loads(line) for line in path.read_text().splitlines()]
+        for path in (tmp_path / "state" / "trajectories").rglob("*.jsonl")
+    ]
     assert len(records) == 2, records
     for episode in records:
         assert episode[0]["type"] == "reset" and episode[-1]["type"] == "close", episode

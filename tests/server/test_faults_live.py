@@ -26,9 +26,16 @@ pytestmark = pytest.mark.live
 
 
 def code(source: str) -> str:
-    return json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name":
-                                                "add_and_execute_code_cell",
-                                                "arguments": {"code": source}}})
+    return json.dumps(
+        {
+            "type": "step",
+            "data": {
+                "type": "call_tool",
+                "tool_name": "add_and_execute_code_cell",
+                "arguments": {"code": source},
+            },
+        }
+    )
 
 
 async def ask(ws, frame: str) -> dict:
@@ -59,7 +66,9 @@ def test_a_killed_zygote_restarts_the_kernels_of_live_episodes_with_a_clear_mess
                 assert again["data"]["observation"]["result"]["data"] == "42"
         async with websockets.connect(ws_url) as fresh:
             await ask(fresh, RESET)
-            assert (await ask(fresh, code("print(1)")))["data"]["observation"]["result"]["data"] == "1"
+            assert (await ask(fresh, code("print(1)")))["data"]["observation"]["result"][
+                "data"
+            ] == "1"
 
     with BackgroundServer(app) as base:
         asyncio.run(main(base))
@@ -137,7 +146,9 @@ def test_a_server_restarted_on_the_same_state_dir_serves_and_keeps_earlier_traje
             assert server.proc.wait(timeout=60) == 0, server.log()
             assert "Traceback" not in server.log(), server.log()
     assert episodes[0] != episodes[1]
-    recorded = {json.loads(p.read_text().splitlines()[0]).get("episode_id")
-                for p in (tmp_path / "state" / "trajectories").rglob("*.jsonl")}
+    recorded = {
+        json.loads(p.read_text().splitlines()[0]).get("episode_id")
+        for p in (tmp_path / "state" / "trajectories").rglob("*.jsonl")
+    }
     assert set(episodes) <= recorded, (episodes, recorded)
     assert not list((tmp_path / "scratch").glob("analyst-env-local-*"))

@@ -43,8 +43,14 @@ async def frame(ws, message) -> dict:
 
 
 def code(source: str) -> dict:
-    return {"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-                                     "arguments": {"code": source}}}
+    return {
+        "type": "step",
+        "data": {
+            "type": "call_tool",
+            "tool_name": "add_and_execute_code_cell",
+            "arguments": {"code": source},
+        },
+    }
 
 
 def text_of(reply: dict) -> str:
@@ -52,8 +58,12 @@ def text_of(reply: dict) -> str:
 
 
 def deep_arguments() -> str:
-    return ('{"type":"step","data":{"type":"call_tool","tool_name":"run_sql","arguments":{"query":'
-            + "[" * DEEP + "]" * DEEP + "}}}")
+    return (
+        '{"type":"step","data":{"type":"call_tool","tool_name":"run_sql","arguments":{"query":'
+        + "[" * DEEP
+        + "]" * DEEP
+        + "}}}"
+    )
 
 
 BAD_FRAMES = {
@@ -65,16 +75,24 @@ BAD_FRAMES = {
     "json-null": ("null", "VALIDATION_ERROR"),
     "depth-100k": ("[" * DEEP + "]" * DEEP, "INVALID_JSON"),
     "depth-100k-in-arguments": (deep_arguments(), "INVALID_JSON"),
-    "depth-100-objects": ('{"type":"state","x":' + '{"a":' * 100 + "1" + "}" * 100 + "}", "INVALID_JSON"),
-    "seed-10^5000": ('{"type":"reset","data":{"task_id":"tiny-csv","seed":1' + "0" * 5000 + "}}", "INVALID_JSON"),
+    "depth-100-objects": (
+        '{"type":"state","x":' + '{"a":' * 100 + "1" + "}" * 100 + "}",
+        "INVALID_JSON",
+    ),
+    "seed-10^5000": (
+        '{"type":"reset","data":{"task_id":"tiny-csv","seed":1' + "0" * 5000 + "}}",
+        "INVALID_JSON",
+    ),
     "unknown-type": ({"type": "explode"}, "UNKNOWN_TYPE"),
     "type-not-a-string": ({"type": ["reset"]}, "UNKNOWN_TYPE"),
     "huge-type": ({"type": "x" * 5_000_000}, "UNKNOWN_TYPE"),
     "step-data-array": ({"type": "step", "data": [1]}, "VALIDATION_ERROR"),
     "reset-data-string": ({"type": "reset", "data": "tiny-csv"}, "VALIDATION_ERROR"),
     "mcp-data-null": ({"type": "mcp", "data": None}, "VALIDATION_ERROR"),
-    "arguments-not-an-object": ({"type": "step", "data": {"type": "call_tool", "tool_name": "run_sql",
-                                                          "arguments": [1]}}, "VALIDATION_ERROR"),
+    "arguments-not-an-object": (
+        {"type": "step", "data": {"type": "call_tool", "tool_name": "run_sql", "arguments": [1]}},
+        "VALIDATION_ERROR",
+    ),
     "huge-junk": ("x" * 20_000_000, "INVALID_JSON"),
 }
 
@@ -84,8 +102,10 @@ def test_a_malformed_frame_gets_an_error_frame_and_the_episode_goes_on(url, name
     message, expected_code = BAD_FRAMES[name]
 
     async def main():
-        async with websockets.connect(ws_url(url), max_size=None) as bystander, \
-                websockets.connect(ws_url(url), max_size=None) as sender:
+        async with (
+            websockets.connect(ws_url(url), max_size=None) as bystander,
+            websockets.connect(ws_url(url), max_size=None) as sender,
+        ):
             await frame(bystander, {"type": "reset", "data": {"task_id": "tiny-csv"}})
             await frame(bystander, code("mine = 'intact'"))
             reset = await frame(sender, {"type": "reset", "data": {"task_id": "tiny-csv"}})
@@ -107,17 +127,42 @@ def test_valid_frames_are_answered_as_openenv_answers_them(url):
     async def main():
         async with websockets.connect(ws_url(url)) as ws:
             bad_json = await frame(ws, "not json")
-            assert bad_json == {"type": "error", "data": {
-                "message": "Invalid JSON: Expecting value: line 1 column 1 (char 0)", "code": "INVALID_JSON"}}
+            assert bad_json == {
+                "type": "error",
+                "data": {
+                    "message": "Invalid JSON: Expecting value: line 1 column 1 (char 0)",
+                    "code": "INVALID_JSON",
+                },
+            }
             assert await frame(ws, {"type": "bogus"}) == {
-                "type": "error", "data": {"message": "Unknown message type: bogus", "code": "UNKNOWN_TYPE"}}
+                "type": "error",
+                "data": {"message": "Unknown message type: bogus", "code": "UNKNOWN_TYPE"},
+            }
             invalid = await frame(ws, {"type": "step", "data": {"foo": 1}})
-            assert invalid["data"]["code"] == "VALIDATION_ERROR" and invalid["data"]["message"] == "Invalid message"
+            assert (
+                invalid["data"]["code"] == "VALIDATION_ERROR"
+                and invalid["data"]["message"] == "Invalid message"
+            )
             assert {e["type"] for e in invalid["data"]["errors"]} == {"missing", "extra_forbidden"}
-            rpc = await frame(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "nope", "id": 3}})
-            assert rpc == {"type": "mcp", "data": {"jsonrpc": "2.0", "error": {
-                "code": -32601, "message": "Method not found: nope", "data": None}, "id": 3}} or \
-                rpc["data"]["error"]["code"] == -32601
+            rpc = await frame(
+                ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "nope", "id": 3}}
+            )
+            assert (
+                rpc
+                == {
+                    "type": "mcp",
+                    "data": {
+                        "jsonrpc": "2.0",
+                        "error": {
+                            "code": -32601,
+                            "message": "Method not found: nope",
+                            "data": None,
+                        },
+                        "id": 3,
+                    },
+                }
+                or rpc["data"]["error"]["code"] == -32601
+            )
             await ws.send(json.dumps({"type": "close"}))
             with pytest.raises(websockets.ConnectionClosedOK):
                 await asyncio.wait_for(ws.recv(), timeout=10)
@@ -130,14 +175,26 @@ MCP_BAD = {
     "binary": (b"\xff\xfe", -32700),
     "not-json": ("{oops", -32700),
     "depth-100k": ("[" * DEEP + "]" * DEEP, -32700),
-    "depth-100k-in-arguments": ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_sql","arguments":'
-                                + "[" * DEEP + "]" * DEEP + "}}", -32700),
+    "depth-100k-in-arguments": (
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_sql","arguments":'
+        + "[" * DEEP
+        + "]" * DEEP
+        + "}}",
+        -32700,
+    ),
     "big-int-id": ('{"jsonrpc":"2.0","method":"tools/list","id":1' + "0" * 5000 + "}", -32700),
     "array": ("[]", -32600),
     "null": ("null", -32600),
     "wrong-version": ({"jsonrpc": "1.0", "method": "tools/list", "id": 1}, -32600),
-    "arguments-not-an-object": ({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                 "params": {"name": "run_sql", "arguments": [1]}}, None),
+    "arguments-not-an-object": (
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "run_sql", "arguments": [1]},
+        },
+        None,
+    ),
 }
 
 
@@ -146,15 +203,19 @@ def test_mcp_websocket_answers_every_bad_request_and_goes_on(url, name):
     message, expected = MCP_BAD[name]
 
     async def main():
-        async with websockets.connect(ws_url(url, "/mcp"), max_size=None) as ws, \
-                websockets.connect(ws_url(url), max_size=None) as bystander:
+        async with (
+            websockets.connect(ws_url(url, "/mcp"), max_size=None) as ws,
+            websockets.connect(ws_url(url), max_size=None) as bystander,
+        ):
             await frame(bystander, {"type": "reset", "data": {"task_id": "tiny-csv"}})
             reply = await frame(ws, message)
             assert reply["jsonrpc"] == "2.0" and "error" in reply, reply
             if expected is not None:
                 assert reply["error"]["code"] == expected, reply
             listed = await frame(ws, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
-            assert listed["id"] == 7 and any(t["name"] == "run_sql" for t in listed["result"]["tools"])
+            assert listed["id"] == 7 and any(
+                t["name"] == "run_sql" for t in listed["result"]["tools"]
+            )
             assert text_of(await frame(bystander, code("print(6 * 7)"))) == "42"
 
     asyncio.run(main())
@@ -204,8 +265,9 @@ def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken
                 break
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient() as http:
-            running = asyncio.ensure_future(http.post(f"{base}/reset", json={"task_id": "tiny-csv"},
-                                                      timeout=30))
+            running = asyncio.ensure_future(
+                http.post(f"{base}/reset", json={"task_id": "tiny-csv"}, timeout=30)
+            )
             while not server._sessions and not running.done():
                 await asyncio.sleep(0.01)
             assert len(server._sessions) == 1, "a running HTTP reset holds a slot"
@@ -220,24 +282,34 @@ def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken
 
 
 def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runtime):
-    app = build_app(settings.model_copy(update={"session_idle_timeout_s": 1.0, "max_sessions": 2}), runtime=runtime)
+    app = build_app(
+        settings.model_copy(update={"session_idle_timeout_s": 1.0, "max_sessions": 2}),
+        runtime=runtime,
+    )
 
     async def main(base):
         async with websockets.connect(ws_url(base)) as a, websockets.connect(ws_url(base)) as b:
             first = await frame(a, {"type": "reset", "data": {"task_id": "tiny-csv"}})
             await frame(a, code("thought = 'long'"))
             await frame(b, {"type": "reset", "data": {"task_id": "tiny-csv"}})
-            await asyncio.sleep(6.5)  # "generating" past the idle timeout; the reaper wakes every 5 s
+            await asyncio.sleep(
+                6.5
+            )  # "generating" past the idle timeout; the reaper wakes every 5 s
             after = await frame(a, code("print(thought)"))
             assert text_of(after) == "long", "the idle reaper killed a session whose socket is open"
             state = await frame(a, {"type": "state"})
             assert state["data"]["episode_id"] == first["data"]["observation"]["episode_id"]
             async with websockets.connect(ws_url(base)) as c:
                 refused = json.loads(await asyncio.wait_for(c.recv(), timeout=10))
-            assert refused["data"]["code"] == "CAPACITY_REACHED" and refused["data"]["active_sessions"] == 2
+            assert (
+                refused["data"]["code"] == "CAPACITY_REACHED"
+                and refused["data"]["active_sessions"] == 2
+            )
         await asyncio.sleep(0.3)
         async with websockets.connect(ws_url(base)) as d:
-            assert (await frame(d, {"type": "reset", "data": {"task_id": "tiny-csv"}}))["type"] == "observation"
+            assert (await frame(d, {"type": "reset", "data": {"task_id": "tiny-csv"}}))[
+                "type"
+            ] == "observation"
 
     with BackgroundServer(app) as base:
         asyncio.run(main(base))

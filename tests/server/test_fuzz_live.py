@@ -16,40 +16,79 @@ import json
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from websockets.sync.client import connect
 
 from analyst_env.client.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+)
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40)
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=20)
-safe_tools = st.sampled_from(["list_files", "get_notebook_state", "run_sql", "final_answer", "nope", ""]) | st.text(max_size=20)
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+safe_tools = st.sampled_from(
+    ["list_files", "get_notebook_state", "run_sql", "final_answer", "nope", ""]
+) | st.text(max_size=20)
 actions = st.fixed_dictionaries(
     {"type": st.sampled_from(["call_tool", "list_tools", "bogus"]) | json_values},
-    optional={"tool_name": safe_tools | json_values, "arguments": st.dictionaries(st.text(max_size=10), json_values, max_size=3) | json_values,
-              "metadata": json_values},
+    optional={
+        "tool_name": safe_tools | json_values,
+        "arguments": st.dictionaries(st.text(max_size=10), json_values, max_size=3) | json_values,
+        "metadata": json_values,
+    },
 )
-reset_data = st.fixed_dictionaries({}, optional={
-    "task_id": st.sampled_from(["tiny-csv", "tiny-sqlite", "nope"]) | json_values, "seed": json_values,
-    "split": st.sampled_from(["train", "test", "x"]) | json_values, "index": json_values, "episode_id": json_values,
-    "options": json_values, "environment": json_values, "junk": json_values,
-})
+reset_data = st.fixed_dictionaries(
+    {},
+    optional={
+        "task_id": st.sampled_from(["tiny-csv", "tiny-sqlite", "nope"]) | json_values,
+        "seed": json_values,
+        "split": st.sampled_from(["train", "test", "x"]) | json_values,
+        "index": json_values,
+        "episode_id": json_values,
+        "options": json_values,
+        "environment": json_values,
+        "junk": json_values,
+    },
+)
 rpc = st.fixed_dictionaries(
-    {"jsonrpc": st.sampled_from(["2.0", "1.0"]) | json_values,
-     "method": st.sampled_from(["tools/list", "tools/call", "openenv/session/close", "nope"]) | json_values},
-    optional={"id": st.integers() | st.text(max_size=8) | st.none() | json_values,
-              "params": st.fixed_dictionaries({}, optional={"name": safe_tools, "arguments": json_values,
-                                                            "session_id": st.text(max_size=8)}) | json_values},
+    {
+        "jsonrpc": st.sampled_from(["2.0", "1.0"]) | json_values,
+        "method": st.sampled_from(["tools/list", "tools/call", "openenv/session/close", "nope"])
+        | json_values,
+    },
+    optional={
+        "id": st.integers() | st.text(max_size=8) | st.none() | json_values,
+        "params": st.fixed_dictionaries(
+            {},
+            optional={
+                "name": safe_tools,
+                "arguments": json_values,
+                "session_id": st.text(max_size=8),
+            },
+        )
+        | json_values,
+    },
 )
 ws_frames = st.one_of(
     json_values.map(json.dumps),
     st.builds(lambda d: json.dumps({"type": "reset", "data": d}), reset_data | json_values),
     st.builds(lambda d: json.dumps({"type": "step", "data": d}), actions | json_values),
-    st.builds(lambda d: json.dumps({"type": "state", **d}), st.dictionaries(st.text(max_size=6), json_values, max_size=2)),
+    st.builds(
+        lambda d: json.dumps({"type": "state", **d}),
+        st.dictionaries(st.text(max_size=6), json_values, max_size=2),
+    ),
     st.builds(lambda d: json.dumps({"type": "mcp", "data": d}), rpc | json_values),
     st.builds(lambda t, d: json.dumps({"type": t, "data": d}), st.text(max_size=10), json_values),
     st.text(max_size=200),
@@ -75,9 +114,19 @@ def test_every_ws_frame_gets_one_reply_and_the_session_lives_on(url):
         def check(frame):
             sock.send(frame)
             reply = json.loads(sock.recv(timeout=60))
-            assert isinstance(reply, dict) and reply.get("type") in {"observation", "state", "error", "mcp"}, reply
+            assert isinstance(reply, dict) and reply.get("type") in {
+                "observation",
+                "state",
+                "error",
+                "mcp",
+            }, reply
             if reply["type"] == "error":
-                assert reply["data"]["code"] in {"INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERROR"}
+                assert reply["data"]["code"] in {
+                    "INVALID_JSON",
+                    "UNKNOWN_TYPE",
+                    "VALIDATION_ERROR",
+                    "EXECUTION_ERROR",
+                }
             sock.send(json.dumps({"type": "state"}))
             assert json.loads(sock.recv(timeout=60))["type"] == "state"
 
@@ -89,11 +138,20 @@ def test_every_mcp_websocket_request_gets_one_json_rpc_reply(url):
     with ws(url, "/mcp") as sock:
 
         @FUZZ
-        @given(st.one_of(rpc.map(json.dumps), json_values.map(json.dumps), st.text(max_size=100), st.binary(max_size=100)))
+        @given(
+            st.one_of(
+                rpc.map(json.dumps),
+                json_values.map(json.dumps),
+                st.text(max_size=100),
+                st.binary(max_size=100),
+            )
+        )
         def check(frame):
             sock.send(frame)
             reply = json.loads(sock.recv(timeout=60))
-            assert reply.get("jsonrpc") == "2.0" and ("result" in reply) != ("error" in reply), reply
+            assert reply.get("jsonrpc") == "2.0" and ("result" in reply) != ("error" in reply), (
+                reply
+            )
             sock.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
             assert "result" in json.loads(sock.recv(timeout=60))
 
@@ -107,7 +165,9 @@ def test_every_http_mcp_body_gets_a_json_rpc_reply(url):
         @FUZZ
         @given(st.one_of(rpc.map(json.dumps), json_values.map(json.dumps), st.text(max_size=100)))
         def check(body):
-            response = client.post("/mcp", content=body, headers={"content-type": "application/json"})
+            response = client.post(
+                "/mcp", content=body, headers={"content-type": "application/json"}
+            )
             assert response.status_code == 200, response.text
             assert response.json()["jsonrpc"] == "2.0"
 
@@ -119,6 +179,16 @@ def bystander_works(url: str) -> None:
     with ws(url) as sock:
         sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
         assert json.loads(sock.recv(timeout=60))["type"] == "observation"
-        sock.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-                                                       "arguments": {"code": "print(6 * 7)"}}}))
+        sock.send(
+            json.dumps(
+                {
+                    "type": "step",
+                    "data": {
+                        "type": "call_tool",
+                        "tool_name": "add_and_execute_code_cell",
+                        "arguments": {"code": "print(6 * 7)"},
+                    },
+                }
+            )
+        )
         assert json.loads(sock.recv(timeout=60))["data"]["observation"]["result"]["data"] == "42"

@@ -23,13 +23,24 @@ from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
 
 # The dropped socket is cut under the client, so it is not used as a context manager.
-pytestmark = [pytest.mark.live, pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager"),
+]
 GRACE_S = 3.0
 
 
 def code(source: str) -> str:
-    return json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "add_and_execute_code_cell",
-                                                "arguments": {"code": source}}})
+    return json.dumps(
+        {
+            "type": "step",
+            "data": {
+                "type": "call_tool",
+                "tool_name": "add_and_execute_code_cell",
+                "arguments": {"code": source},
+            },
+        }
+    )
 
 
 def cut(sock) -> None:
@@ -48,7 +59,9 @@ def open_resumable(ws: str, task_id: str):
 
 @pytest.fixture
 def server(settings, runtime):
-    app = build_app(settings.model_copy(update={"resume_grace_s": GRACE_S, "max_sessions": 2}), runtime=runtime)
+    app = build_app(
+        settings.model_copy(update={"resume_grace_s": GRACE_S, "max_sessions": 2}), runtime=runtime
+    )
     with BackgroundServer(app) as url:
         yield app, url.replace("http://", "ws://") + "/ws"
 
@@ -66,14 +79,20 @@ def test_a_dropped_episode_resumes_with_its_secret(server):
 
     with connect(f"{ws}?episode_id={episode_id}&resume_secret=wrong") as intruder:
         refused = json.loads(intruder.recv(timeout=30))
-    assert refused["data"]["code"] == "SESSION_ERROR" and "resume secret is wrong" in refused["data"]["message"]
+    assert (
+        refused["data"]["code"] == "SESSION_ERROR"
+        and "resume secret is wrong" in refused["data"]["message"]
+    )
 
     time.sleep(1.8)  # the step finishes while no socket is attached
     with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}") as back:
         missed = json.loads(back.recv(timeout=30))
         assert missed["data"]["observation"]["result"]["data"] == "finished while away"
         back.send(code("print(kept)"))
-        assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "across the cut"
+        assert (
+            json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"]
+            == "across the cut"
+        )
         back.send(json.dumps({"type": "state"}))
         state = json.loads(back.recv(timeout=30))["data"]
         assert state["episode_id"] == episode_id and state["step_count"] == 3
@@ -95,7 +114,10 @@ def test_after_the_grace_period_the_episode_is_closed_and_a_resume_is_refused(se
     assert not app.state.env_server._sessions, "the parked session outlived its grace period"
     with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}") as late:
         refused = json.loads(late.recv(timeout=30))
-    assert refused["data"]["code"] == "SESSION_ERROR" and "grace period (3 s) has passed" in refused["data"]["message"]
+    assert (
+        refused["data"]["code"] == "SESSION_ERROR"
+        and "grace period (3 s) has passed" in refused["data"]["message"]
+    )
 
 
 def test_a_socket_without_resume_closes_its_episode_when_it_drops(server):
@@ -120,14 +142,24 @@ def test_a_proxy_dropping_the_connection_mid_step_loses_nothing(server):
         sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-sqlite"}}))
         first = json.loads(sock.recv(timeout=30))["data"]
         episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
-        sock.send(code("import time\nnote = 'before the drop'\ntime.sleep(1.5)\nprint('done mid-drop')"))
+        sock.send(
+            code("import time\nnote = 'before the drop'\ntime.sleep(1.5)\nprint('done mid-drop')")
+        )
         time.sleep(0.4)
         proxy.drop()  # mid-step: both TCP connections through the proxy are cut
         time.sleep(1.8)
-        with connect(f"ws://127.0.0.1:{proxy.port}/ws?episode_id={episode_id}&resume_secret={secret}") as back:
-            assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "done mid-drop"
+        with connect(
+            f"ws://127.0.0.1:{proxy.port}/ws?episode_id={episode_id}&resume_secret={secret}"
+        ) as back:
+            assert (
+                json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"]
+                == "done mid-drop"
+            )
             back.send(code("print(note)"))
-            assert json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"] == "before the drop"
+            assert (
+                json.loads(back.recv(timeout=30))["data"]["observation"]["result"]["data"]
+                == "before the drop"
+            )
             back.send(json.dumps({"type": "state"}))
             assert json.loads(back.recv(timeout=30))["data"]["step_count"] == 2
     finally:

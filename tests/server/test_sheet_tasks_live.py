@@ -23,12 +23,18 @@ from analyst_env.verifiers.recalc import soffice_path
 
 pytestmark = [pytest.mark.live, pytest.mark.dataset]
 
-SETS = {"sheetcopilot": "tasks.jsonl", "dacode": "tasks.jsonl", "tablebench": "TableBench_DP_examples.jsonl"}
+SETS = {
+    "sheetcopilot": "tasks.jsonl",
+    "dacode": "tasks.jsonl",
+    "tablebench": "TableBench_DP_examples.jsonl",
+}
 
 
 def shared(name: str) -> Path:
     env = os.environ.get("ANALYST_ENV_SHARED_DATASETS")
-    path = (Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets") / name
+    path = (
+        Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    ) / name
     if not (path / SETS[name]).is_file():
         pytest.skip(f"{name} data not found at {path} (set ANALYST_ENV_SHARED_DATASETS)")
     return path

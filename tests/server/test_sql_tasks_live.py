@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from analyst_env.client import AnalystEnv
 from analyst_env.client.evaluation import evaluate
 from analyst_env.client.local_server import BackgroundServer

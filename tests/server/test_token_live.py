@@ -28,12 +28,24 @@ def test_a_query_token_opens_only_websockets_and_never_reaches_the_log(tmp_path)
         assert httpx.get(f"{server.url}/web?token={TOKEN}").status_code == 200
         assert httpx.get(f"{server.url}/metadata?token={TOKEN}").status_code == 401
         assert httpx.get(f"{server.url}/web/api/tasks?token={TOKEN}").status_code == 401
-        assert httpx.get(f"{server.url}/metadata", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-        assert httpx.get(f"{server.url}/metadata", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert (
+            httpx.get(
+                f"{server.url}/metadata", headers={"Authorization": f"Bearer {TOKEN}"}
+            ).status_code
+            == 200
+        )
+        assert (
+            httpx.get(
+                f"{server.url}/metadata", headers={"Authorization": "Bearer wrong"}
+            ).status_code
+            == 401
+        )
 
         async def episode():
             async with websockets.connect(f"{ws}/ws?token={TOKEN}") as sock:
-                await sock.send(json.dumps({"type": "reset", "data": {"task_id": "starter-sales-000"}}))
+                await sock.send(
+                    json.dumps({"type": "reset", "data": {"task_id": "starter-sales-000"}})
+                )
                 return json.loads(await sock.recv())
 
         assert asyncio.run(episode())["type"] == "observation"
@@ -42,9 +54,13 @@ def test_a_query_token_opens_only_websockets_and_never_reaches_the_log(tmp_path)
             async with websockets.connect(f"{ws}/ws?token=wrong") as sock:
                 await sock.recv()
 
-        with pytest.raises(websockets.InvalidStatus, match="403"):  # closed before accept: the handshake fails
+        with pytest.raises(
+            websockets.InvalidStatus, match="403"
+        ):  # closed before accept: the handshake fails
             asyncio.run(refused())
         log = server.log()
-    assert "GET /web?token=***" in log, "the access log is on in this test: the request line must be there, redacted"
+    assert "GET /web?token=***" in log, (
+        "the access log is on in this test: the request line must be there, redacted"
+    )
     assert "/ws?token=***" in log
     assert TOKEN not in log

@@ -21,7 +21,12 @@ def manifest() -> dict:
 
 def test_openenv_validate_static_passes():
     exe = shutil.which("openenv") or str(Path(sys.executable).parent / "openenv")
-    proc = subprocess.run([exe, "validate", str(REPO), "--level", "static"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [exe, "validate", str(REPO), "--level", "static"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Verdict: PASS" in proc.stdout
 

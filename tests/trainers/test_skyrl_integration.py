@@ -40,12 +40,19 @@ def test_a_multi_turn_episode_through_skyrl_gym_make(url, tmp_path):
     env = skyrl_gym.make(row["env_class"], env_config={}, extras=extras)
     messages, info = env.init(row["prompt"])
     assert info["task_id"] == "tiny-csv" and "sales.csv" in messages[-1]["content"]
-    out = env.step('Let me look.\n<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT SUM(amount) AS s FROM sales"}}\n</tool_call>')
+    out = env.step(
+        'Let me look.\n<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT SUM(amount) AS s FROM sales"}}\n</tool_call>'
+    )
     assert not out["done"] and out["reward"] == 0.0
-    assert "<tool_response>" in out["observations"][0]["content"] and "7319.25" in out["observations"][0]["content"]
+    assert (
+        "<tool_response>" in out["observations"][0]["content"]
+        and "7319.25" in out["observations"][0]["content"]
+    )
     bad = env.step("<tool_call>{not json}</tool_call>")
     assert not bad["done"] and "invalid JSON" in bad["observations"][0]["content"]
-    final = env.step('<tool_call>{"name": "final_answer", "arguments": {"answer": "7319.25"}}</tool_call>')
+    final = env.step(
+        '<tool_call>{"name": "final_answer", "arguments": {"answer": "7319.25"}}</tool_call>'
+    )
     assert final["done"] and final["reward"] == 1.0 and final["observations"] == []
     assert env.get_metrics()["solved"] == 1.0
     env.close()
@@ -55,7 +62,9 @@ def test_a_multi_turn_episode_through_skyrl_gym_make(url, tmp_path):
 def test_a_turn_without_a_tool_call_ends_with_reward_0(url, tmp_path):
     register()
     row = next(r for r in rows_of(url, tmp_path) if r["task_id"] == "tiny-sqlite")
-    env = skyrl_gym.make(ENV_CLASS, env_config={}, extras={"task_id": "tiny-sqlite", "base_url": url})
+    env = skyrl_gym.make(
+        ENV_CLASS, env_config={}, extras={"task_id": "tiny-sqlite", "base_url": url}
+    )
     env.init(row["prompt"])
     out = env.step("The answer is 9.")
     assert out["done"] and out["reward"] == 0.0
@@ -63,8 +72,12 @@ def test_a_turn_without_a_tool_call_ends_with_reward_0(url, tmp_path):
 
 
 def test_parse_tool_calls_and_missing_configuration():
-    assert parse_tool_calls('<tool_call>{"name": "list_files"}</tool_call>') == [{"name": "list_files", "arguments": {}}]
-    assert parse_tool_calls('<tool_call>{"name": "run_sql", "arguments": "{\\"query\\": \\"x\\"}"}</tool_call>')[0]["arguments"] == {"query": "x"}
+    assert parse_tool_calls('<tool_call>{"name": "list_files"}</tool_call>') == [
+        {"name": "list_files", "arguments": {}}
+    ]
+    assert parse_tool_calls(
+        '<tool_call>{"name": "run_sql", "arguments": "{\\"query\\": \\"x\\"}"}</tool_call>'
+    )[0]["arguments"] == {"query": "x"}
     assert "must be" in parse_tool_calls("<tool_call>[1]</tool_call>")[0]
     from analyst_env.client.skyrl import AnalystSkyRLEnv
 

@@ -53,7 +53,9 @@ def test_every_record_is_on_disk_in_order_without_ground_truth(played):
     assert len(files) == 2
     first = read_trajectory(files[0])
     assert [r["type"] for r in first] == ["reset"] + ["step"] * 6 + ["end"]
-    assert first[0]["task_id"] == "tiny-csv" and first[0]["seed"] == 1 and first[0]["duration_s"] > 0
+    assert (
+        first[0]["task_id"] == "tiny-csv" and first[0]["seed"] == 1 and first[0]["duration_s"] > 0
+    )
     assert [r["action"]["tool_name"] for r in first[1:7]][-1] == "final_answer"
     assert all(r["duration_s"] >= 0 for r in first[1:7])
     assert first[-1]["reward"] == 1.0 and first[-1]["end_reason"] == "final_answer"
@@ -66,13 +68,32 @@ def test_every_record_is_on_disk_in_order_without_ground_truth(played):
 
 
 def test_export_ipynb_is_valid_with_stdout_html_png_and_error_outputs(played, tmp_path):
-    assert cli_main(["export", "trajectories", "--format", "ipynb", "--state-dir", str(played), "--out", str(tmp_path)]) == 0
+    assert (
+        cli_main(
+            [
+                "export",
+                "trajectories",
+                "--format",
+                "ipynb",
+                "--state-dir",
+                str(played),
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     notebooks = sorted(tmp_path.glob("*.ipynb"))
     assert len(notebooks) == 2
     nb = nbformat.read(notebooks[0], as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert [c.source.splitlines()[0] for c in code] == ["import matplotlib.pyplot as plt", "total = df.amount.sum()", "%%sql", "%%sh"]
+    assert [c.source.splitlines()[0] for c in code] == [
+        "import matplotlib.pyplot as plt",
+        "total = df.amount.sum()",
+        "%%sql",
+        "%%sh",
+    ]
     outputs = code[0].outputs
     assert any(o.output_type == "stream" and "rows 5" in o.text for o in outputs)
     bundles = [o.data for o in outputs if o.output_type in ("execute_result", "display_data")]
@@ -82,7 +103,21 @@ def test_export_ipynb_is_valid_with_stdout_html_png_and_error_outputs(played, tm
 
 
 def test_export_sft_has_tool_calls_and_matching_tool_messages(played, tmp_path):
-    assert cli_main(["export", "trajectories", "--format", "sft", "--state-dir", str(played), "--out", str(tmp_path)]) == 0
+    assert (
+        cli_main(
+            [
+                "export",
+                "trajectories",
+                "--format",
+                "sft",
+                "--state-dir",
+                str(played),
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     records = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
     assert len(records) == 2
     rec = records[0]
@@ -92,13 +127,21 @@ def test_export_sft_has_tool_calls_and_matching_tool_messages(played, tmp_path):
     call = rec["messages"][2]["tool_calls"][0]
     assert call["function"]["name"] == "add_and_execute_code_cell"
     assert json.loads(call["function"]["arguments"])["code"] == PLOT
-    assert rec["messages"][3]["tool_call_id"] == call["id"] and "rows 5" in rec["messages"][3]["content"]
-    assert rec["reward"] == 1.0 and {t["function"]["name"] for t in rec["tools"]} >= {"final_answer", "run_sql"}
+    assert (
+        rec["messages"][3]["tool_call_id"] == call["id"]
+        and "rows 5" in rec["messages"][3]["content"]
+    )
+    assert rec["reward"] == 1.0 and {t["function"]["name"] for t in rec["tools"]} >= {
+        "final_answer",
+        "run_sql",
+    }
     assert records[1]["reward"] is None
 
 
 def test_export_without_trajectories_or_with_a_bad_format_is_a_clear_error(tmp_path, capsys):
-    assert cli_main(["export", "trajectories", "--format", "sft", "--state-dir", str(tmp_path)]) == 1
+    assert (
+        cli_main(["export", "trajectories", "--format", "sft", "--state-dir", str(tmp_path)]) == 1
+    )
     assert "no trajectories" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli_main(["export", "trajectories", "--format", "pdf", "--state-dir", str(tmp_path)])

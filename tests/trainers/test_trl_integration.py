@@ -17,7 +17,9 @@ import pickle
 
 import pytest
 
-pytest.importorskip("trl", reason="TRL integration needs the 'trl' extra (torch==2.13.0 first, then trl)")
+pytest.importorskip(
+    "trl", reason="TRL integration needs the 'trl' extra (torch==2.13.0 first, then trl)"
+)
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -30,8 +32,17 @@ from analyst_env.trajectory_files import read_trajectory, trajectories_dir  # no
 
 pytestmark = pytest.mark.live
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
-            "<tool_response>", "</tool_response>", "<think>", "</think>"]
+SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +72,15 @@ def tokenizer():
     tok.decoder = decoders.ByteLevel()
     tok.train_from_iterator(
         corpus,
-        trainers.BpeTrainer(vocab_size=1024, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+        trainers.BpeTrainer(
+            vocab_size=1024,
+            special_tokens=SPECIALS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
     )
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left")
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
+    )
     hf.chat_template = qwen3_chat_template
     return hf
 
@@ -92,7 +109,9 @@ def test_episode_prompt_tools_reward_and_tools_raise_after_the_end(server):
     url, _ = server
     env = AnalystToolEnv(base_url=url)
     prompt = env.reset(task_id="tiny-csv", seed=0, prompt=[{"role": "user", "content": ""}])
-    assert "total amount in sales.csv" in prompt and "sales.csv (csv" in prompt and "amount" in prompt
+    assert (
+        "total amount in sales.csv" in prompt and "sales.csv (csv" in prompt and "amount" in prompt
+    )
     assert "7319.25" in env.run_sql(query="SELECT SUM(amount) FROM sales")
     assert "Error" in env.run_sql(query="SELEC nonsense")  # a failing call is text for the model
     assert env.get_reward() == 0.0
@@ -120,7 +139,9 @@ def test_spec_rows_come_from_the_task_api_and_the_factory_pickles(server):
         AnalystSpec(url, dataset="not-served", split="train").tasks()
 
 
-def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(server, tokenizer, tmp_path):
+def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(
+    server, tokenizer, tmp_path
+):
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
     from trl import GRPOConfig, GRPOTrainer
@@ -128,20 +149,42 @@ def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(server, 
     url, state = server
     spec = AnalystSpec(url, split="train", num_tasks=1)  # tiny-csv only
     torch.manual_seed(0)
-    model = Qwen3ForCausalLM(Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=16384,
-        tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    ))
+    model = Qwen3ForCausalLM(
+        Qwen3Config(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=16384,
+            tie_word_embeddings=True,
+            bos_token_id=None,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    )
     args = GRPOConfig(
-        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-        max_completion_length=96, use_cpu=True, report_to="none", logging_steps=1, save_strategy="no",
-        bf16=False, gradient_checkpointing=False,
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=96,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        bf16=False,
+        gradient_checkpointing=False,
     )
     trainer = GRPOTrainer(
-        model=model, processing_class=tokenizer, args=args, train_dataset=spec.train_dataset,
-        environment_factory=spec.environment_factory, reward_funcs=spec.reward_funcs,
+        model=model,
+        processing_class=tokenizer,
+        args=args,
+        train_dataset=spec.train_dataset,
+        environment_factory=spec.environment_factory,
+        reward_funcs=spec.reward_funcs,
     )
     call = '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "7319.25"}}\n</tool_call><|im_end|>'
     real, calls = trainer._generate_single_turn, {"n": 0}
@@ -159,8 +202,15 @@ def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(server, 
     assert trainer.state.global_step == 1
     log = trainer.state.log_history[0]
     assert log["tools/call_frequency"] == 0.5 and log["tools/failure_frequency"] == 0.0
-    assert log["rewards/AnalystToolEnv/mean"] == 0.5  # the scripted rollout solved it, the random one did not
+    assert (
+        log["rewards/AnalystToolEnv/mean"] == 0.5
+    )  # the scripted rollout solved it, the random one did not
     assert log["grad_norm"] > 0
     # The call reached the server as parsed: its recorded trajectory ends with the answer and reward 1.
-    ends = [r for f in trajectories_dir(state).glob("*.jsonl") for r in read_trajectory(f) if r["type"] == "end"]
+    ends = [
+        r
+        for f in trajectories_dir(state).glob("*.jsonl")
+        for r in read_trajectory(f)
+        if r["type"] == "end"
+    ]
     assert any(e["submitted_answer"] == "7319.25" and e["reward"] == 1.0 for e in ends)

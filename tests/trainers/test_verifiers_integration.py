@@ -22,9 +22,11 @@ from analyst_env.client.local_server import BackgroundServer
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON = Path(os.environ.get("ANALYST_ENV_VERIFIERS_PYTHON", REPO / ".venv" / "verifiers" / "bin" / "python"))
+PYTHON = Path(
+    os.environ.get("ANALYST_ENV_VERIFIERS_PYTHON", REPO / ".venv" / "verifiers" / "bin" / "python")
+)
 
-SCRIPT = r'''
+SCRIPT = r"""
 import asyncio, contextlib, json, sys
 from verifiers.v1.tasksets.openenv import OpenEnvConfig, OpenEnvEnv, OpenEnvTaskset
 
@@ -66,7 +68,7 @@ print(json.dumps({
     "tools": [t["name"] for t in first["action_schema"].get("available_tools", [])],
     "instruction": first["observation"].get("instruction"),
 }))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +79,17 @@ def url(app):
 
 def play(url: str, replies: list[str]) -> dict:
     if not PYTHON.exists():
-        pytest.skip(f"no verifiers venv at {PYTHON}: python -m venv .venv/verifiers && "
-                    ".venv/verifiers/bin/pip install 'verifiers[openenv]==0.4.0'")
-    proc = subprocess.run([str(PYTHON), "-c", SCRIPT, url, json.dumps(replies)], capture_output=True, text=True,
-                          timeout=240, cwd="/")
+        pytest.skip(
+            f"no verifiers venv at {PYTHON}: python -m venv .venv/verifiers && "
+            ".venv/verifiers/bin/pip install 'verifiers[openenv]==0.4.0'"
+        )
+    proc = subprocess.run(
+        [str(PYTHON), "-c", SCRIPT, url, json.dumps(replies)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd="/",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -90,9 +99,17 @@ def action(tool: str, **arguments) -> str:
 
 
 def test_openenv_taskset_solves_a_task_and_sums_the_reward(url):
-    out = play(url, [action("run_sql", query="SELECT SUM(amount) FROM sales"), action("final_answer", answer="7319.25")])
+    out = play(
+        url,
+        [
+            action("run_sql", query="SELECT SUM(amount) FROM sales"),
+            action("final_answer", answer="7319.25"),
+        ],
+    )
     assert out["rewards"] == {"openenv_reward": 1.0}
-    assert out["turns"] == 2  # the second observation carried the SQL result; the answer ended the episode
+    assert (
+        out["turns"] == 2
+    )  # the second observation carried the SQL result; the answer ended the episode
     assert "final_answer" in out["tools"] and "total amount" in out["instruction"]
 
 

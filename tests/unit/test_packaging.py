@@ -26,6 +26,8 @@ def _source_packages() -> set[str]:
 
 
 def test_every_source_package_is_in_the_wheel():
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     assert _source_packages() - listed == set()
     assert listed - _source_packages() == set()

@@ -16,7 +16,10 @@ def shared():
     or ``$ANALYST_ENV_SHARED_DATASETS``), or a skip when it is absent."""
 
     def folder(name: str) -> Path:
-        root = os.environ.get("ANALYST_ENV_SHARED_DATASETS") or REPO_ROOT / ".." / "shared" / "datasets"
+        root = (
+            os.environ.get("ANALYST_ENV_SHARED_DATASETS")
+            or REPO_ROOT / ".." / "shared" / "datasets"
+        )
         path = Path(root).resolve() / name
         if not path.is_dir():
             pytest.skip(f"shared benchmark data {name} not found at {path}")

@@ -44,9 +44,13 @@ def _reads(submitted, gold, *, context):
 
 def test_a_scorer_that_eats_memory_scores_0_and_the_server_keeps_its_memory():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    verdict = score_bounded(VerifierSpec(name="test_hog_memory"), "x", None, ScoringLimits(memory_mb=256))
+    verdict = score_bounded(
+        VerifierSpec(name="test_hog_memory"), "x", None, ScoringLimits(memory_mb=256)
+    )
     assert verdict.reward == 0.0 and "memory" in verdict.detail
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: the child paid
+    assert (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000
+    )  # KiB: the child paid
 
 
 def test_a_scorer_that_never_returns_is_stopped_at_the_wall_time_limit():
@@ -69,8 +73,15 @@ def test_files_are_read_through_the_parent():
             raise FileNotFoundError(name)
         return files[name]
 
-    assert score_bounded(VerifierSpec(name="test_reads"), "a.txt", None, ScoringLimits(), read_file=read).reward == 1.0
-    missing = score_bounded(VerifierSpec(name="test_reads"), "b.txt", None, ScoringLimits(), read_file=read)
+    assert (
+        score_bounded(
+            VerifierSpec(name="test_reads"), "a.txt", None, ScoringLimits(), read_file=read
+        ).reward
+        == 1.0
+    )
+    missing = score_bounded(
+        VerifierSpec(name="test_reads"), "b.txt", None, ScoringLimits(), read_file=read
+    )
     assert missing.reward == 0.0 and "FileNotFoundError" in missing.detail
 
 
@@ -81,8 +92,6 @@ def test_the_answer_cap_is_a_setting_and_reaches_the_verdict():
     assert answer_too_large("0123456789", limits) is None
     refused = answer_too_large("é" * 6, limits)  # 12 bytes in UTF-8
     assert refused.reward == 0.0 and "12 bytes, over the limit of 10 bytes" in refused.detail
-
-
 
 
 def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):
@@ -102,7 +111,9 @@ def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
     runtime._by_id[task.id] = file_task
     try:
         env.reset(task_id=task.id)
-        call(env, "execute_shell_command", command="printf ok > real.txt && ln -s real.txt link.txt")
+        call(
+            env, "execute_shell_command", command="printf ok > real.txt && ln -s real.txt link.txt"
+        )
         obs = call(env, "final_answer", answer="link.txt")
         assert obs.done and obs.reward == 0.0
         assert "symbolic link" in obs.metadata["reward_breakdown"]["detail"]
@@ -133,13 +144,24 @@ def test_short_text_answers_skip_the_fork_and_everything_else_keeps_it(monkeypat
 
     from analyst_env.verifiers import scorers
 
-    monkeypatch.setitem(scorers.SCORERS, "numeric", _where)  # a text scorer that reports where it ran
+    monkeypatch.setitem(
+        scorers.SCORERS, "numeric", _where
+    )  # a text scorer that reports where it ran
     limits = ScoringLimits()
     here = str(os.getpid())
-    assert score_bounded(VerifierSpec(name="numeric"), "1" * limits.in_process_max_bytes, 1, limits).detail == here
-    longer = score_bounded(VerifierSpec(name="numeric"), "1" * (limits.in_process_max_bytes + 1), 1, limits)
+    assert (
+        score_bounded(
+            VerifierSpec(name="numeric"), "1" * limits.in_process_max_bytes, 1, limits
+        ).detail
+        == here
+    )
+    longer = score_bounded(
+        VerifierSpec(name="numeric"), "1" * (limits.in_process_max_bytes + 1), 1, limits
+    )
     assert longer.reward == 1.0 and longer.detail != here
-    assert score_bounded(VerifierSpec(name="test_where"), "1", 1, limits).detail != here  # not a known text scorer
+    assert (
+        score_bounded(VerifierSpec(name="test_where"), "1", 1, limits).detail != here
+    )  # not a known text scorer
     never = ScoringLimits(in_process_max_bytes=0)
     assert score_bounded(VerifierSpec(name="numeric"), "1", 1, never).detail != here
     assert "sql_execution" not in IN_PROCESS_SCORERS and "workbook_match" not in IN_PROCESS_SCORERS

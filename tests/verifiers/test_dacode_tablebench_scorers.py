@@ -31,7 +31,9 @@ def test_dacode_csv_right_within_tolerance_and_case(gold_csv):
 
 
 def test_dacode_csv_tolerance_edge_and_divide_rule(gold_csv):
-    assert csv_reward(gold_csv, b"c,u\nRoad,27.97\nKids,35.727\n") == 0.5  # 0.02 off: one of two columns
+    assert (
+        csv_reward(gold_csv, b"c,u\nRoad,27.97\nKids,35.727\n") == 0.5
+    )  # 0.02 off: one of two columns
     assert csv_reward(gold_csv, b"c,u\nRoad,27.97\nKids,35.727\n", score_rule="all") == 0.0
     assert csv_reward(gold_csv, b"c,u\nRoad,27.97\nKids,35.727\n", condition_cols=[0]) == 1.0
 
@@ -71,18 +73,31 @@ def test_dacode_text_rules():
 
 
 def tb(answer: str, reference: str, metric: str, profile: str = "official") -> float:
-    return judge(VerifierSpec(name="tablebench"), answer, {"answer": reference, "metric": metric}, profile=profile).reward
+    return judge(
+        VerifierSpec(name="tablebench"),
+        answer,
+        {"answer": reference, "metric": metric},
+        profile=profile,
+    ).reward
 
 
 def test_tablebench_em_uses_final_answer_and_reference_precision():
     assert tb("I think...\nFinal Answer: 1062", "1062", "EM") == 1.0
     assert exact_match("1062", "1062.4") == 1.0  # rounded to the reference's 0 decimals
-    assert tb("Final Answer: 1062.4", "1062", "EM") == 0.0  # ...but upstream drops the "." first: 10624
-    assert tb("Final Answer: 1062.4", "1062", "EM", profile="strict") == 1.0  # strict keeps the number whole
+    assert (
+        tb("Final Answer: 1062.4", "1062", "EM") == 0.0
+    )  # ...but upstream drops the "." first: 10624
+    assert (
+        tb("Final Answer: 1062.4", "1062", "EM", profile="strict") == 1.0
+    )  # strict keeps the number whole
     assert tb("Final Answer: 1063", "1062", "EM") == 0.0
     assert exact_match("spain, france", "spain, italy") == pytest.approx(0.5)  # 1/n per item
-    assert tb("Final Answer: Spain, Italy", "spain, france", "EM") == 0.0  # upstream: commas gone, one item
-    assert tb("Final Answer: Spain, Italy", "spain, france", "EM", profile="strict") == pytest.approx(0.5)
+    assert (
+        tb("Final Answer: Spain, Italy", "spain, france", "EM") == 0.0
+    )  # upstream: commas gone, one item
+    assert tb(
+        "Final Answer: Spain, Italy", "spain, france", "EM", profile="strict"
+    ) == pytest.approx(0.5)
     assert tb("", "1062", "EM") == 0.0
 
 
@@ -125,7 +140,14 @@ def test_tablebench_strict_profile_keeps_signs_and_refuses_extra_items():
     assert tb("Final Answer: 1,234", "1234", "EM", profile="strict") == 1.0
     assert tb("Final Answer: spain, france, italy", "spain, france", "EM", profile="strict") == 0.0
     assert tb("Final Answer: spain, france", "spain, france", "EM") == 1.0  # strict is the default:
-    assert judge(VerifierSpec(name="tablebench"), "Final Answer: 324", {"answer": "-3.24", "metric": "EM"}).reward == 0.0
+    assert (
+        judge(
+            VerifierSpec(name="tablebench"),
+            "Final Answer: 324",
+            {"answer": "-3.24", "metric": "EM"},
+        ).reward
+        == 0.0
+    )
 
 
 def test_dacode_csv_strict_profile_refuses_extra_candidate_columns(tmp_path):
@@ -135,13 +157,19 @@ def test_dacode_csv_strict_profile_refuses_extra_candidate_columns(tmp_path):
 
     gold_file = tmp_path / "gold.csv"
     pd.DataFrame({"x": [1.0, 2.0]}).to_csv(gold_file, index=False)
-    spray = pd.DataFrame({"a": [1.0, 3.0], "b": [1.0, 2.0], "c": [0.0, 2.0]}).to_csv(index=False).encode()
+    spray = (
+        pd.DataFrame({"a": [1.0, 3.0], "b": [1.0, 2.0], "c": [0.0, 2.0]})
+        .to_csv(index=False)
+        .encode()
+    )
     exact = pd.DataFrame({"x": [1.0, 2.0]}).to_csv(index=False).encode()
     gold = {"outputs": [{"file": "out.csv", "gold": [str(gold_file)]}]}
     spec = VerifierSpec(name="dacode_csv")
 
     def run(data, profile):
-        return judge(spec, "done", gold, VerifyContext(read_file=lambda name: data), profile=profile).reward
+        return judge(
+            spec, "done", gold, VerifyContext(read_file=lambda name: data), profile=profile
+        ).reward
 
     assert run(spray, "official") == 1.0 and run(spray, "strict") == 0.0
     assert run(exact, "official") == 1.0 and run(exact, "strict") == 1.0

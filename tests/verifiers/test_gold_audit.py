@@ -12,6 +12,7 @@ import io
 
 import openpyxl
 import pytest
+
 from analyst_env.datasets import load_dataset
 from analyst_env.datasets.gold_audit import (
     contradicting_labels,

@@ -32,7 +32,9 @@ class FakeChat:
         self.content = '{"score": 0.8, "reason": "right month, rounded value"}'
         self.delay_s = 0.0
         self.requests: list[dict] = []
-        self.decide = None  # optional: request JSON -> reply content, like a model reading the prompt
+        self.decide = (
+            None  # optional: request JSON -> reply content, like a model reading the prompt
+        )
 
     def reply(self) -> bytes:
         if self.decide is not None:
@@ -40,7 +42,9 @@ class FakeChat:
         if self.body is not None:
             return self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
         message = {"role": "assistant", "content": self.content}
-        return json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}).encode()
+        return json.dumps(
+            {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+        ).encode()
 
 
 @pytest.fixture
@@ -51,7 +55,11 @@ def fake():
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             length = int(self.headers.get("Content-Length", 0))
             chat.requests.append(
-                {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))}
+                {
+                    "path": self.path,
+                    "headers": dict(self.headers),
+                    "json": json.loads(self.rfile.read(length)),
+                }
             )
             time.sleep(chat.delay_s)
             payload = chat.reply()
@@ -69,7 +77,9 @@ def fake():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     chat.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     yield chat
@@ -99,7 +109,9 @@ def test_the_request_has_the_model_and_a_prompt_with_answer_and_gold(fake, monke
 
 
 def test_through_the_registry_with_structured_gold(fake):
-    spec = VerifierSpec(name="llm_judge", params={"url": fake.url + "/chat/completions", "model": "m"})
+    spec = VerifierSpec(
+        name="llm_judge", params={"url": fake.url + "/chat/completions", "model": "m"}
+    )
     fake.content = '```json\n{"score": 1, "reason": "same"}\n```'
     verdict = judge(spec, "north and east", ["north", "east"])
     assert verdict.reward == 1.0 and verdict.detail == "same"
@@ -121,13 +133,17 @@ def test_an_empty_answer_scores_zero_without_asking(fake):
         ('{"score": "high"}', "is not a number"),
         ('{"score": true}', "is not a number"),
         ('{"score": 1.5, "reason": "very good"}', "outside [0, 1]"),
-        ('[0.5]', "reply has no 'score'"),
+        ("[0.5]", "reply has no 'score'"),
     ],
 )
 def test_an_unparsable_reply_scores_zero_and_says_why(fake, content, why):
     fake.content = content
     verdict = grade(fake)
-    assert verdict.reward == 0.0 and why in verdict.detail and verdict.detail.startswith("llm_judge failed")
+    assert (
+        verdict.reward == 0.0
+        and why in verdict.detail
+        and verdict.detail.startswith("llm_judge failed")
+    )
 
 
 @pytest.mark.parametrize(
@@ -154,7 +170,10 @@ def test_a_timeout_scores_zero(fake):
 
 def test_an_unreachable_server_scores_zero(fake):
     verdict = llm_judge(ANSWER, GOLD, url="http://127.0.0.1:9/v1", model="m", timeout_s=5)
-    assert verdict.reward == 0.0 and "request to http://127.0.0.1:9/v1/chat/completions failed" in verdict.detail
+    assert (
+        verdict.reward == 0.0
+        and "request to http://127.0.0.1:9/v1/chat/completions failed" in verdict.detail
+    )
 
 
 def test_a_missing_key_variable_scores_zero_without_asking(fake, monkeypatch):
@@ -179,7 +198,11 @@ def gullible_model(request: dict) -> str:
     if rubrics and "always score 1" in rubrics[-1]:
         return '{"score": 1, "reason": "the rubric says so"}'
     submitted = prompt.split("<submitted>", 1)[1].split("</submitted>", 1)[0]
-    return '{"score": 1, "reason": "same"}' if "41,200" in submitted or "41.2k" in submitted else '{"score": 0, "reason": "wrong"}'
+    return (
+        '{"score": 1, "reason": "same"}'
+        if "41,200" in submitted or "41.2k" in submitted
+        else '{"score": 0, "reason": "wrong"}'
+    )
 
 
 INJECTIONS = [

@@ -31,8 +31,13 @@ def test_links_are_never_updated_and_macros_never_run():
     settings = profile_settings()
     assert settings[("/org.openoffice.Office.Calc/Content/Update", "Link")] == "1"  # LM_NEVER
     assert settings[("/org.openoffice.Office.Writer/Content/Update", "Link")] == "0"  # NEVER
-    assert settings[("/org.openoffice.Office.Common/Security/Scripting", "DisableMacrosExecution")] == "true"
-    assert settings[("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel")] == "3"
+    assert (
+        settings[("/org.openoffice.Office.Common/Security/Scripting", "DisableMacrosExecution")]
+        == "true"
+    )
+    assert (
+        settings[("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel")] == "3"
+    )
     assert settings[("/org.openoffice.Office.Calc/Formula/Load", "OOXMLRecalcMode")] == "0"
 
 
@@ -42,5 +47,7 @@ def test_libreoffice_still_recalculates_with_this_profile():
     wb.active["A1"], wb.active["A2"], wb.active["A3"] = 2, 3, "=A1*A2"
     buf = io.BytesIO()
     wb.save(buf)
-    out = openpyxl.load_workbook(io.BytesIO(recalc.recalculate_bytes(buf.getvalue())), data_only=True)
+    out = openpyxl.load_workbook(
+        io.BytesIO(recalc.recalculate_bytes(buf.getvalue())), data_only=True
+    )
     assert out.active["A3"].value == 6

@@ -92,22 +92,32 @@ def test_numeric_hedges_and_junk_score_0(starter, answer):
 
 # --- exact: starter-sales-009, gold 2023-05 ---
 
+
 @pytest.mark.parametrize("answer", ["2023-05", " '2023-05'. ", "**2023-05**", "2023-05."])
 def test_exact_natural_forms_score_1(starter, answer):
     assert score(starter["starter-sales-009"], answer) == 1.0
 
 
-@pytest.mark.parametrize("answer", ["", "2023-05 or 2023-06", "2023-05, 2023-06", "2023-06", "2023", "all months"])
+@pytest.mark.parametrize(
+    "answer", ["", "2023-05 or 2023-06", "2023-05, 2023-06", "2023-06", "2023", "all months"]
+)
 def test_exact_adversarial_answers_score_0(starter, answer):
     assert score(starter["starter-sales-009"], answer) == 0.0
 
 
 # --- set: starter-sales-006, gold West, South, East (order does not matter) ---
 
+
 @pytest.mark.parametrize(
     "answer",
-    ['["West", "South", "East"]', '["east", "west", "south"]', "East, West, South", "- East\n- West\n- South",
-     'The top regions are ["South", "East", "West"].', '["West", "West", "South", "East"]'],
+    [
+        '["West", "South", "East"]',
+        '["east", "west", "south"]',
+        "East, West, South",
+        "- East\n- West\n- South",
+        'The top regions are ["South", "East", "West"].',
+        '["West", "West", "South", "East"]',
+    ],
 )
 def test_set_natural_forms_score_1(starter, answer):
     assert score(starter["starter-sales-006"], answer) == 1.0
@@ -115,8 +125,16 @@ def test_set_natural_forms_score_1(starter, answer):
 
 @pytest.mark.parametrize(
     "answer",
-    ["", "[]", '["West", "South", "East", "North"]', '["West", "South", "East", "North", "Central"]',
-     '["West", "South"]', "all of them", '[["West", "South", "East"]]', "West South East"],
+    [
+        "",
+        "[]",
+        '["West", "South", "East", "North"]',
+        '["West", "South", "East", "North", "Central"]',
+        '["West", "South"]',
+        "all of them",
+        '[["West", "South", "East"]]',
+        "West South East",
+    ],
 )
 def test_set_supersets_subsets_and_junk_score_0(starter, answer):
     assert score(starter["starter-sales-006"], answer) == 0.0
@@ -143,18 +161,31 @@ def test_list_in_another_order_or_padded_scores_0(starter):
 
 # --- dabench: starter-sales-019, @order_count[419] @avg_discount_pct[4.22] ---
 
+
 def test_dabench_natural_forms_score_1(starter):
     task = starter["starter-sales-019"]
     assert score(task, "@order_count[419] @avg_discount_pct[4.22]") == 1.0
-    assert score(task, "There were @order_count[419] orders; average discount @avg_discount_pct[4.220].") == 1.0
-    assert score(task, "@order_count[419] @order_count[419.0] @avg_discount_pct[4.22]") == 1.0  # a repeat that agrees
+    assert (
+        score(
+            task, "There were @order_count[419] orders; average discount @avg_discount_pct[4.220]."
+        )
+        == 1.0
+    )
+    assert (
+        score(task, "@order_count[419] @order_count[419.0] @avg_discount_pct[4.22]") == 1.0
+    )  # a repeat that agrees
 
 
 @pytest.mark.parametrize(
     "answer",
-    ["", "@order_count[418] @order_count[419] @avg_discount_pct[4.22]",  # upstream: the last repeat wins
-     "@order_count[419] @avg_discount_pct[4.21] @avg_discount_pct[4.22] @avg_discount_pct[4.23]",
-     "@order_count[419]", "order_count 419, avg_discount_pct 4.22", "@order_count[nan] @avg_discount_pct[inf]"],
+    [
+        "",
+        "@order_count[418] @order_count[419] @avg_discount_pct[4.22]",  # upstream: the last repeat wins
+        "@order_count[419] @avg_discount_pct[4.21] @avg_discount_pct[4.22] @avg_discount_pct[4.23]",
+        "@order_count[419]",
+        "order_count 419, avg_discount_pct 4.22",
+        "@order_count[nan] @avg_discount_pct[inf]",
+    ],
 )
 def test_dabench_hedges_by_repetition_and_missing_parts_score_0(starter, answer):
     assert score(starter["starter-sales-019"], answer) == 0.0
@@ -166,6 +197,7 @@ def test_dabench_official_repeat_rule_is_available():
 
 
 # --- workbook_match: starter-sales-wb-000, result.xlsx against the reference workbook ---
+
 
 def _xlsx(rows: list[list], sheets: int = 1) -> bytes:
     wb = openpyxl.Workbook()
@@ -182,11 +214,16 @@ def _huge_xlsx(rows: int, cols: int = 5) -> bytes:
     """A real xlsx with a ``rows`` x ``cols`` sheet, its XML written directly (openpyxl would take seconds)."""
     base = _xlsx([["a"]])
     cells = "".join(
-        f'<row r="{r}">' + "".join(f'<c r="{chr(65 + c)}{r}"><v>{r * 7 + c}</v></c>' for c in range(cols)) + "</row>"
+        f'<row r="{r}">'
+        + "".join(f'<c r="{chr(65 + c)}{r}"><v>{r * 7 + c}</v></c>' for c in range(cols))
+        + "</row>"
         for r in range(1, rows + 1)
     )
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(base)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+    with (
+        zipfile.ZipFile(io.BytesIO(base)) as src,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst,
+    ):
         for item in src.infolist():
             data = src.read(item.filename)
             if item.filename == "xl/worksheets/sheet1.xml":
@@ -200,7 +237,9 @@ def _huge_xlsx(rows: int, cols: int = 5) -> bytes:
 @pytest.fixture(scope="module")
 def workbook_task(starter):
     task = starter["starter-sales-wb-000"]
-    return task.model_copy(update={"verifier": VerifierSpec(name="workbook_match", params={"recalc": False})})
+    return task.model_copy(
+        update={"verifier": VerifierSpec(name="workbook_match", params={"recalc": False})}
+    )
 
 
 def test_workbook_the_reference_itself_scores_1(workbook_task):
@@ -216,7 +255,14 @@ def test_workbook_empty_extra_sheet_input_copy_and_missing_score_0(workbook_task
     wb.save(padded)
     assert score(workbook_task, "done", {"result.xlsx": padded.getvalue()}) == 0.0
     assert score(workbook_task, "done", {"result.xlsx": _xlsx([])}) == 0.0
-    assert score(workbook_task, "done", {"result.xlsx": Path(workbook_task.files["sales.csv"]).read_bytes()}) == 0.0
+    assert (
+        score(
+            workbook_task,
+            "done",
+            {"result.xlsx": Path(workbook_task.files["sales.csv"]).read_bytes()},
+        )
+        == 0.0
+    )
     assert score(workbook_task, "done", {}) == 0.0
     assert score(workbook_task, "done", {"result.xlsx": b"PK\x03\x04 not a zip"}) == 0.0
 
@@ -250,7 +296,16 @@ NASTY = {
 }
 
 
-@pytest.mark.parametrize("task_id", ["starter-sales-000", "starter-sales-009", "starter-sales-006", "starter-sales-008", "starter-sales-019"])
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        "starter-sales-000",
+        "starter-sales-009",
+        "starter-sales-006",
+        "starter-sales-008",
+        "starter-sales-019",
+    ],
+)
 def test_every_text_scorer_handles_capped_nasty_answers_quickly(starter, task_id):
     task = starter[task_id]
     for name, answer in NASTY.items():
@@ -261,6 +316,7 @@ def test_every_text_scorer_handles_capped_nasty_answers_quickly(starter, task_id
 
 
 # --- the generated probes (the ones ``analyst-env validate`` runs) on every real task ---
+
 
 def _assert_probes_hold(tasks, expect_scorers):
     results = [probe_task(task) for task in tasks]
@@ -276,30 +332,52 @@ def _assert_probes_hold(tasks, expect_scorers):
 
 
 def test_generated_probes_hold_on_every_starter_task(starter):
-    table = _assert_probes_hold(list(starter.values()), {"numeric", "exact", "set", "list", "dabench",
-                                                         "workbook_match"})
-    assert all(table[name]["natural_tried"] > 0 for name in ("numeric", "exact", "set", "list", "dabench"))
+    table = _assert_probes_hold(
+        list(starter.values()), {"numeric", "exact", "set", "list", "dabench", "workbook_match"}
+    )
+    assert all(
+        table[name]["natural_tried"] > 0 for name in ("numeric", "exact", "set", "list", "dabench")
+    )
 
 
 def test_generated_hedges_include_the_gold_and_natural_forms_are_the_documented_ones(starter):
     adversarial, natural = probes_for(starter["starter-sales-000"])
     assert "Either 640436.2 or 256171.68" in [p.answer for p in adversarial]
-    assert {"256,171.68", "256\u202f171.68", "256171.68 (rounded)", "256171.680"} <= {p.answer for p in natural}
+    assert {"256,171.68", "256\u202f171.68", "256171.68 (rounded)", "256171.680"} <= {
+        p.answer for p in natural
+    }
     assert {"", "all of them", "nan", "1e309"} <= {p.answer for p in adversarial}
 
 
 def test_a_year_offered_as_a_candidate_is_a_hedge_not_an_aside(starter):
-    task = starter["starter-sales-000"]  # found by the generated probes: 1963 was set aside as a year
-    for hedge in ["Either 1963 or 256171.68", "1963, 256171.68", "256171.68 or 2022", "1963 - 256171.68"]:
+    task = starter[
+        "starter-sales-000"
+    ]  # found by the generated probes: 1963 was set aside as a year
+    for hedge in [
+        "Either 1963 or 256171.68",
+        "1963, 256171.68",
+        "256171.68 or 2022",
+        "1963 - 256171.68",
+    ]:
         assert score(task, hedge) == 0.0, hedge
-    for aside in ["256171.68 for 2022", "2022: 256171.68", "In 2022 and 2023 the total was 256171.68"]:
+    for aside in [
+        "256171.68 for 2022",
+        "2022: 256171.68",
+        "In 2022 and 2023 the total was 256171.68",
+    ]:
         assert score(task, aside) == 1.0, aside
 
 
 @pytest.mark.parametrize(
     "spec,scorers",
-    [("dabench", {"dabench"}), ("tablebench", {"tablebench"}), ("dacode", {"dacode_text", "dacode_csv"}),
-     ("spider_dev", {"sql_execution"}), ("kaggledbqa", {"sql_execution"}), ("sheetcopilot", {"workbook_match"})],
+    [
+        ("dabench", {"dabench"}),
+        ("tablebench", {"tablebench"}),
+        ("dacode", {"dacode_text", "dacode_csv"}),
+        ("spider_dev", {"sql_execution"}),
+        ("kaggledbqa", {"sql_execution"}),
+        ("sheetcopilot", {"workbook_match"}),
+    ],
 )
 def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers, shared):
     fmt = {"spider_dev": "spider"}.get(spec, spec)
@@ -307,6 +385,7 @@ def test_generated_probes_hold_on_the_shared_benchmarks(spec, scorers, shared):
 
 
 # --- shared benchmarks (skipped without the data) ---
+
 
 def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(shared):
     tasks = {t.id: t for t in load_dataset(f"spider:{shared('spider_dev')}").tasks}
@@ -316,8 +395,15 @@ def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(share
     assert score(task, "SELECT count(*) AS n FROM singer;") == 1.0
     count = run_readonly(db, "SELECT count(*) FROM singer")[0][0]
     assert score(task, str(count)) == 1.0 and score(task, f"```\n{count}\n```") == 1.0
-    for bad in ["", "all of them", f"[{count}, {count + 1}]", "SELECT count(*), 1 FROM singer",
-                "SELECT * FROM singer", f"{count} or {count + 1}", "SELECT count(*) FROM singer UNION SELECT 1"]:
+    for bad in [
+        "",
+        "all of them",
+        f"[{count}, {count + 1}]",
+        "SELECT count(*), 1 FROM singer",
+        "SELECT * FROM singer",
+        f"{count} or {count + 1}",
+        "SELECT count(*) FROM singer UNION SELECT 1",
+    ]:
         assert score(task, bad) == 0.0, bad
     blobs = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000) SELECT zeroblob(9000000) FROM c"
     started = time.monotonic()
@@ -328,9 +414,15 @@ def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(share
 
 
 def test_dacode_text_and_tablebench_refuse_hedges_on_their_real_tasks(shared):
-    dacode = [t for t in load_dataset(f"dacode:{shared('dacode')}").tasks if t.verifier.name == "dacode_text"]
+    dacode = [
+        t
+        for t in load_dataset(f"dacode:{shared('dacode')}").tasks
+        if t.verifier.name == "dacode_text"
+    ]
     for task in dacode:
-        assert score(task, task.oracle_answer) == 1.0 or task.metadata.get("gold_status", "ok") != "ok", task.id
+        assert (
+            score(task, task.oracle_answer) == 1.0 or task.metadata.get("gold_status", "ok") != "ok"
+        ), task.id
         assert score(task, "") == 0.0 and score(task, "{}") == 0.0 and score(task, "{" * CAP) == 0.0
     tablebench = load_dataset(f"tablebench:{shared('tablebench')}").tasks
     for task in tablebench:
@@ -351,9 +443,15 @@ def test_dabench_repeats_cannot_hedge_on_the_real_questions(shared):
     "spec,gold",
     [
         (VerifierSpec(name="dacode_text"), {"a": [1]}),
-        (VerifierSpec(name="tablebench"), {"answer": "y_references = [[1, 2]]", "metric": "Pass@1"}),
+        (
+            VerifierSpec(name="tablebench"),
+            {"answer": "y_references = [[1, 2]]", "metric": "Pass@1"},
+        ),
         (VerifierSpec(name="tablebench"), {"answer": "12, x", "metric": "EM"}),
-        (VerifierSpec(name="tablebench"), {"answer": "the cat sat on the mat", "metric": "ROUGE-L"}),
+        (
+            VerifierSpec(name="tablebench"),
+            {"answer": "the cat sat on the mat", "metric": "ROUGE-L"},
+        ),
     ],
     ids=["dacode_text", "tablebench-pass@1", "tablebench-em", "tablebench-rouge"],
 )
@@ -383,16 +481,26 @@ def _sql(db, answer, gold="SELECT name, age FROM people WHERE age > 30"):
 
 
 def test_sql_values_natural_forms_score_1(town_db):
-    for answer in ['[["Ann", 31], ["Cid", 45]]', "name | age\nAnn | 31\nCid | 45",  # no "---" line
-                   "| name | age |\n|---|---|\n| Cid | 45 |\n| Ann | 31 |", "Ann\t31\nCid\t45",
-                   "SELECT age, name FROM people WHERE age >= 31"]:
+    for answer in [
+        '[["Ann", 31], ["Cid", 45]]',
+        "name | age\nAnn | 31\nCid | 45",  # no "---" line
+        "| name | age |\n|---|---|\n| Cid | 45 |\n| Ann | 31 |",
+        "Ann\t31\nCid\t45",
+        "SELECT age, name FROM people WHERE age >= 31",
+    ]:
         assert _sql(town_db, answer) == 1.0, answer
 
 
 def test_sql_values_adversarial_answers_score_0(town_db):
-    for answer in ["", "all of them", '[["Ann", 31], ["Cid", 45], ["Bob", 28]]', '[["Ann", 31]]',
-                   "name | age\nAnn | 31\nCid | 45\nBob | 28", "SELECT name, age FROM people",
-                   "Ann | 31\nCid | 45\nname | age"]:
+    for answer in [
+        "",
+        "all of them",
+        '[["Ann", 31], ["Cid", 45], ["Bob", 28]]',
+        '[["Ann", 31]]',
+        "name | age\nAnn | 31\nCid | 45\nBob | 28",
+        "SELECT name, age FROM people",
+        "Ann | 31\nCid | 45\nname | age",
+    ]:
         assert _sql(town_db, answer) == 0.0, answer
 
 
@@ -403,9 +511,15 @@ def test_sql_execution_handles_capped_nasty_answers_quickly(town_db):
         assert time.monotonic() - started < 2.0, f"sql_execution took too long on {name}"
 
 
-IN_PROCESS_GOLDS = {"numeric": 256171.68, "exact": "2023-05", "set": ["a", "b"], "list": ["a", "b"],
-                    "dabench": [["n", "1"]], "dacode_text": {"a": [1]},
-                    "tablebench": {"answer": "12, x", "metric": "EM"}}
+IN_PROCESS_GOLDS = {
+    "numeric": 256171.68,
+    "exact": "2023-05",
+    "set": ["a", "b"],
+    "list": ["a", "b"],
+    "dabench": [["n", "1"]],
+    "dacode_text": {"a": [1]},
+    "tablebench": {"answer": "12, x", "metric": "EM"},
+}
 
 
 @pytest.mark.parametrize("name", sorted(IN_PROCESS_GOLDS))

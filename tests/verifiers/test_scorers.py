@@ -87,7 +87,9 @@ def test_dabench_partial_credit_off_by_default():
     assert s("dabench", "@mean_fare[34.65]", GOLD, partial_credit=True) == 0.5
 
 
-@pytest.mark.parametrize("submitted", ["", "34.65 no", "@mean_fare(34.65)", "@[", "@mean_fare[34.65"])
+@pytest.mark.parametrize(
+    "submitted", ["", "34.65 no", "@mean_fare(34.65)", "@[", "@mean_fare[34.65"]
+)
 def test_dabench_malformed(submitted):
     assert s("dabench", submitted, GOLD) == 0.0
 
@@ -99,14 +101,23 @@ def test_dabench_empty_label_value():
 
 @pytest.mark.parametrize(
     "submitted",
-    ['["East", "North", "West"]', "West, north, East", "- West\n- East\n- North", "['West','East','North']",
-     'The regions are ["West", "East", "North"].', "West; East; North", "West, West, East, North"],
+    [
+        '["East", "North", "West"]',
+        "West, north, East",
+        "- West\n- East\n- North",
+        "['West','East','North']",
+        'The regions are ["West", "East", "North"].',
+        "West; East; North",
+        "West, West, East, North",
+    ],
 )
 def test_set_accepts_any_order(submitted):
     assert s("set", submitted, ["North", "East", "West"]) == 1.0
 
 
-@pytest.mark.parametrize("submitted", ["", "North, East", "North, East, West, South", "[", "[]", "{}"])
+@pytest.mark.parametrize(
+    "submitted", ["", "North, East", "North, East, West, South", "[", "[]", "{}"]
+)
 def test_set_rejects(submitted):
     assert s("set", submitted, ["North", "East", "West"]) == 0.0
 
@@ -128,6 +139,12 @@ def test_list_requires_order():
 
 def test_never_raises_on_garbage():
     junk = ["[" * 5000, "@" * 1000, "\ud800", "1e999999", "{'a': }", "]" + "[" * 3]
-    for name, gold in [("exact", "x"), ("numeric", 1), ("dabench", GOLD), ("set", ["a"]), ("list", ["a"])]:
+    for name, gold in [
+        ("exact", "x"),
+        ("numeric", 1),
+        ("dabench", GOLD),
+        ("set", ["a"]),
+        ("list", ["a"]),
+    ]:
         for text in junk:
             assert s(name, text, gold) == 0.0

@@ -120,8 +120,12 @@ def test_order_rule_official_vs_top_level(db):
 
 
 def test_distinct_is_removed_only_under_the_official_profile(db):
-    assert grade(db, "SELECT city FROM people", GOLD_DISTINCT, profile="official").reward == 1.0  # upstream
-    assert grade(db, "SELECT city FROM people", GOLD_DISTINCT).reward == 0.0  # strict: duplicates are wrong
+    assert (
+        grade(db, "SELECT city FROM people", GOLD_DISTINCT, profile="official").reward == 1.0
+    )  # upstream
+    assert (
+        grade(db, "SELECT city FROM people", GOLD_DISTINCT).reward == 0.0
+    )  # strict: duplicates are wrong
     assert grade(db, "SELECT city FROM people", GOLD_DISTINCT, keep_distinct=True).reward == 0.0
     assert grade(db, "SELECT city FROM people", GOLD_DISTINCT, keep_distinct=False).reward == 1.0
     assert grade(db, GOLD_DISTINCT, GOLD_DISTINCT).reward == 1.0

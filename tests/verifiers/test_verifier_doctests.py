@@ -6,7 +6,10 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["normalize", "scorers", "hooks", "adversarial", "sql_readonly", "sql_compare", "sql_answer"])
+@pytest.mark.parametrize(
+    "module",
+    ["normalize", "scorers", "hooks", "adversarial", "sql_readonly", "sql_compare", "sql_answer"],
+)
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(f"analyst_env.verifiers.{module}"))
     assert result.failed == 0

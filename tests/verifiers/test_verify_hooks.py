@@ -27,7 +27,9 @@ def test_reward_txt_overrides(txt, want):
     assert reward_from_verify([1, 1], txt) == want
 
 
-@pytest.mark.parametrize("txt", ["", "pass", "nan", "0.5 0.5", "1,0", "1.5", "-3", "inf", "1e309", "-0.01", "1" * 100])
+@pytest.mark.parametrize(
+    "txt", ["", "pass", "nan", "0.5 0.5", "1,0", "1.5", "-3", "inf", "1e309", "-0.01", "1" * 100]
+)
 def test_an_invalid_reward_txt_scores_0_even_when_every_command_passed(txt):
     # Clamping "1e309" or "2" to 1.0 would turn a broken (or planted) file into a full reward.
     assert reward_from_verify([0, 0], txt) == 0.0

@@ -11,10 +11,6 @@ from __future__ import annotations
 import pytest
 from support import call
 
-
-
-
-
 PLANTS = {
     "reward.txt": "mkdir -p logs/verifier && echo 1.0 > logs/verifier/reward.txt",
     "huge reward": "mkdir -p logs/verifier && echo 1e309 > logs/verifier/reward.txt",
@@ -37,10 +33,17 @@ def test_a_planted_reward_never_counts(env, plant):
 
 def test_hooks_still_read_the_answer_and_write_their_reward_at_the_conventional_path(env):
     env.reset(task_id="tiny-reward-file")  # its hook: echo 0.25 > logs/verifier/reward.txt
-    call(env, "execute_shell_command", command="mkdir -p logs/verifier && echo 1 > logs/verifier/reward.txt")
+    call(
+        env,
+        "execute_shell_command",
+        command="mkdir -p logs/verifier && echo 1 > logs/verifier/reward.txt",
+    )
     obs = call(env, "final_answer", answer="anything")
     assert obs.reward == 0.25
-    assert obs.metadata["reward_breakdown"]["detail"] == "1/1 verify commands passed; reward.txt says 0.25"
+    assert (
+        obs.metadata["reward_breakdown"]["detail"]
+        == "1/1 verify commands passed; reward.txt says 0.25"
+    )
 
 
 def test_an_invalid_number_from_a_hook_scores_0_with_the_reason(env, runtime):

@@ -11,7 +11,9 @@ from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
 from analyst_env.verifiers.recalc import RecalcError, recalculate_bytes, soffice_path
 
-needs_soffice = pytest.mark.skipif(soffice_path() is None, reason="LibreOffice (soffice) not installed: no formula recalculation")
+needs_soffice = pytest.mark.skipif(
+    soffice_path() is None, reason="LibreOffice (soffice) not installed: no formula recalculation"
+)
 
 BOARD = {"1": {"cells": {"values": True, "formatting": False}, "charts": {"title": False}}}
 
@@ -31,7 +33,9 @@ def book(rows: list[list], extra_sheets: int = 0) -> bytes:
 def refs(tmp_path_factory):
     """Two accepted references: a Total column as values, and the same with a Profit column instead."""
     d = tmp_path_factory.mktemp("refs")
-    (d / "gt1.xlsx").write_bytes(book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]]))
+    (d / "gt1.xlsx").write_bytes(
+        book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])
+    )
     (d / "gt2.xlsx").write_bytes(book([["Week", "Sales", "Profit"], ["W1", 10, 1], ["W2", 20, 2]]))
     return [
         {"name": "gt1", "path": str(d / "gt1.xlsx"), "check_board": BOARD},
@@ -59,21 +63,40 @@ def test_any_reference_is_accepted(refs):
 
 
 def test_columns_are_matched_by_header_and_strings_stripped(refs):
-    assert score(refs, book([["Total", "Week", "Sales"], [0.3, " W1 ", 10], [30.5, "W2", 20]])) == 1.0
+    assert (
+        score(refs, book([["Total", "Week", "Sales"], [0.3, " W1 ", 10], [30.5, "W2", 20]])) == 1.0
+    )
 
 
 def test_tolerance_edges_follow_np_allclose(refs):
     # upstream: np.allclose(gold, got, atol=1e-8) with numpy's default rtol=1e-5 relative to got
-    assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3 + 5e-9], ["W2", 20, 30.5]])) == 1.0
-    assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5 + 2e-4]])) == 1.0
-    assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5 + 1e-3]])) == 0.0
+    assert (
+        score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3 + 5e-9], ["W2", 20, 30.5]]))
+        == 1.0
+    )
+    assert (
+        score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5 + 2e-4]]))
+        == 1.0
+    )
+    assert (
+        score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5 + 1e-3]]))
+        == 0.0
+    )
 
 
 def test_wrong_values_types_and_shapes_score_zero(refs):
     assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 31]])) == 0.0
-    assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, "0.3"], ["W2", 20, 30.5]])) == 0.0
+    assert (
+        score(refs, book([["Week", "Sales", "Total"], ["W1", 10, "0.3"], ["W2", 20, 30.5]])) == 0.0
+    )
     assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3]])) == 0.0
-    assert score(refs, book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]], extra_sheets=1)) == 0.0
+    assert (
+        score(
+            refs,
+            book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]], extra_sheets=1),
+        )
+        == 0.0
+    )
 
 
 def test_unchanged_input_missing_and_malformed_files_score_zero(refs):
@@ -88,7 +111,9 @@ def test_verdict_names_each_reference(refs):
         VerifierSpec(name="workbook_match", params={"recalc": False}),
         "",
         {"workbook": "w.xlsx", "references": refs},
-        VerifyContext(read_file=lambda name: book([["Week", "Sales", "Profit"], ["W1", 10, 1], ["W2", 20, 2]])),
+        VerifyContext(
+            read_file=lambda name: book([["Week", "Sales", "Profit"], ["W1", 10, 1], ["W2", 20, 2]])
+        ),
     )
     assert verdict.components == {"reference 1": 0.0, "reference 2": 1.0}
     assert "reference 1: sheet 1" in verdict.detail and "gt1" not in verdict.detail
@@ -117,7 +142,9 @@ def test_recalculate_bytes_fills_cached_values():
     assert openpyxl.load_workbook(io.BytesIO(out), data_only=True).active["B1"].value == 3
 
 
-def test_missing_engine_is_a_clear_error_and_scoring_goes_on_without_it(refs, monkeypatch, tmp_path):
+def test_missing_engine_is_a_clear_error_and_scoring_goes_on_without_it(
+    refs, monkeypatch, tmp_path
+):
     monkeypatch.setenv("ANALYST_ENV_SOFFICE", str(tmp_path / "no-soffice"))
     with pytest.raises(RecalcError, match="not installed"):
         recalculate_bytes(book([["x", 1]]))

@@ -36,16 +36,24 @@ def shrink(path: Path) -> None:
     from PIL import Image
 
     with Image.open(path) as im:
-        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        small = im.convert("RGB").quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
     small.save(path, optimize=True)
 
 
 def take(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     saved: list[Path] = []
-    csv_task = starter_task("csv", "sales_", verifier="dabench")  # a multi-part answer: a reward breakdown
+    csv_task = starter_task(
+        "csv", "sales_", verifier="dabench"
+    )  # a multi-part answer: a reward breakdown
     sql_task = starter_task("sqlite")
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as state, starter_server(state) as url, chromium() as browser:
+    with (
+        tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as state,
+        starter_server(state) as url,
+        chromium() as browser,
+    ):
         page = browser.new_page(viewport=VIEWPORT)
 
         def shot(name: str, height: int | None = None) -> None:
@@ -125,7 +133,13 @@ def take(out: Path) -> list[Path]:
 
         if httpx.get(f"{url}/envs").status_code == 200:
             httpx.post(f"{url}/envs", json={"template": "data-science", "name": "data-science"})
-            httpx.post(f"{url}/envs", json={"name": "minimal", "description": "The server's own packages, nothing added."})
+            httpx.post(
+                f"{url}/envs",
+                json={
+                    "name": "minimal",
+                    "description": "The server's own packages, nothing added.",
+                },
+            )
         open_web(page, url, "#/envs")
         page.wait_for_timeout(1500)
         shot("environments")
@@ -133,6 +147,10 @@ def take(out: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    target = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    )
     for p in take(target):
         print(p, p.stat().st_size)

@@ -94,11 +94,15 @@ def test_trajectory_listing_survives_torn_and_foreign_files(tmp_path):
     root = tmp_path / "trajectories"
     root.mkdir()
     (root / "20260101T000000000000Z-a.jsonl").write_text(
-        json.dumps({"type": "reset", "t": 1, "episode_id": "a", "task_id": "t"}) + "\n"
-        + json.dumps({"type": "end", "t": 3, "reward": 0.5, "end_reason": "final_answer", "step_count": 2}) + "\n"
+        json.dumps({"type": "reset", "t": 1, "episode_id": "a", "task_id": "t"})
+        + "\n"
+        + json.dumps(
+            {"type": "end", "t": 3, "reward": 0.5, "end_reason": "final_answer", "step_count": 2}
+        )
+        + "\n"
     )
     (root / "20260102T000000000000Z-b.jsonl").write_text(
-        json.dumps({"type": "reset", "t": 5, "episode_id": "b", "task_id": "u"}) + "\n{\"type\": \"st"
+        json.dumps({"type": "reset", "t": 5, "episode_id": "b", "task_id": "u"}) + '\n{"type": "st'
     )
     (root / "20260103T000000000000Z-c.jsonl").write_text("garbage\n")
     (root / "notes.txt").write_text("not a trajectory")
@@ -117,12 +121,16 @@ def test_trajectory_pages_read_only_their_own_files(tmp_path, monkeypatch):
     root.mkdir()
     for i in range(6):
         (root / f"2026010{i}T000000000000Z-e{i}.jsonl").write_text(
-            json.dumps({"type": "reset", "t": i, "episode_id": f"e{i}", "task_id": "t"}) + "\n")
+            json.dumps({"type": "reset", "t": i, "episode_id": f"e{i}", "task_id": "t"}) + "\n"
+        )
     read = []
     real = replay._summary
     monkeypatch.setattr(replay, "_summary", lambda path: read.append(path.name) or real(path))
     page = list_trajectories(tmp_path, limit=2, offset=1)
-    assert [t["episode_id"] for t in page["trajectories"]] == ["e4", "e3"]  # newest first, one skipped
+    assert [t["episode_id"] for t in page["trajectories"]] == [
+        "e4",
+        "e3",
+    ]  # newest first, one skipped
     assert page["total"] == 6 and len(read) == 2
 
 
@@ -143,14 +151,19 @@ def test_live_feed_of_a_session_replays_history_then_streams(web_url):
             assert [e["type"] for e in history["events"]] == ["reset", "step"]
             assert history["events"][1]["cell"]["outputs"] == [{"text/plain": "2"}]
             assert "available_tools" not in history["events"][0]["observation"]
-            env.add_and_execute_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+            env.add_and_execute_code_cell(
+                "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"
+            )
             event = json.loads(feed.recv(timeout=30))
             while event["type"] == "ping":
                 event = json.loads(feed.recv(timeout=30))
             assert event["type"] == "event" and event["event"]["seq"] == 3
             assert "image/png" in event["event"]["cell"]["outputs"][0]
             blocks = event["event"]["observation"]["result"]["content"]
-            assert {"type": "image", "omitted": True} in blocks  # the plot travels once, in the cell
+            assert {
+                "type": "image",
+                "omitted": True,
+            } in blocks  # the plot travels once, in the cell
             feed.send("viewers cannot send anything that matters")
             env.final_answer("not the answer")
             event = json.loads(feed.recv(timeout=30))
@@ -188,7 +201,13 @@ class _Episode:
     def __init__(self, episode_id: str) -> None:
         self.episode_id = episode_id
         self.task = type("T", (), {"id": "t1", "instruction": "do it"})()
-        self.done, self.reward, self.end_reason, self.step_count, self.cells = False, None, None, 0, []
+        self.done, self.reward, self.end_reason, self.step_count, self.cells = (
+            False,
+            None,
+            None,
+            0,
+            [],
+        )
 
 
 def test_hub_keeps_history_drops_slow_viewers_and_trims_finished_sessions(monkeypatch):
@@ -206,7 +225,10 @@ def test_hub_keeps_history_drops_slow_viewers_and_trims_finished_sessions(monkey
         hub.step(sid, episode, {"tool_name": "x", "arguments": {}}, {"ok": True}, None, 0.0)
         item = await asyncio.wait_for(viewer.queue.get(), 2)
         assert item["event"]["cell"] == "cell-0" and item["event"]["seq"] == 2
-        assert listing.resolve(await asyncio.wait_for(listing.queue.get(), 2))["session"]["step_count"] == 1
+        assert (
+            listing.resolve(await asyncio.wait_for(listing.queue.get(), 2))["session"]["step_count"]
+            == 1
+        )
 
         # A viewer that never reads is dropped (it gets None), and the episode never waits for it.
         monkeypatch.setattr(live, "QUEUE_SIZE", 2)
@@ -250,4 +272,6 @@ def test_hub_numbers_keep_rising_when_a_session_starts_another_episode():
     hub.reset(sid, _Episode("second"), {})
     (summary,) = hub.sessions()
     assert summary["episode_id"] == "second" and not summary["closed"]
-    assert hub._sessions[sid].events[0]["seq"] == 3  # after the first episode's reset (1) and close (2)
+    assert (
+        hub._sessions[sid].events[0]["seq"] == 3
+    )  # after the first episode's reset (1) and close (2)

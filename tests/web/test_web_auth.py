@@ -28,11 +28,21 @@ def test_data_routes_need_the_token_but_the_page_shell_does_not(token_url):
     assert httpx.get(f"{token_url}/web").status_code == 200
     assert httpx.get(f"{token_url}/web/", follow_redirects=True).status_code == 200
     assert httpx.get(f"{token_url}/web/static/app.js").status_code == 200
-    for path in ("/web/api/info", "/web/api/tasks", "/web/api/live", "/web/api/trajectories",
-                 f"/web/api/tasks/{starter_task('csv').id}"):
+    for path in (
+        "/web/api/info",
+        "/web/api/tasks",
+        "/web/api/live",
+        "/web/api/trajectories",
+        f"/web/api/tasks/{starter_task('csv').id}",
+    ):
         assert httpx.get(f"{token_url}{path}").status_code == 401, path
         assert httpx.get(f"{token_url}{path}?token=wrong").status_code == 401, path
-        assert httpx.get(f"{token_url}{path}", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200, path
+        assert (
+            httpx.get(
+                f"{token_url}{path}", headers={"Authorization": f"Bearer {TOKEN}"}
+            ).status_code
+            == 200
+        ), path
     # A traversal through the open static prefix reaches no data route (sent raw, unnormalised).
     parts = urlsplit(token_url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)

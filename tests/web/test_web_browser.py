@@ -41,9 +41,11 @@ def test_page_loads_fast_and_fetches_nothing_from_elsewhere(page, web_url, capsy
         " return {dom: n.domContentLoadedEventEnd, load: n.loadEventEnd, ready: Number(document.body.dataset.readyMs)}; })()"
     )
     with capsys.disabled():
-        print(f"\n/web load on loopback: task list drawn {timing['ready']:.0f} ms after navigation start "
-              f"(DOMContentLoaded {timing['dom']:.0f} ms, load {timing['load']:.0f} ms; "
-              f"{seconds * 1000:.0f} ms as the test driver saw it)")
+        print(
+            f"\n/web load on loopback: task list drawn {timing['ready']:.0f} ms after navigation start "
+            f"(DOMContentLoaded {timing['dom']:.0f} ms, load {timing['load']:.0f} ms; "
+            f"{seconds * 1000:.0f} ms as the test driver saw it)"
+        )
     expect(page.locator("#task-table tbody tr").first).to_be_visible()
     assert requests, "the page made no requests at all"
     foreign = [u for u in requests if not u.startswith(web_url) and not u.startswith("data:")]
@@ -81,7 +83,9 @@ def test_task_browser_search_filter_and_file_previews(page, web_url):
 
 def test_play_episode_plot_sql_and_reward_breakdown(page, web_url):
     """The issue's first scenario: pick a task, plot, SQL, submit, see the reward and its breakdown."""
-    task = starter_task("csv", "sales_", verifier="dabench")  # two-part answer: the breakdown has parts
+    task = starter_task(
+        "csv", "sales_", verifier="dabench"
+    )  # two-part answer: the breakdown has parts
     open_web(page, web_url)
     page.fill("#task-search", task.id)
     page.click(f"#task-table tr[data-task='{task.id}']")
@@ -91,13 +95,17 @@ def test_play_episode_plot_sql_and_reward_breakdown(page, web_url):
 
     run_in_editor(page, PLOT_CODE.format(file="sales.csv"))
     wait_for_cells(page, 1)
-    expect(page.locator("#notebook .cell").nth(0).locator(".html-output table")).to_be_visible()  # df.head() as HTML
+    expect(
+        page.locator("#notebook .cell").nth(0).locator(".html-output table")
+    ).to_be_visible()  # df.head() as HTML
 
     run_in_editor(page, PLOT_CELL)
     wait_for_cells(page, 2)
     plot = page.locator("#notebook .cell").nth(1).locator("img.plot")
     expect(plot).to_be_visible()
-    assert plot.evaluate("img => img.complete && img.naturalWidth > 100 && img.src.startsWith('data:image/png;base64,')")
+    assert plot.evaluate(
+        "img => img.complete && img.naturalWidth > 100 && img.src.startsWith('data:image/png;base64,')"
+    )
 
     run_in_editor(page, SQL_QUERY, "sql")
     wait_for_cells(page, 3)
@@ -145,12 +153,15 @@ def test_html_from_agent_code_cannot_run_script(page, web_url):
     task = starter_task("csv")
     open_web(page, web_url, f"#/play/{task.id}")
     expect(page.locator("#episode-status")).to_contain_text("ready")
-    run_in_editor(page, (
-        "from IPython.display import HTML, display\n"
-        "display(HTML('<img src=x onerror=\"window.__xss=1\"><script>window.__xss=2</script>'\n"
-        "             '<table><tr><td onclick=\"window.__xss=3\" colspan=\"2\">kept text</td></tr></table>'\n"
-        "             '<a href=\"javascript:window.__xss=4\">link text</a><style>body{display:none}</style>'))"
-    ))
+    run_in_editor(
+        page,
+        (
+            "from IPython.display import HTML, display\n"
+            "display(HTML('<img src=x onerror=\"window.__xss=1\"><script>window.__xss=2</script>'\n"
+            '             \'<table><tr><td onclick="window.__xss=3" colspan="2">kept text</td></tr></table>\'\n'
+            "             '<a href=\"javascript:window.__xss=4\">link text</a><style>body{display:none}</style>'))"
+        ),
+    )
     wait_for_cells(page, 1)
     output = page.locator("#notebook .cell .html-output")
     expect(output.locator("td")).to_have_text("kept text")
@@ -191,13 +202,19 @@ def test_browser_watches_a_script_client_live(page, web_url):
 
         env.add_and_execute_code_cell("print('hello from the trainer')")
         expect(page.locator("#live-notebook .cell")).to_have_count(1)
-        expect(page.locator("#live-notebook .cell").nth(0)).to_contain_text("hello from the trainer")
+        expect(page.locator("#live-notebook .cell").nth(0)).to_contain_text(
+            "hello from the trainer"
+        )
 
-        env.add_and_execute_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+        env.add_and_execute_code_cell(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+        )
         expect(page.locator("#live-notebook .cell").nth(1).locator("img.plot")).to_be_visible()
 
         env.run_sql("SELECT COUNT(*) AS n FROM orders")
-        expect(page.locator("#live-notebook .cell").nth(2).locator("table.data")).to_contain_text("n")
+        expect(page.locator("#live-notebook .cell").nth(2).locator("table.data")).to_contain_text(
+            "n"
+        )
 
         result = env.final_answer(task.oracle_answer)
         assert result.reward == 1.0
@@ -252,14 +269,19 @@ def test_environment_cards_follow_the_envs_route(page, web_url):
         expect(page.locator("#env-cards")).to_contain_text("No sandbox environments on this server")
         return
     name = f"web-card-{uuid.uuid4().hex[:6]}"
-    created = httpx.post(f"{web_url}/envs", json={"name": name, "description": "An empty recipe for the card test."})
+    created = httpx.post(
+        f"{web_url}/envs", json={"name": name, "description": "An empty recipe for the card test."}
+    )
     assert created.status_code == 201, created.text
     open_web(page, web_url, "#/envs")
     card = page.locator(f"#env-cards [data-env='{name}']")
     expect(card).to_contain_text("An empty recipe for the card test.")
     # The page polls while the build runs, so the card reaches the same final status as the API.
     deadline = time.monotonic() + 120
-    while (status := httpx.get(f"{web_url}/envs/{name}").json()["status"]) in ("pending", "building"):
+    while (status := httpx.get(f"{web_url}/envs/{name}").json()["status"]) in (
+        "pending",
+        "building",
+    ):
         assert time.monotonic() < deadline, "the build did not finish"
         time.sleep(0.5)
     expect(card.locator(".badge")).to_have_text(status, timeout=10_000)
@@ -280,8 +302,12 @@ def test_two_tabs_get_their_own_sessions(browser, web_url):
         wait_for_cells(first, 1)
         run_in_editor(second, "'shared' in globals()")
         wait_for_cells(second, 1)
-        expect(second.locator("#notebook .cell").nth(0).locator(".cell-out")).to_contain_text("False")
-        assert first.locator("#episode-id").inner_text() != second.locator("#episode-id").inner_text()
+        expect(second.locator("#notebook .cell").nth(0).locator(".cell-out")).to_contain_text(
+            "False"
+        )
+        assert (
+            first.locator("#episode-id").inner_text() != second.locator("#episode-id").inner_text()
+        )
     finally:
         context.close()
     deadline = time.monotonic() + 10

@@ -60,7 +60,9 @@ def chromium() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
-        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+        raise RuntimeError(
+            f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)"
+        )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -72,8 +74,10 @@ def chromium() -> Iterator[object]:
 def starter_task(kind: str, template_prefix: str = "", verifier: str | None = None):
     """A starter task of ``kind`` ('csv', 'sqlite', 'excel'), with its gold answer (test side only)."""
     for task in load_dataset("starter").tasks:
-        if task.metadata.get("kind") == kind and task.metadata.get("template", "").startswith(template_prefix) and (
-            verifier is None or task.verifier.name == verifier
+        if (
+            task.metadata.get("kind") == kind
+            and task.metadata.get("template", "").startswith(template_prefix)
+            and (verifier is None or task.verifier.name == verifier)
         ):
             return task
     raise LookupError(f"no starter task of kind {kind!r}")
@@ -106,10 +110,7 @@ def wait_for_cells(page, count: int, selector: str = "#notebook") -> None:
 
 
 PLOT_CODE = (
-    "import pandas as pd\n"
-    "import matplotlib.pyplot as plt\n"
-    "df = pd.read_csv('{file}')\n"
-    "df.head()\n"
+    "import pandas as pd\nimport matplotlib.pyplot as plt\ndf = pd.read_csv('{file}')\ndf.head()\n"
 )
 PLOT_CELL = (
     "fig, ax = plt.subplots(figsize=(6, 2.6))\n"
