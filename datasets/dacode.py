@@ -95,7 +95,7 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
             for p in gold_paths.values():
                 if not p.is_file():
                     raise FileNotFoundError(f"gold file {p} not found")
-            answer = {
+            answer: Any = {
                 "outputs": [
                     {"file": n, "gold": [str(p)], "options": options} for n, p in gold_paths.items()
                 ]

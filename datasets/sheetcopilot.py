@@ -61,9 +61,17 @@ def build_instruction(row: dict[str, Any], workbook: str) -> str:
     )
 
 
+def _reference_number(path: Path) -> int:
+    """The ``N`` of a reference workbook named ``*_gt<N>.xlsx``."""
+    match = _GT.search(path.name)
+    if match is None:
+        raise ValueError(f"{path}: reference workbook names end in _gt<N>.xlsx")
+    return int(match.group(1))
+
+
 def _references(folder: Path) -> list[dict[str, Any]]:
     refs = []
-    for path in sorted(folder.glob("*_gt*.xlsx"), key=lambda p: int(_GT.search(p.name).group(1))):
+    for path in sorted(folder.glob("*_gt*.xlsx"), key=_reference_number):
         check = path.with_name(path.stem + "_check.yaml")
         if not check.is_file():
             raise FileNotFoundError(f"reference {path} has no check list {check.name}")

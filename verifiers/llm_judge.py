@@ -128,7 +128,7 @@ def parse_reply(content: str) -> tuple[float, str]:
     score = reply["score"]
     if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
         raise ValueError(f"score {score!r} is not a number")
-    if not 0.0 <= score <= 1.0:
+    if not 0.0 <= float(score) <= 1.0:
         raise ValueError(f"score {score!r} is outside [0, 1]")
     reason = reply.get("reason", "")
     return float(score), reason if isinstance(reason, str) else json.dumps(reason)

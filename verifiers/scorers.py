@@ -29,7 +29,7 @@ from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
-Scorer = Callable[..., float]
+Scorer = Callable[..., float | Verdict]
 
 SCORERS: dict[str, Scorer] = {}
 
@@ -203,10 +203,11 @@ def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
     (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
     found: dict[str, str | None] = {}
     for name, value in dabench_findall(submitted):
+        earlier = found.get(name)
         if (
             repeats == "refuse"
             and name in found
-            and (found[name] is None or not _dabench_equal(found[name], value))
+            and (earlier is None or not _dabench_equal(earlier, value))
         ):
             found[name] = None
         else:
@@ -221,7 +222,7 @@ def dabench(
     partial_credit: bool = False,
     repeats: str | None = None,
     profile: str = "strict",
-) -> Verdict:
+) -> Verdict | float:
     """The InfiAgent-DABench closed-form rule.
 
     All ``@name[value]`` parts are extracted from the answer. A gold ``[name,
@@ -260,7 +261,7 @@ def dabench(
         return 0.0
     found = _dabench_parts(submitted, repeats)
     parts = {
-        name: float(found.get(name) is not None and _dabench_equal(found[name], label))
+        name: float((value := found.get(name)) is not None and _dabench_equal(value, label))
         for name, label in labels
     }
     correct = sum(parts.values())

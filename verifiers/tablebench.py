@@ -84,14 +84,14 @@ def strict_normalize_answer(s: str) -> str:
     for item in s.split(","):
         numbers: list[str] = []
 
-        def keep(match: re.Match) -> str:
+        def keep(match: re.Match, numbers: list[str] = numbers) -> str:
             numbers.append(match.group(0))
             return f" \x00{len(numbers) - 1}\x00 "
 
         item = _KEPT_NUMBER.sub(keep, item)
         item = "".join(ch for ch in item if ch not in string.punctuation)
         item = re.sub(r"\b(a|an|the)\b", " ", item)
-        item = re.sub("\x00(\\d+)\x00", lambda m: numbers[int(m.group(1))], item)
+        item = re.sub("\x00(\\d+)\x00", lambda m, numbers=numbers: numbers[int(m.group(1))], item)
         items.append(" ".join(item.split()))
     return ", ".join(items)
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,7 +289,7 @@ def workbook_match(
     except Exception as exc:  # openpyxl raises many types on a corrupt package
         return Verdict(0.0, detail=f"{name} cannot be opened: {type(exc).__name__}: {exc}")
     detail_prefix = ""
-    recalculated: list[bytes | None] = [None] * (len(refs) + 1)
+    recalculated: Sequence[bytes | None] = [None] * (len(refs) + 1)
     if recalc:
         try:
             recalculated = _recalculate(

@@ -87,7 +87,7 @@ def _dates(rng: np.random.Generator, start: str, days: int, n: int) -> pd.Series
 
 def person_names(rng: np.random.Generator, n: int) -> list[str]:
     """``n`` distinct "First Last" names."""
-    pairs = [f"{f} {l}" for f in FIRST for l in LAST]
+    pairs = [f"{first} {last}" for first in FIRST for last in LAST]
     idx = rng.choice(len(pairs), size=n, replace=False)
     return [pairs[i] for i in idx]
 
