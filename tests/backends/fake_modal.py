@@ -102,11 +102,11 @@ class Image:
         tag: str,
         secret: Any = None,
         *,
-        setup_dockerfile_commands: list[str] = [],
+        setup_dockerfile_commands: list[str] | None = None,
         force_build: bool = False,
         add_python: str | None = None,
         **kwargs,
-    ):  # noqa: B006
+    ):
         _record("Image.from_registry", (tag,), {})
         return Image([("from_registry", (tag,), {})])
 
@@ -155,8 +155,9 @@ class Image:
         return self._then("add_local_file", (local_path, remote_path), {"copy": copy})
 
     def add_local_dir(
-        self, local_path: Any, remote_path: str, *, copy: bool = False, ignore: Any = []
-    ):  # noqa: B006
+        self, local_path: Any, remote_path: str, *, copy: bool = False, ignore: Any = None
+    ):
+        ignore = [] if ignore is None else ignore  # modal's default is an empty list
         return self._then(
             "add_local_dir", (local_path, remote_path), {"copy": copy, "ignore": ignore}
         )

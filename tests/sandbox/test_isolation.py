@@ -175,7 +175,7 @@ def test_a_kernel_sees_no_process_but_its_own(backend: LocalSandboxBackend) -> N
         )
         own = value(second, "[os.getpid()]")
         assert listed == own  # not the server, not the zygote, not the other episode's sleep
-        assert value(second, "os.path.exists(f'/proc/{%d}')" % os.getpid()) == "False"
+        assert value(second, f"os.path.exists(f'/proc/{{{os.getpid()}}}')") == "False"
         cmdlines = second.run_shell("cat /proc/[0-9]*/cmdline | tr '\\0' ' '", timeout_s=5).stdout
         assert "sleep 30" not in cmdlines and "pytest" not in cmdlines
     finally:
