@@ -43,17 +43,22 @@ def build_instruction(row: dict[str, Any], workbook: str) -> str:
     """The agent-facing instruction for one task row.
 
     Example:
-        >>> text = build_instruction({"Context": "Sales by week.", "Instructions": "Add a Total row."}, "W.xlsx")
+        >>> text = build_instruction(
+        ...     {"Context": "Sales by week.", "Instructions": "Add a Total row."}, "W.xlsx"
+        ... )
         >>> "save it in place as `W.xlsx`" in text
         True
     """
     return "\n\n".join(
         [
-            f"The Excel workbook `{workbook}` is in your working directory. {str(row.get('Context') or '').strip()}",
+            f"The Excel workbook `{workbook}` is in your working directory. "
+            f"{str(row.get('Context') or '').strip()}",
             "Task: " + str(row["Instructions"]).strip(),
             (
-                f"Edit the workbook with Python (openpyxl or pandas) and save it in place as `{workbook}` "
-                "(same name; keep the other sheets). Formulas are fine: the workbook is recalculated "
+                "Edit the workbook with Python (openpyxl or pandas) and save it in place "
+                f"as `{workbook}` "
+                "(same name; keep the other sheets). Formulas are fine: the workbook is "
+                "recalculated "
                 "before it is checked. Only cell values are checked, column by column under their "
                 "headers. When the file is saved, call final_answer (the text is not scored)."
             ),
@@ -201,7 +206,8 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
         notes = []
         if uncached:
             notes.append(
-                f"first reference has {uncached} formula cells without cached values (scored on recalculation)"
+                f"first reference has {uncached} formula cells without cached values "
+                "(scored on recalculation)"
             )
         skipped = sorted({c for r in refs for c in unsupported_checks(r["check_board"])})
         if skipped:

@@ -63,7 +63,10 @@ Submitted answer (one JSON string):
 
 Reply with the JSON object only."""
 
-DEFAULT_RUBRIC = "Score 1 if the submitted answer agrees with the gold answer, 0 if not, in between for partly right."
+DEFAULT_RUBRIC = (
+    "Score 1 if the submitted answer agrees with the gold answer, 0 if not, in between for "
+    "partly right."
+)
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -95,7 +98,8 @@ def encode_answer(submitted: str) -> str:
 
 
 def build_messages(submitted: str, gold: Any, rubric: str | None) -> list[dict[str, str]]:
-    """The fixed prompt: a system message and one user message holding rubric, gold and the encoded answer."""
+    """The fixed prompt: a system message and one user message holding rubric, gold and the encoded
+    answer."""
     gold_text = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False, default=str)
     user = USER_TEMPLATE.format(
         rubric=rubric or DEFAULT_RUBRIC, gold=gold_text, submitted=encode_answer(submitted)

@@ -199,7 +199,8 @@ def dabench_findall(text: str) -> list[tuple[str, str]]:
 
 
 def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
-    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different values
+    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different
+    values
     (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
     found: dict[str, str | None] = {}
     for name, value in dabench_findall(submitted):
@@ -245,9 +246,13 @@ def dabench(
         >>> v = dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]])
         >>> v.reward, v.components
         (0.0, {'part:mean_fare': 1.0, 'part:n': 0.0})
-        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True).reward
+        >>> gold = [["mean_fare", "34.65"], ["n", "3"]]
+        >>> dabench("@mean_fare[34.65]", gold, partial_credit=True).reward
         0.5
-        >>> dabench("@n[2] @n[3]", [["n", "3"]]).reward, dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward
+        >>> (
+        ...     dabench("@n[2] @n[3]", [["n", "3"]]).reward,
+        ...     dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward,
+        ... )
         (0.0, 1.0)
     """
     repeats = repeats or ("last" if profile == "official" else "refuse")

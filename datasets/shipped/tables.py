@@ -75,7 +75,8 @@ CITIES = ["Austin", "Boston", "Chicago", "Denver", "Seattle", "Atlanta", "Phoeni
 
 
 def mix_weights(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Random probabilities for ``n`` categories, uneven but none negligible (each 0.5x-1.5x of the mean)."""
+    """Random probabilities for ``n`` categories, uneven but none negligible (each 0.5x-1.5x of the
+    mean)."""
     w = rng.uniform(0.5, 1.5, n)
     return w / w.sum()
 
