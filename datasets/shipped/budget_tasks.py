@@ -35,8 +35,7 @@ Template = Callable[[Sheets, np.random.Generator], Draft | None]
 
 USD = (
     "Amounts are in each row's currency; convert to USD with the FX sheet (usd_per_unit). "
-    "Some amount cells are "
-    "text with comma thousands separators."
+    "Some amount cells are text with comma thousands separators."
 )
 DATES = "The date column holds real date cells and text dates written DD.MM.YYYY."
 QUARTER_MONTHS = {"Q1": MONTHS[0:3], "Q2": MONTHS[3:6], "Q3": MONTHS[6:9], "Q4": MONTHS[9:12]}
@@ -67,8 +66,7 @@ def bu_dept_spend(s, rng):
     e = _spend(s)
     return number(
         f"What is the total spend in USD of the {d} department (department names are on the "
-        "Departments "
-        f"sheet)? {USD}",
+        f"Departments sheet)? {USD}",
         e[e.department == d].usd.sum(),
         2,
         "medium",
@@ -104,8 +102,7 @@ def bu_over_budget(s, rng):
     months_text = ", ".join(QUARTER_MONTHS[q])
     return members(
         f"Which departments spent more in USD during {q} 2024 ({months_text}) than the sum "
-        "of their "
-        f"Budget sheet columns for those months? {DATES} {USD}",
+        f"of their Budget sheet columns for those months? {DATES} {USD}",
         over,
         "department names",
         "hard",
@@ -123,8 +120,7 @@ def bu_month_variance(s, rng):
     name = pd.Timestamp(2024, m, 1).strftime("%B")
     return number(
         f"For the {d} department in {name} 2024, what is actual USD spend minus the Budget "
-        "sheet amount "
-        f"(negative if under budget)? {DATES} {USD}",
+        f"sheet amount (negative if under budget)? {DATES} {USD}",
         actual - budget,
         2,
         "hard",
@@ -164,8 +160,7 @@ def bu_manager_count(s, rng):
     e = _spend(s)
     return integer(
         f"How many expense rows belong to departments managed by {m} (managers are on the "
-        "Departments "
-        "sheet)?",
+        "Departments sheet)?",
         int((e.manager == m).sum()),
         "easy",
         manager=m,
@@ -196,8 +191,7 @@ def bu_unapproved_share(s, rng):
     e = s["Expenses"][s["Expenses"].currency == c]
     return number(
         f"What percentage of the expense rows in {c} have a blank approved cell (a "
-        "percentage between 0 "
-        "and 100)?",
+        "percentage between 0 and 100)?",
         100 * e.approved.isna().mean(),
         2,
         "medium",

@@ -349,8 +349,7 @@ def fl_p90_arr_delay(df, rng):
     v = df[df.carrier == c].arr_delay_min.dropna().quantile(0.9)
     return number(
         f"What is the 90th percentile of arrival delay (minutes) for {c} flights, ignoring "
-        "cancelled "
-        "flights and using linear interpolation?",
+        "cancelled flights and using linear interpolation?",
         v,
         1,
         "hard",
@@ -376,8 +375,7 @@ def fl_carrier_summary(df, rng):
     sub = df[df.carrier == c]
     return parts(
         f"For carrier {c}, report the number of cancelled flights and the mean arrival "
-        "delay in minutes "
-        "of the flights that were not cancelled.",
+        "delay in minutes of the flights that were not cancelled.",
         [
             ("cancelled_flights", sub.cancelled.sum(), 0),
             ("mean_arr_delay", sub.arr_delay_min.mean(), 2),
@@ -472,8 +470,7 @@ def sales_cumulative_cross(df, rng):
     month = running[running >= running.iloc[-1] * f / 100].index[0]
     return text(
         f"In which month did the {r} region's running total of {y} revenue (cumulative from "
-        "January) first "
-        f"reach {f}% of its full-year {y} revenue?",
+        f"January) first reach {f}% of its full-year {y} revenue?",
         month,
         "month in YYYY-MM form",
         "hard",
@@ -582,8 +579,7 @@ def sen_max_hourly_rise(df, rng):
     v = sub.temperature_c.diff().max()  # diff is NaN next to a missing reading, and max skips NaN
     return number(
         f"At the {s} site, what is the largest rise in temperature_c from one hourly "
-        "reading to the next "
-        "(skip pairs where either reading is missing)?",
+        "reading to the next (skip pairs where either reading is missing)?",
         v,
         2,
         "hard",

@@ -154,8 +154,7 @@ def ev_median_gap(df, rng):
     gaps = sub.groupby("user_id").t.diff().dropna().dt.total_seconds() / 60
     return number(
         f"Considering only {dev} events: for each user, take the minutes between each of "
-        "their events "
-        "and their previous event. What is the median of these gaps over all users?",
+        "their events and their previous event. What is the median of these gaps over all users?",
         gaps.median(),
         1,
         "hard",
@@ -172,8 +171,7 @@ def ev_quick_first_purchase(df, rng):
     delay = (first_buy - first_event.reindex(first_buy.index)).dt.total_seconds() / 3600
     return integer(
         f"How many users made their first purchase within {h} hours (inclusive) of their "
-        "first event "
-        "of any type?",
+        "first event of any type?",
         int((delay <= h).sum()),
         "hard",
         hours=h,
@@ -187,8 +185,7 @@ def ev_device_share(df, rng):
     v = 100 * sub[sub.device == dev].amount_usd.sum() / sub.amount_usd.sum()
     return number(
         f"What share of total purchase amount_usd came from {dev} events, as a percentage "
-        "between 0 "
-        "and 100?",
+        "between 0 and 100?",
         v,
         2,
         "easy",

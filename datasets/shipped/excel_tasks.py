@@ -52,8 +52,7 @@ def fi_line_profit(s, rng):
     sub = y[y.product_line == p]
     return number(
         "What was the total annual profit (revenue minus cost, summed over all four "
-        "quarter sheets) of "
-        f"the {p} product line?",
+        f"quarter sheets) of the {p} product line?",
         (sub.revenue - sub.cost).sum(),
         2,
         "medium",
@@ -79,8 +78,7 @@ def fi_target_met(s, rng):
         return None
     return members(
         "Which regions met or exceeded their annual revenue target (Targets sheet) with "
-        "their total "
-        "revenue across the four quarter sheets?",
+        "their total revenue across the four quarter sheets?",
         met,
         "region names",
         "hard",
@@ -302,8 +300,7 @@ def fi_cumulative_target(s, rng):
         return None
     return text(
         f"In which quarter did the {r} region's running total of revenue (cumulative from "
-        "Q1) first reach "
-        f"{f}% of its annual_revenue_target on the Targets sheet?",
+        f"Q1) first reach {f}% of its annual_revenue_target on the Targets sheet?",
         hit.index[0],
         "quarter sheet name",
         "hard",

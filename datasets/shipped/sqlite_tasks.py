@@ -103,8 +103,7 @@ def rt_segment_aov(t, rng):
     )
     return number(
         f"What is the average order value of completed orders placed by {s} customers? An "
-        "order's value "
-        "is the sum of quantity * unit_price * (1 - discount) over its items.",
+        "order's value is the sum of quantity * unit_price * (1 - discount) over its items.",
         per_order.mean(),
         2,
         "hard",
@@ -274,8 +273,7 @@ def un_fail_rate(t, rng):
     e = t["enrollments"][t["enrollments"].term == term]
     return number(
         f"What percentage of enrollments in term {term} have a grade below 60 (a percentage "
-        "between "
-        "0 and 100)?",
+        "between 0 and 100)?",
         100 * (e.grade < 60).mean(),
         2,
         "medium",
@@ -372,8 +370,7 @@ def un_improved_students(t, rng):
     v = (both["2024-Spring"] > both["2023-Fall"]).sum()
     return integer(
         f"Among students majoring in {d} who have enrollments in both 2023-Fall and "
-        "2024-Spring, how many "
-        "have a higher average grade in 2024-Spring than in 2023-Fall?",
+        "2024-Spring, how many have a higher average grade in 2024-Spring than in 2023-Fall?",
         v,
         "hard",
         department=d,

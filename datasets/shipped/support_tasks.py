@@ -170,8 +170,7 @@ def sp_month_jump(t, rng):
     top = top_labels(per.diff().dropna(), 1)
     return top and text(
         f"Which month of 2024 had the largest increase in the number of {p}-priority "
-        "tickets opened, "
-        "compared with the previous month?",
+        "tickets opened, compared with the previous month?",
         top[0],
         "month in YYYY-MM form",
         "medium",
@@ -210,8 +209,7 @@ def sp_running_count(t, rng):
     day = df.opened_at.str[:10].iloc[target - 1]
     return text(
         f"Counting {p}-priority tickets in order of opened_at, on which date (UTC) was the "
-        f"{target}th one "
-        f"opened? {UTC_TIMES}",
+        f"{target}th one opened? {UTC_TIMES}",
         day,
         "date in YYYY-MM-DD form",
         "hard",

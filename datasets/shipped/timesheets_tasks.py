@@ -32,8 +32,7 @@ Template = Callable[[Sheets, np.random.Generator], Draft | None]
 
 ONCE = (
     "Rows of the Hours sheet that are identical to another row are accidental double "
-    "submissions: count them "
-    "once. Blank hours were not submitted and are left out."
+    "submissions: count them once. Blank hours were not submitted and are left out."
 )
 ORDINAL = {1: "the most", 2: "the second most", 3: "the third most"}
 
@@ -65,8 +64,7 @@ def ts_client_cost(s, rng):
     sub = h[h.client == c]
     return number(
         f"What is the total labour cost of client {c}'s projects, where cost is hours times "
-        "the person's "
-        f"hourly_rate (Staff sheet) and clients are on the Projects sheet? {ONCE}",
+        f"the person's hourly_rate (Staff sheet) and clients are on the Projects sheet? {ONCE}",
         (sub.hours * sub.hourly_rate).sum(),
         2,
         "hard",
@@ -154,8 +152,7 @@ def ts_pivot_team_project(s, rng):
     top = top_labels(pivot.loc[team], 1)
     return top and text(
         "Build a pivot table of hours with teams as rows and projects as columns. Which "
-        "project has "
-        f"the largest value in the {team} row? {ONCE}",
+        f"project has the largest value in the {team} row? {ONCE}",
         top[0],
         "project code",
         "medium",
@@ -172,8 +169,7 @@ def ts_mean_weekly(s, rng):
     per_week = sub.groupby("week_start").hours.sum()
     return number(
         f"On average, how many hours per week did {name} log, over the weeks in which they "
-        "logged any "
-        f"hours? {ONCE}",
+        f"logged any hours? {ONCE}",
         per_week[per_week > 0].mean(),
         2,
         "medium",

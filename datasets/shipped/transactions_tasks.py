@@ -31,8 +31,7 @@ Template = Callable[[pd.DataFrame, np.random.Generator], Draft | None]
 ONCE = "Some rows are repeated; count each txn_id only once."
 AMOUNT = (
     "The amount column is text that may include a $ sign and comma thousands separators; a "
-    "blank or "
-    "N/A amount is unknown and is left out."
+    "blank or N/A amount is unknown and is left out."
 )
 DATES = "txn_date mixes three formats: YYYY-MM-DD, MM/DD/YYYY and DD Mon YYYY (e.g. 05 Apr 2023)."
 
@@ -151,8 +150,7 @@ def tx_category_units(df, rng):
     c = _clean(df)
     return integer(
         f"How many units (sum of quantity) of {cat} were sold? A blank quantity is unknown "
-        "and left "
-        f"out. {ONCE}",
+        f"and left out. {ONCE}",
         int(c[c.category == cat].quantity.sum()),
         "medium",
         category=cat,

@@ -153,8 +153,7 @@ def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
     )
     parts = [
         f"The data is in the {noun} `{file_name}` in your working directory. Create an "
-        "Excel workbook "
-        f"`{RESULT}` in your working directory with {count} {names}.",
+        f"Excel workbook `{RESULT}` in your working directory with {count} {names}.",
     ]
     for sheet in draft.sheets:
         cols = "\n".join(c.sentence() for c in sheet.columns)

@@ -408,8 +408,7 @@ def wb_fin_region_lines(s, rng):
         Sheet(
             "Lines",
             f"one row per product line for the {region} region, totals over all four "
-            "quarter sheets "
-            "(Q1, Q2, Q3, Q4).",
+            "quarter sheets (Q1, Q2, Q3, Q4).",
             lines,
             [Column("product_line", "the product line"), *MONEY],
             f"largest profit first; ties by product_line {AZ}",
@@ -450,8 +449,7 @@ def wb_fin_pivot_targets(s, rng):
         Sheet(
             "Pivot",
             f"total {value} ({meaning}) per region and quarter sheet, regions as rows and "
-            "the quarter "
-            "sheets Q1, Q2, Q3, Q4 as columns.",
+            "the quarter sheets Q1, Q2, Q3, Q4 as columns.",
             pivot,
             _pivot_columns(
                 "region", QUARTERS, lambda q: f"the region's total {value} on the {q} sheet", dec

@@ -131,8 +131,7 @@ def test_sql_rank_within_team(starter):
         rows = sql(
             t,
             "SELECT name, RANK() OVER (ORDER BY COUNT(*) DESC) FROM tickets JOIN agents "
-            "USING (agent_id) "
-            "WHERE closed_at IS NOT NULL AND team = ? GROUP BY name",
+            "USING (agent_id) WHERE closed_at IS NOT NULL AND team = ? GROUP BY name",
             p["team"],
         )
         assert [n for n, r in rows if r == p["rank"]] == [t.answer], t.id
@@ -291,8 +290,7 @@ def test_latest_survey_with_row_number(starter):
         ((v,),) = sql(
             t,
             "SELECT AVG(score) FROM (SELECT ticket_id, score, ROW_NUMBER() OVER (PARTITION "
-            "BY ticket_id "
-            "ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
+            "BY ticket_id ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
             "JOIN tickets USING (ticket_id) JOIN agents USING (agent_id) WHERE rn = 1 AND team = ?",
             t.metadata["params"]["team"],
         )

@@ -310,8 +310,7 @@ def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
         out = value(
             attacker,
             "import os, glob\nseen = [sorted(os.listdir('/slots'))]\n"
-            "for path in "
-            f"{targets!r}:\n"
+            f"for path in {targets!r}:\n"
             "    try:\n        open(path).read(); seen.append('READ')\n"
             "    except OSError as e:\n        seen.append(type(e).__name__)\n"
             f"for pid in [{victim_inside}, 1]:\n"

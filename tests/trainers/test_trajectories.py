@@ -24,8 +24,7 @@ pytestmark = pytest.mark.live
 
 PLOT = (
     "import matplotlib.pyplot as plt\nimport pandas as pd\ndf = "
-    "pd.read_csv('sales.csv')\nprint('rows', len(df))\nplt.plot([1, 2, "
-    "3])\nplt.show()\ndf.head(2)"
+    "pd.read_csv('sales.csv')\nprint('rows', len(df))\nplt.plot([1, 2, 3])\nplt.show()\ndf.head(2)"
 )
 
 
