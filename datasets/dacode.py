@@ -95,7 +95,7 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
             for p in gold_paths.values():
                 if not p.is_file():
                     raise FileNotFoundError(f"gold file {p} not found")
-            answer = {
+            answer: Any = {
                 "outputs": [
                     {"file": n, "gold": [str(p)], "options": options} for n, p in gold_paths.items()
                 ]
@@ -112,7 +112,10 @@ def load_dacode(root: str | os.PathLike[str], split: str = "test") -> Dataset:
                 )
             ]
             oracle_answer = "done"
-            instruction += "\n\nWrite the output file(s) in your working directory, then call final_answer (the text is not scored)."
+            instruction += (
+                "\n\nWrite the output file(s) in your working directory, then call "
+                "final_answer (the text is not scored)."
+            )
         else:
             golds = (
                 result["number"] if isinstance(result.get("number"), list) else [result["number"]]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ def _same_value(a: Any, b: Any) -> bool:
         return str(a).strip() == str(b).strip()
 
 
-def contradicting_labels(pairs: Iterable[tuple[Any, Any]]) -> list[str]:
+def contradicting_labels(pairs: Iterable[Sequence[Any]]) -> list[str]:
     """Names the gold gives different values (no answer can state both: such a gold is broken)."""
     seen: dict[str, Any] = {}
     found = []
@@ -74,7 +74,8 @@ def contradicting_labels(pairs: Iterable[tuple[Any, Any]]) -> list[str]:
 # ── formulas ──
 def _arguments(formula: str, start: int) -> list[str]:
     """The top-level arguments of the call whose ``(`` is at ``start``."""
-    depth, args, current = 0, [], []
+    depth, args = 0, []
+    current: list[str] = []
     for char in formula[start:]:
         if char == "(":
             depth += 1
@@ -189,7 +190,7 @@ def inconsistent_formulas(ws, min_run: int = 3) -> list[str]:
                 continue
             counts = Counter(template for _, template in run)
             if len(counts) == 2 and min(counts.values()) == 1:
-                odd = min(counts, key=counts.get)
+                odd = min(counts, key=counts.__getitem__)
                 row_number = next(r for r, t in run if t == odd)
                 cell = ws.cell(row_number, column).coordinate
                 found.append(

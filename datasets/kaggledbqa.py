@@ -76,11 +76,11 @@ def _notes_by_db(root: Path) -> dict[str, str]:
 def _file_split(path: Path, records: list[dict[str, Any]]) -> tuple[str, str] | None:
     """(db_id, split) of an examples file, or None for a combined ``<db>.json`` file."""
     db_ids = {r.get("db_id") for r in records}
-    if len(db_ids) != 1 or not isinstance(next(iter(db_ids)), str):
+    db_id = next(iter(db_ids)) if len(db_ids) == 1 else None
+    if not isinstance(db_id, str):
         raise ValueError(
             f"{path}: expected records of one database, found db_ids {sorted(map(str, db_ids))}"
         )
-    db_id = db_ids.pop()
     if path.stem == db_id:
         return None
     if not path.stem.startswith(db_id + "_") or len(path.stem) == len(db_id) + 1:

@@ -25,9 +25,9 @@ import sqlite3
 import urllib.parse
 from typing import Any
 
-from analyst_env.models import FileInfo
+from analyst_env.models import FileInfo, FileKind
 
-_KINDS = {
+_KINDS: dict[str, FileKind] = {
     ".csv": "csv",
     ".tsv": "csv",
     ".sqlite": "sqlite",
@@ -47,7 +47,7 @@ _EXACT_CSV_LIMIT = 64 * 1024 * 1024
 _JSON_LIMIT = 16 * 1024 * 1024
 
 
-def file_kind(name: str) -> str:
+def file_kind(name: str) -> FileKind:
     """The file kind guessed from the extension.
 
     Example:

@@ -43,17 +43,22 @@ def build_instruction(row: dict[str, Any], workbook: str) -> str:
     """The agent-facing instruction for one task row.
 
     Example:
-        >>> text = build_instruction({"Context": "Sales by week.", "Instructions": "Add a Total row."}, "W.xlsx")
+        >>> text = build_instruction(
+        ...     {"Context": "Sales by week.", "Instructions": "Add a Total row."}, "W.xlsx"
+        ... )
         >>> "save it in place as `W.xlsx`" in text
         True
     """
     return "\n\n".join(
         [
-            f"The Excel workbook `{workbook}` is in your working directory. {str(row.get('Context') or '').strip()}",
+            f"The Excel workbook `{workbook}` is in your working directory. "
+            f"{str(row.get('Context') or '').strip()}",
             "Task: " + str(row["Instructions"]).strip(),
             (
-                f"Edit the workbook with Python (openpyxl or pandas) and save it in place as `{workbook}` "
-                "(same name; keep the other sheets). Formulas are fine: the workbook is recalculated "
+                "Edit the workbook with Python (openpyxl or pandas) and save it in place "
+                f"as `{workbook}` "
+                "(same name; keep the other sheets). Formulas are fine: the workbook is "
+                "recalculated "
                 "before it is checked. Only cell values are checked, column by column under their "
                 "headers. When the file is saved, call final_answer (the text is not scored)."
             ),
@@ -61,9 +66,17 @@ def build_instruction(row: dict[str, Any], workbook: str) -> str:
     )
 
 
+def _reference_number(path: Path) -> int:
+    """The ``N`` of a reference workbook named ``*_gt<N>.xlsx``."""
+    match = _GT.search(path.name)
+    if match is None:
+        raise ValueError(f"{path}: reference workbook names end in _gt<N>.xlsx")
+    return int(match.group(1))
+
+
 def _references(folder: Path) -> list[dict[str, Any]]:
     refs = []
-    for path in sorted(folder.glob("*_gt*.xlsx"), key=lambda p: int(_GT.search(p.name).group(1))):
+    for path in sorted(folder.glob("*_gt*.xlsx"), key=_reference_number):
         check = path.with_name(path.stem + "_check.yaml")
         if not check.is_file():
             raise FileNotFoundError(f"reference {path} has no check list {check.name}")
@@ -193,7 +206,8 @@ def load_sheetcopilot(root: str | os.PathLike[str], split: str = "test") -> Data
         notes = []
         if uncached:
             notes.append(
-                f"first reference has {uncached} formula cells without cached values (scored on recalculation)"
+                f"first reference has {uncached} formula cells without cached values "
+                "(scored on recalculation)"
             )
         skipped = sorted({c for r in refs for c in unsupported_checks(r["check_board"])})
         if skipped:

@@ -25,7 +25,8 @@ from analyst_env.task_format import Dataset
 
 
 def _read_gold_file(path: Path, records: list[dict[str, Any]]) -> list[str]:
-    """Gold queries from ``<split>_gold.sql`` (``<sql>\\t<db_id>`` a line), checked against records."""
+    """Gold queries from ``<split>_gold.sql`` (``<sql>\\t<db_id>`` a line), checked against
+    records."""
     lines = [
         line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]

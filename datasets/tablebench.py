@@ -107,7 +107,8 @@ def load_tablebench(
     split: str = "test",
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Dataset:
-    """Load TableBench records from every ``*.jsonl`` file in ``root`` (or ``root`` itself if a file).
+    """Load TableBench records from every ``*.jsonl`` file in ``root`` (or ``root`` itself if a
+    file).
 
     Args:
         root: A JSONL file or a folder of them.

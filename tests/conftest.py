@@ -18,10 +18,12 @@ from support import make_tiny_dataset
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
-from analyst_env.server.app import build_app
-from analyst_env.server.environment import AnalystEnvironment
-from analyst_env.server.runtime import Runtime
-from analyst_env.server.settings import Settings
+# These imports must come after the sys.path cleanup above, so they resolve against the package.
+from analyst_env.server.app import build_app  # noqa: E402
+from analyst_env.server.environment import AnalystEnvironment  # noqa: E402
+from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.settings import Settings  # noqa: E402
+from analyst_env.task_format import Dataset  # noqa: E402
 
 
 @pytest.fixture(scope="session")

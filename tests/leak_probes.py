@@ -43,15 +43,18 @@ def package_source():
     files = []
     for root in list(getattr(analyst_env, "__path__", [])):
         for dirpath, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]  # an editable checkout's .venv is the interpreter
+            # an editable checkout's .venv is the interpreter
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
             files += [n for n in names if n.endswith((".py", ".pyc", ".json", ".jsonl", ".csv"))]
     return len(files)
 
 def server_modules():
-    return [m for m in sys.modules if m.startswith(("analyst_env.datasets", "analyst_env.verifiers", "analyst_env.server"))]
+    prefixes = ("analyst_env.datasets", "analyst_env.verifiers", "analyst_env.server")
+    return [m for m in sys.modules if m.startswith(prefixes)]
 
 def hidden_paths():
-    """Hidden directories whose contents can be listed (covered ones are empty, refused ones raise)."""
+    """Hidden directories whose contents can be listed (covered ones are empty, refused ones
+    raise)."""
     seen = []
     for path in HIDDEN:
         try:

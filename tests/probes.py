@@ -157,7 +157,8 @@ for path in ['/proc/1/environ', '/proc/1/cmdline', '/proc/self/environ'] + sorte
         readable.append(path)
     except OSError:
         pass
-print(json.dumps({'found': found, 'readable': [p for p in readable if not p.startswith('/proc/self')][:40]}))
+print(json.dumps({'found': found,
+                  'readable': [p for p in readable if not p.startswith('/proc/self')][:40]}))
 """
 
 
@@ -173,7 +174,8 @@ def probe_token_unreadable(target: Target) -> None:
         )
         sh = shell(
             env,
-            "env; cat /proc/1/environ; tr '\\0' '\\n' </proc/1/environ; ps aux 2>/dev/null; cat /proc/*/cmdline",
+            "env; cat /proc/1/environ; tr '\\0' '\\n' </proc/1/environ; ps aux "
+            "2>/dev/null; cat /proc/*/cmdline",
         )
         assert target.token not in sh, "a shell command reads the token"
 
@@ -248,7 +250,8 @@ def probe_server_files_unreadable(target: Target) -> None:
 
 
 def probe_hostile_policy_finds_nothing(target: Target) -> None:
-    """The project's leak probes (tests/leak_probes.py): server code, package source, cache, state, token."""
+    """The project's leak probes (tests/leak_probes.py): server code, package source, cache, state,
+    token."""
     assert target.token, "the probe needs a server with a token"
     with target.session() as env:
         env.reset(task_id=target.task_id, seed=0)
@@ -259,7 +262,8 @@ def probe_hostile_policy_finds_nothing(target: Target) -> None:
 
 
 def probe_gold_does_not_leak(target: Target) -> None:
-    """The project's own leak check over the protocol: oracle 1, null 0, repeatable, no gold shown."""
+    """The project's own leak check over the protocol: oracle 1, null 0, repeatable, no gold
+    shown."""
     from analyst_env.datasets.shipped import load_starter
 
     tasks = {t.id: t for t in load_starter().tasks}
@@ -309,7 +313,9 @@ def probe_no_network(target: Target) -> None:
         assert not through, f"the network is reachable from a cell: {through}"
         sh = shell(
             env,
-            "python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:8000/health', timeout=3); print('REACHED')\" 2>&1 | tail -1",
+            'python3 -c "import urllib.request as u; '
+            "u.urlopen('http://127.0.0.1:8000/health', timeout=3); print('REACHED')\" 2>&1 "
+            "| tail -1",
         )
         assert "REACHED" not in sh
 
@@ -372,7 +378,8 @@ def probe_other_episode_unreachable(target: Target) -> None:
         seen = json_cell(
             attacker,
             "import json, os, signal, glob\nseen = {}\n"
-            f"for path in ['/proc/{victim_pid}/cwd/secret.txt', '{victim_dir}/secret.txt', '/proc/{victim_pid}/environ']:\n"
+            f"for path in ['/proc/{victim_pid}/cwd/secret.txt', '{victim_dir}/secret.txt', "
+            f"'/proc/{victim_pid}/environ']:\n"
             "    try:\n        seen[path] = open(path).read()[:40]\n"
             "    except OSError as e:\n        seen[path] = type(e).__name__\n"
             "hits = []\n"
@@ -392,13 +399,15 @@ def probe_other_episode_unreachable(target: Target) -> None:
 
 
 def probe_server_survives_kill_attempts(target: Target) -> None:
-    """SIGTERM/SIGKILL to PID 1, to every process (kill -9 -1) and to the parent: the server stays up."""
+    """SIGTERM/SIGKILL to PID 1, to every process (kill -9 -1) and to the parent: the server stays
+    up."""
     with target.session() as env:
         env.reset(task_id=target.task_id, seed=0)
         out = json_cell(
             env,
             "import json, os, signal\nresults = {}\n"
-            "for label, pid, sig in [('pid1 TERM', 1, signal.SIGTERM), ('pid1 KILL', 1, signal.SIGKILL),\n"
+            "for label, pid, sig in [('pid1 TERM', 1, signal.SIGTERM), ('pid1 KILL', 1, "
+            "signal.SIGKILL),\n"
             "                        ('parent TERM', os.getppid(), signal.SIGTERM)]:\n"
             "    try:\n        os.kill(pid, sig); results[label] = 'sent'\n"
             "    except OSError as e:\n        results[label] = type(e).__name__\n"

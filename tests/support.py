@@ -1,4 +1,5 @@
-"""Test data shared by several test modules: a tiny dataset whose answers are known by construction."""
+"""Test data shared by several test modules: a tiny dataset whose answers are known by
+construction."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ SECRET_TOTAL = 7319.25
 
 
 def make_tiny_dataset(root: Path) -> Dataset:
-    """Three small tasks (CSV, SQLite, Excel) plus hook tasks, with answers known by construction."""
+    """Three small tasks (CSV, SQLite, Excel) plus hook tasks, with answers known by
+    construction."""
     root.mkdir(parents=True, exist_ok=True)
     sales = pd.DataFrame(
         {

@@ -277,8 +277,7 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
     gold, oracle = task.answer, task.oracle_answer.strip()
     if name == "workbook_match":
         return workbook_probes(gold["workbook"], dict(task.files)), []
-    if name == "numeric" and as_number(gold) is not None:
-        value = as_number(gold)
+    if name == "numeric" and (value := as_number(gold)) is not None:
         text = oracle if parse_number(oracle) == value else repr(value)  # the oracle's rounding
         adversarial, natural = numeric_probes(text, value)
     elif name == "exact" and isinstance(gold, str) and gold.strip():

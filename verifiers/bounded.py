@@ -251,6 +251,12 @@ def _death(proc, limits: ScoringLimits) -> str:
     if code is not None and code < 0:
         sig = signal.Signals(-code).name
         if -code in (signal.SIGXCPU, signal.SIGKILL):
-            return f"the scorer was stopped by {sig} (CPU limit {limits.cpu_s} s or memory limit {limits.memory_mb} MiB)"
+            return (
+                f"the scorer was stopped by {sig} (CPU limit {limits.cpu_s} s or memory limit "
+                f"{limits.memory_mb} MiB)"
+            )
         return f"the scorer died with {sig}"
-    return f"the scorer exited without a verdict (exit code {code}; memory limit {limits.memory_mb} MiB)"
+    return (
+        f"the scorer exited without a verdict (exit code {code}; memory limit "
+        f"{limits.memory_mb} MiB)"
+    )

@@ -1,4 +1,5 @@
-"""DA-Code's output checks: ``compare_csv`` on files the agent writes, ``compare_text`` on a JSON answer.
+"""DA-Code's output checks: ``compare_csv`` on files the agent writes, ``compare_text`` on a JSON
+answer.
 
 Follows upstream ``da_agent/evaluators/metrics`` (``table.py``, ``text.py``) as
 the benchmark README states it:
@@ -19,7 +20,10 @@ the benchmark README states it:
 Example:
     >>> dacode_text('{"Highest Country": ["monaco"]}', {"highest country": ["Monaco"]}).reward
     1.0
-    >>> dacode_text('{"n": 3.02}', {"n": 3.0}).reward, dacode_text('{"n": 3.005}', {"n": 3.0}).reward
+    >>> (
+    ...     dacode_text('{"n": 3.02}', {"n": 3.0}).reward,
+    ...     dacode_text('{"n": 3.005}', {"n": 3.0}).reward,
+    ... )
     (0.0, 1.0)
 """
 
@@ -85,7 +89,8 @@ def csv_score(
     ignore_order: bool = False,
     extra_columns: bool = True,
 ) -> float:
-    """Fraction (``divide``) or all-or-nothing (``all``) of gold columns found among the predicted ones.
+    """Fraction (``divide``) or all-or-nothing (``all``) of gold columns found among the predicted
+    ones.
 
     With ``extra_columns=False`` (the ``strict`` profile) a prediction with more
     columns than the gold file scores 0: upstream only looks for each gold

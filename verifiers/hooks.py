@@ -67,7 +67,8 @@ def read_reward_txt(reward_txt: str | None) -> tuple[float | None, str | None]:
 
 
 def parse_reward_txt(reward_txt: str | None) -> float | None:
-    """The reward ``reward.txt`` stands for: ``None`` if absent, 0.0 if invalid (see :func:`read_reward_txt`).
+    """The reward ``reward.txt`` stands for: ``None`` if absent, 0.0 if invalid (see
+    :func:`read_reward_txt`).
 
     Example:
         >>> parse_reward_txt("1.7"), parse_reward_txt("pass"), parse_reward_txt("1")

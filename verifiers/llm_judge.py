@@ -63,7 +63,10 @@ Submitted answer (one JSON string):
 
 Reply with the JSON object only."""
 
-DEFAULT_RUBRIC = "Score 1 if the submitted answer agrees with the gold answer, 0 if not, in between for partly right."
+DEFAULT_RUBRIC = (
+    "Score 1 if the submitted answer agrees with the gold answer, 0 if not, in between for "
+    "partly right."
+)
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -95,7 +98,8 @@ def encode_answer(submitted: str) -> str:
 
 
 def build_messages(submitted: str, gold: Any, rubric: str | None) -> list[dict[str, str]]:
-    """The fixed prompt: a system message and one user message holding rubric, gold and the encoded answer."""
+    """The fixed prompt: a system message and one user message holding rubric, gold and the encoded
+    answer."""
     gold_text = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False, default=str)
     user = USER_TEMPLATE.format(
         rubric=rubric or DEFAULT_RUBRIC, gold=gold_text, submitted=encode_answer(submitted)
@@ -128,7 +132,7 @@ def parse_reply(content: str) -> tuple[float, str]:
     score = reply["score"]
     if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
         raise ValueError(f"score {score!r} is not a number")
-    if not 0.0 <= score <= 1.0:
+    if not 0.0 <= float(score) <= 1.0:
         raise ValueError(f"score {score!r} is outside [0, 1]")
     reason = reply.get("reason", "")
     return float(score), reason if isinstance(reason, str) else json.dumps(reason)

@@ -158,7 +158,10 @@ def parse_number(text: object) -> float | None:
         1234.5
         >>> parse_number("about 12.5%")
         12.5
-        >>> parse_number("251.14 (rounded to 2 decimal places)"), parse_number("251.14 on 2024-03-20")
+        >>> (
+        ...     parse_number("251.14 (rounded to 2 decimal places)"),
+        ...     parse_number("251.14 on 2024-03-20"),
+        ... )
         (251.14, 251.14)
         >>> parse_number("231\u202f233.50"), parse_number("In 2023 the total was 251.14")
         (231233.5, 251.14)

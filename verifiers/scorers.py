@@ -29,7 +29,7 @@ from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
-Scorer = Callable[..., float]
+Scorer = Callable[..., float | Verdict]
 
 SCORERS: dict[str, Scorer] = {}
 
@@ -199,14 +199,16 @@ def dabench_findall(text: str) -> list[tuple[str, str]]:
 
 
 def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
-    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different values
+    """``{name: value}`` of the answer's ``@name[value]`` parts; ``None`` for a name given different
+    values
     (``repeats="refuse"``), or the last value (``repeats="last"``, upstream's dict)."""
     found: dict[str, str | None] = {}
     for name, value in dabench_findall(submitted):
+        earlier = found.get(name)
         if (
             repeats == "refuse"
             and name in found
-            and (found[name] is None or not _dabench_equal(found[name], value))
+            and (earlier is None or not _dabench_equal(earlier, value))
         ):
             found[name] = None
         else:
@@ -221,7 +223,7 @@ def dabench(
     partial_credit: bool = False,
     repeats: str | None = None,
     profile: str = "strict",
-) -> Verdict:
+) -> Verdict | float:
     """The InfiAgent-DABench closed-form rule.
 
     All ``@name[value]`` parts are extracted from the answer. A gold ``[name,
@@ -244,9 +246,13 @@ def dabench(
         >>> v = dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]])
         >>> v.reward, v.components
         (0.0, {'part:mean_fare': 1.0, 'part:n': 0.0})
-        >>> dabench("@mean_fare[34.65]", [["mean_fare", "34.65"], ["n", "3"]], partial_credit=True).reward
+        >>> gold = [["mean_fare", "34.65"], ["n", "3"]]
+        >>> dabench("@mean_fare[34.65]", gold, partial_credit=True).reward
         0.5
-        >>> dabench("@n[2] @n[3]", [["n", "3"]]).reward, dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward
+        >>> (
+        ...     dabench("@n[2] @n[3]", [["n", "3"]]).reward,
+        ...     dabench("@n[2] @n[3]", [["n", "3"]], repeats="last").reward,
+        ... )
         (0.0, 1.0)
     """
     repeats = repeats or ("last" if profile == "official" else "refuse")
@@ -260,7 +266,7 @@ def dabench(
         return 0.0
     found = _dabench_parts(submitted, repeats)
     parts = {
-        name: float(found.get(name) is not None and _dabench_equal(found[name], label))
+        name: float((value := found.get(name)) is not None and _dabench_equal(value, label))
         for name, label in labels
     }
     correct = sum(parts.values())

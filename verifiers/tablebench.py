@@ -25,7 +25,8 @@ agent states: the answer must contain ``y_references = [[...], ...]`` (or a list
 of lists) equal to the gold series after rounding to 2 decimals.
 
 Example:
-    >>> tablebench("Final Answer: Spain, France", {"answer": "spain, france", "metric": "EM"}).reward
+    >>> gold = {"answer": "spain, france", "metric": "EM"}
+    >>> tablebench("Final Answer: Spain, France", gold).reward
     1.0
     >>> round(rouge_l("the cat sat on the mat", "a cat sat on a mat"), 3)
     0.667
@@ -49,7 +50,10 @@ def metric_for(qtype: str, qsubtype: str) -> str:
     """The metric upstream uses for a question type.
 
     Example:
-        >>> metric_for("DataAnalysis", "TrendForecasting"), metric_for("DataAnalysis", "AnomalyDetection")
+        >>> (
+        ...     metric_for("DataAnalysis", "TrendForecasting"),
+        ...     metric_for("DataAnalysis", "AnomalyDetection"),
+        ... )
         ('EM_with_error_10', 'ROUGE-L')
     """
     if qtype == "Visualization":
@@ -84,14 +88,17 @@ def strict_normalize_answer(s: str) -> str:
     for item in s.split(","):
         numbers: list[str] = []
 
-        def keep(match: re.Match) -> str:
+        def keep(match: re.Match, numbers: list[str] = numbers) -> str:
             numbers.append(match.group(0))
             return f" \x00{len(numbers) - 1}\x00 "
+
+        def put_back(match: re.Match, numbers: list[str] = numbers) -> str:
+            return numbers[int(match.group(1))]
 
         item = _KEPT_NUMBER.sub(keep, item)
         item = "".join(ch for ch in item if ch not in string.punctuation)
         item = re.sub(r"\b(a|an|the)\b", " ", item)
-        item = re.sub("\x00(\\d+)\x00", lambda m: numbers[int(m.group(1))], item)
+        item = re.sub("\x00(\\d+)\x00", put_back, item)
         items.append(" ".join(item.split()))
     return ", ".join(items)
 
@@ -191,7 +198,8 @@ def rouge_l(reference: str, prediction: str) -> float:
 
 
 def _series_text(text: str) -> str | None:
-    """What ``y_references\\s*=\\s*(\\[.*\\])``, else ``(\\[\\s*\\[.*\\]\\s*\\])`` (DOTALL) would capture,
+    """What ``y_references\\s*=\\s*(\\[.*\\])``, else ``(\\[\\s*\\[.*\\]\\s*\\])`` (DOTALL) would
+    capture,
     found in linear time (the regexes retry from every bracket: quadratic on ``[[[[...``)."""
     last_close = text.rfind("]")
     named = re.search(r"y_references\s*=\s*\[", text)

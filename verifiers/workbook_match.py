@@ -34,7 +34,7 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +164,8 @@ def compare_sheet(gold: dict[tuple[int, int], tuple[Any, ...]], result: Grid) ->
 
 
 def _gold_cells(cached: Grid, recalculated: Grid) -> dict[tuple[int, int], tuple[Any, ...]]:
-    """Each reference cell with the values it accepts: cached first, then the engine's if different."""
+    """Each reference cell with the values it accepts: cached first, then the engine's if
+    different."""
     cells = {}
     for key in cached.keys() | recalculated.keys():
         options = [v for v in (cached.get(key), recalculated.get(key)) if v is not None]
@@ -179,7 +180,9 @@ def enabled_value_sheets(check_board: dict[str, Any]) -> list[int]:
     """1-based sheet indexes whose check list enables ``cells.values``.
 
     Example:
-        >>> enabled_value_sheets({"1": {"cells": {"values": True}}, "2": {"cells": {"values": False}}})
+        >>> enabled_value_sheets(
+        ...     {"1": {"cells": {"values": True}}, "2": {"cells": {"values": False}}}
+        ... )
         [1]
     """
     return sorted(
@@ -188,7 +191,8 @@ def enabled_value_sheets(check_board: dict[str, Any]) -> list[int]:
 
 
 def unsupported_checks(check_board: dict[str, Any]) -> list[str]:
-    """Enabled checks other than ``cells.values`` (charts, pivots, ...), as ``sheet:category.property``.
+    """Enabled checks other than ``cells.values`` (charts, pivots, ...), as
+    ``sheet:category.property``.
 
     Example:
         >>> unsupported_checks({"1": {"cells": {"values": True}, "charts": {"title": True}}})
@@ -282,14 +286,15 @@ def workbook_match(
     if unpacked > max_unpacked_bytes:
         return Verdict(
             0.0,
-            detail=f"{name} unpacks to {unpacked} bytes, over the limit of {max_unpacked_bytes}; not opened",
+            detail=f"{name} unpacks to {unpacked} bytes, over the limit of {max_unpacked_bytes}; "
+            "not opened",
         )
     try:
         _load_values(data)
     except Exception as exc:  # openpyxl raises many types on a corrupt package
         return Verdict(0.0, detail=f"{name} cannot be opened: {type(exc).__name__}: {exc}")
     detail_prefix = ""
-    recalculated: list[bytes | None] = [None] * (len(refs) + 1)
+    recalculated: Sequence[bytes | None] = [None] * (len(refs) + 1)
     if recalc:
         try:
             recalculated = _recalculate(

@@ -18,7 +18,7 @@ import json
 import tempfile
 import time
 
-from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.datasets.procedural.dataset import DroppedCounts, ProceduralDataset
 from analyst_env.datasets.procedural.sampling import data_digest, timing
 from analyst_env.paths import cache_root
 
@@ -28,7 +28,7 @@ def run(count: int, seed: int, split: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="procedural-bench-", dir=cache_root()) as tmp:
         ds = ProceduralDataset(seed, cache_dir=tmp, keep_dirs=256)
         ds.task(split, count + 10)  # imports and first-use costs are not per-task costs
-        ds.counts.__init__()
+        ds.counts = DroppedCounts()
         seconds, cpu, by_kind, digests = [], [], collections.defaultdict(list), set()
         started, cpu_started = time.perf_counter(), time.process_time()
         for i in range(count):

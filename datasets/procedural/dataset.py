@@ -212,7 +212,8 @@ class ProceduralDataset:
         peekable = {
             k: v for k, v in where.items() if k in ("category", "domain", "kind", "template") and v
         }
-        found, made, index = [], 0, start
+        found: list[Task] = []
+        made, index = 0, start
         end = min(start + max_scanned, SPLIT_SIZE)
         while index < end and len(found) < limit and made < max_made:
             drawn = peek(self._seed, split, index) if peekable else {}
@@ -245,7 +246,7 @@ class SplitView(Sequence):
     def __len__(self) -> int:
         return self.dataset.size(self.name)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from analyst_env.datasets.procedural.domains import Domain
@@ -92,7 +93,7 @@ def prepare(
         m1 = _number(row[d.m1.name])
         if m1 is not None and other is not None and row[unit_col(d)] == other:
             m1 = m1 / factor
-        rec = {
+        rec: Record = {
             "id": _text(row[d.id_col]),
             "date": _date(row[d.date_col]),
             "g1": _text(row[d.g1[0]]),
@@ -126,14 +127,15 @@ def _agg(rows: list[Record], fn: str, role: str) -> float | None:
     xs = [r[role] for r in rows if r[role] is not None]
     if not xs or (fn == "std" and len(xs) < 2):
         return None
-    return {
+    aggregates: dict[str, Callable[[list[Any]], float]] = {
         "sum": math.fsum,
         "mean": statistics.fmean,
         "min": min,
         "max": max,
         "median": statistics.median,
         "std": statistics.stdev,
-    }[fn](xs)
+    }
+    return aggregates[fn](xs)
 
 
 def _label(rec: Record, by: str) -> str:
@@ -291,16 +293,16 @@ def evaluate(q: Query, records: list[Record]) -> Any:
                 return r["date"].isoformat()
         return None
     if name == "cohort":
-        first: dict[str, str] = {}
-        last: dict[str, str] = {}
+        first_seen: dict[str, str] = {}
+        last_seen: dict[str, str] = {}
         for r in rows:
             month = r["date"].strftime("%Y-%m")
-            first[r["key"]] = min(first.get(r["key"], month), month)
-            last[r["key"]] = max(last.get(r["key"], month), month)
-        members = [k for k, m in first.items() if m == a[0]]
+            first_seen[r["key"]] = min(first_seen.get(r["key"], month), month)
+            last_seen[r["key"]] = max(last_seen.get(r["key"], month), month)
+        members = [k for k, m in first_seen.items() if m == a[0]]
         if not members:
             return None
-        return len(members) if a[1] == "size" else sum(last[k] > a[0] for k in members)
+        return len(members) if a[1] == "size" else sum(last_seen[k] > a[0] for k in members)
     if name == "funnel_both":
         keys_a = {r["key"] for r in rows if r["g2"] == a[0]}
         keys_b = {r["key"] for r in rows if r["g2"] == a[1]}

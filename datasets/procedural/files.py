@@ -74,19 +74,26 @@ def describe(p: Placement) -> str:
     return text + ", in your working directory."
 
 
+def _table(name: str | None) -> str:
+    """The table or sheet name a database or workbook file in a placement always has."""
+    if name is None:
+        raise ValueError("a database or workbook file in a placement needs a table name")
+    return name
+
+
 def write(p: Placement, fact: pd.DataFrame, dim: pd.DataFrame, directory: Path) -> dict[str, str]:
     """Write the files of ``p`` into ``directory``; return ``{name: path}``."""
     if p.fact_file == p.dim_file:
         path = directory / p.fact_file
         writer = write_sqlite if path.suffix == ".sqlite" else write_xlsx
-        writer({p.fact_table: fact, p.dim_table: dim}, path)
+        writer({_table(p.fact_table): fact, _table(p.dim_table): dim}, path)
         return {p.fact_file: str(path)}
     files = {p.fact_file: str(directory / p.fact_file)}
     write_csv(fact, directory / p.fact_file)
     if p.dim_file:
         files[p.dim_file] = str(directory / p.dim_file)
         if p.dim_file.endswith(".xlsx"):
-            write_xlsx({p.dim_table: dim}, directory / p.dim_file)
+            write_xlsx({_table(p.dim_table): dim}, directory / p.dim_file)
         else:
             write_csv(dim, directory / p.dim_file)
     return files
@@ -139,7 +146,7 @@ def _plain_one(path: Path, table: str | None) -> Rows:
 
         wb = load_workbook(path, read_only=True, data_only=True)
         try:
-            return _sheet_rows(wb, table)
+            return _sheet_rows(wb, _table(table))
         finally:
             wb.close()
     with open(path, newline="", encoding="utf-8") as fh:
@@ -153,7 +160,7 @@ def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:
 
         wb = load_workbook(directory / p.fact_file, read_only=True, data_only=True)
         try:
-            return _sheet_rows(wb, p.fact_table), _sheet_rows(wb, p.dim_table)
+            return _sheet_rows(wb, _table(p.fact_table)), _sheet_rows(wb, _table(p.dim_table))
         finally:
             wb.close()
     fact = _plain_one(directory / p.fact_file, p.fact_table)

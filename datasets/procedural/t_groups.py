@@ -117,7 +117,6 @@ def pivot_top_cell(c: Ctx) -> Ask | None:
         f"total {c.col('m1')} in the cells. Which cell holds the largest total",
         ("group", "pivot", "sum", "m1", ("argmax",)),
         "pair",
-        what=("g1", "g2"),
     )
 
 

@@ -1,4 +1,5 @@
-"""Question templates over ``budget.xlsx``: lookups across sheets, mixed cell types, a wide budget sheet.
+"""Question templates over ``budget.xlsx``: lookups across sheets, mixed cell types, a wide budget
+sheet.
 
 The Expenses sheet refers to departments by code (names and managers are on
 Departments), is in four currencies (rates on FX), stores some amounts as
@@ -33,8 +34,8 @@ Sheets = dict[str, pd.DataFrame]
 Template = Callable[[Sheets, np.random.Generator], Draft | None]
 
 USD = (
-    "Amounts are in each row's currency; convert to USD with the FX sheet (usd_per_unit). Some amount cells are "
-    "text with comma thousands separators."
+    "Amounts are in each row's currency; convert to USD with the FX sheet (usd_per_unit). "
+    "Some amount cells are text with comma thousands separators."
 )
 DATES = "The date column holds real date cells and text dates written DD.MM.YYYY."
 QUARTER_MONTHS = {"Q1": MONTHS[0:3], "Q2": MONTHS[3:6], "Q3": MONTHS[6:9], "Q4": MONTHS[9:12]}
@@ -64,8 +65,8 @@ def bu_dept_spend(s, rng):
     d = pick(rng, s["Departments"].department)
     e = _spend(s)
     return number(
-        f"What is the total spend in USD of the {d} department (department names are on the Departments "
-        f"sheet)? {USD}",
+        f"What is the total spend in USD of the {d} department (department names are on the "
+        f"Departments sheet)? {USD}",
         e[e.department == d].usd.sum(),
         2,
         "medium",
@@ -100,8 +101,8 @@ def bu_over_budget(s, rng):
         return None
     months_text = ", ".join(QUARTER_MONTHS[q])
     return members(
-        f"Which departments spent more in USD during {q} 2024 ({months_text}) than the sum of their "
-        f"Budget sheet columns for those months? {DATES} {USD}",
+        f"Which departments spent more in USD during {q} 2024 ({months_text}) than the sum "
+        f"of their Budget sheet columns for those months? {DATES} {USD}",
         over,
         "department names",
         "hard",
@@ -118,8 +119,8 @@ def bu_month_variance(s, rng):
     budget = b[(b.department == d) & (b.month == MONTHS[m - 1])].budget.sum()
     name = pd.Timestamp(2024, m, 1).strftime("%B")
     return number(
-        f"For the {d} department in {name} 2024, what is actual USD spend minus the Budget sheet amount "
-        f"(negative if under budget)? {DATES} {USD}",
+        f"For the {d} department in {name} 2024, what is actual USD spend minus the Budget "
+        f"sheet amount (negative if under budget)? {DATES} {USD}",
         actual - budget,
         2,
         "hard",
@@ -158,8 +159,8 @@ def bu_manager_count(s, rng):
     m = pick(rng, s["Departments"].manager)
     e = _spend(s)
     return integer(
-        f"How many expense rows belong to departments managed by {m} (managers are on the Departments "
-        "sheet)?",
+        f"How many expense rows belong to departments managed by {m} (managers are on the "
+        "Departments sheet)?",
         int((e.manager == m).sum()),
         "easy",
         manager=m,
@@ -189,8 +190,8 @@ def bu_unapproved_share(s, rng):
     c = pick(rng, s["Expenses"].currency)
     e = s["Expenses"][s["Expenses"].currency == c]
     return number(
-        f"What percentage of the expense rows in {c} have a blank approved cell (a percentage between 0 "
-        "and 100)?",
+        f"What percentage of the expense rows in {c} have a blank approved cell (a "
+        "percentage between 0 and 100)?",
         100 * e.approved.isna().mean(),
         2,
         "medium",
@@ -202,7 +203,8 @@ def bu_peak_budget_month(s, rng):
     b = _budget_long(s)
     top = top_labels(b.groupby("month").budget.sum(), 1)
     return top and text(
-        "Summed over all departments, which month column of the Budget sheet has the largest total?",
+        "Summed over all departments, which month column of the Budget sheet has the "
+        "largest total?",
         top[0],
         "month column name (e.g. Jan)",
         "easy",

@@ -22,7 +22,7 @@ __all__ = ["MANIFEST", "cache_root", "materialize"]
 MANIFEST = "manifest.json"
 
 
-def materialize(final: Path, build: Callable[[Path], None]) -> Path:
+def materialize(final: Path, build: Callable[[Path], object]) -> Path:
     """Ensure ``final`` exists, building it with ``build(tmp_dir)`` if needed.
 
     Args:

@@ -105,7 +105,8 @@ def sales_online_share(df, rng):
     sub = df[df.order_date.str.startswith(str(y))]
     v = 100 * sub[sub.channel == "Online"].revenue.sum() / sub.revenue.sum()
     return number(
-        f"What percentage of {y} revenue came from the Online channel (a percentage between 0 and 100)?",
+        f"What percentage of {y} revenue came from the Online channel (a percentage between "
+        "0 and 100)?",
         v,
         2,
         "medium",
@@ -299,7 +300,8 @@ def fl_cancel_rate(df, rng):
     o = _pick(rng, df.origin)
     v = 100 * df[df.origin == o].cancelled.mean()
     return number(
-        f"What percentage of flights departing from {o} were cancelled (a percentage between 0 and 100)?",
+        f"What percentage of flights departing from {o} were cancelled (a percentage "
+        "between 0 and 100)?",
         v,
         2,
         "medium",
@@ -346,8 +348,8 @@ def fl_p90_arr_delay(df, rng):
     c = _pick(rng, df.carrier)
     v = df[df.carrier == c].arr_delay_min.dropna().quantile(0.9)
     return number(
-        f"What is the 90th percentile of arrival delay (minutes) for {c} flights, ignoring cancelled "
-        "flights and using linear interpolation?",
+        f"What is the 90th percentile of arrival delay (minutes) for {c} flights, ignoring "
+        "cancelled flights and using linear interpolation?",
         v,
         1,
         "hard",
@@ -359,7 +361,8 @@ def fl_evening_distance(df, rng):
     h = int(rng.integers(17, 21))
     v = df[df.sched_dep_hour >= h].distance_mi.mean()
     return number(
-        f"What is the average distance in miles of flights scheduled to depart at hour {h} or later?",
+        f"What is the average distance in miles of flights scheduled to depart at hour {h} "
+        "or later?",
         v,
         2,
         "easy",
@@ -371,8 +374,8 @@ def fl_carrier_summary(df, rng):
     c = _pick(rng, df.carrier)
     sub = df[df.carrier == c]
     return parts(
-        f"For carrier {c}, report the number of cancelled flights and the mean arrival delay in minutes "
-        "of the flights that were not cancelled.",
+        f"For carrier {c}, report the number of cancelled flights and the mean arrival "
+        "delay in minutes of the flights that were not cancelled.",
         [
             ("cancelled_flights", sub.cancelled.sum(), 0),
             ("mean_arr_delay", sub.arr_delay_min.mean(), 2),
@@ -466,8 +469,8 @@ def sales_cumulative_cross(df, rng):
     running = sub.groupby(sub.order_date.str[:7]).revenue.sum().sort_index().cumsum()
     month = running[running >= running.iloc[-1] * f / 100].index[0]
     return text(
-        f"In which month did the {r} region's running total of {y} revenue (cumulative from January) first "
-        f"reach {f}% of its full-year {y} revenue?",
+        f"In which month did the {r} region's running total of {y} revenue (cumulative from "
+        f"January) first reach {f}% of its full-year {y} revenue?",
         month,
         "month in YYYY-MM form",
         "hard",
@@ -575,8 +578,8 @@ def sen_max_hourly_rise(df, rng):
     sub = df[df.site == s].sort_values("timestamp")
     v = sub.temperature_c.diff().max()  # diff is NaN next to a missing reading, and max skips NaN
     return number(
-        f"At the {s} site, what is the largest rise in temperature_c from one hourly reading to the next "
-        "(skip pairs where either reading is missing)?",
+        f"At the {s} site, what is the largest rise in temperature_c from one hourly "
+        "reading to the next (skip pairs where either reading is missing)?",
         v,
         2,
         "hard",
@@ -590,7 +593,8 @@ def sen_rolling_max(df, rng):
     sub = df[df.site == s].sort_values("timestamp")
     v = sub.temperature_c.rolling(w).mean().max()
     return number(
-        f"At the {s} site, what is the highest {w}-hour rolling mean of temperature_c (windows of {w} "
+        f"At the {s} site, what is the highest {w}-hour rolling mean of temperature_c "
+        f"(windows of {w} "
         f"consecutive hourly readings; only windows with all {w} readings present count)?",
         v,
         2,

@@ -95,13 +95,19 @@ def _fmt(value: float, decimals: int) -> str:
 
 def format_sentence(d: Draft) -> str:
     if d.style == "number":
-        return f"Give your final answer as a single number rounded to {d.decimals} decimal places, without units."
+        return (
+            f"Give your final answer as a single number rounded to {d.decimals} decimal places, "
+            "without units."
+        )
     if d.style == "integer":
         return "Give your final answer as a single integer."
     if d.style == "text":
         return f"Give your final answer as the {d.what} only, written exactly as in the data."
     if d.style == "set":
-        return f'Give your final answer as a JSON list of {d.what} (e.g. ["x", "y"]); order does not matter.'
+        return (
+            f'Give your final answer as a JSON list of {d.what} (e.g. ["x", "y"]); order does '
+            "not matter."
+        )
     if d.style == "list":
         return f"Give your final answer as a JSON list of {d.what}, {d.order}."
     if d.style == "parts":
@@ -187,7 +193,8 @@ def to_task(
 
 
 def pick(rng: Any, values: Any) -> str:
-    """One of the distinct non-missing ``values`` (as text), drawn with ``rng`` from their sorted list."""
+    """One of the distinct non-missing ``values`` (as text), drawn with ``rng`` from their sorted
+    list."""
     import pandas as pd
 
     return str(rng.choice(sorted(pd.unique(pd.Series(values).dropna()))))
@@ -211,7 +218,8 @@ def repeat(n: int) -> Callable[[T], T]:
 
 
 def reuse_last(build: Callable[[Any], T]) -> Callable[[Any], T]:
-    """Decorator for a derived-table builder: reuse its result while called with the very same input object.
+    """Decorator for a derived-table builder: reuse its result while called with the very same input
+    object.
 
     The generator hands every template of a source the same tables object, so
     a join or parse that many templates need runs once per source. Only the
@@ -232,7 +240,8 @@ def reuse_last(build: Callable[[Any], T]) -> Callable[[Any], T]:
 
 
 def nth_label(values: Any, k: int, ascending: bool = False) -> str | None:
-    """Label ranked ``k``-th (1-based) in a pandas Series, or ``None`` if ties make ranks 1..k ambiguous.
+    """Label ranked ``k``-th (1-based) in a pandas Series, or ``None`` if ties make ranks 1..k
+    ambiguous.
 
     Example:
         >>> import pandas as pd
@@ -244,7 +253,8 @@ def nth_label(values: Any, k: int, ascending: bool = False) -> str | None:
 
 
 def top_labels(values: Any, k: int, ascending: bool = False) -> list[str] | None:
-    """Labels of the ``k`` best entries of a pandas Series, or ``None`` if a tie makes the cut ambiguous.
+    """Labels of the ``k`` best entries of a pandas Series, or ``None`` if a tie makes the cut
+    ambiguous.
 
     Example:
         >>> import pandas as pd

@@ -1,4 +1,5 @@
-"""Question templates over ``events.csv``: UTC timestamps asked about in local time zones, and per-user sequences.
+"""Question templates over ``events.csv``: UTC timestamps asked about in local time zones, and
+per-user sequences.
 
 Timestamps are stored in UTC (``2024-03-09T23:15:00Z``) over a span that
 crosses the daylight-saving changes of the US, Europe and Australia, so a
@@ -152,8 +153,8 @@ def ev_median_gap(df, rng):
     sub = e[e.device == dev].sort_values(["user_id", "t"], kind="stable")
     gaps = sub.groupby("user_id").t.diff().dropna().dt.total_seconds() / 60
     return number(
-        f"Considering only {dev} events: for each user, take the minutes between each of their events "
-        "and their previous event. What is the median of these gaps over all users?",
+        f"Considering only {dev} events: for each user, take the minutes between each of "
+        "their events and their previous event. What is the median of these gaps over all users?",
         gaps.median(),
         1,
         "hard",
@@ -169,8 +170,8 @@ def ev_quick_first_purchase(df, rng):
     first_buy = e[e.event_type == "purchase"].groupby("user_id").t.min()
     delay = (first_buy - first_event.reindex(first_buy.index)).dt.total_seconds() / 3600
     return integer(
-        f"How many users made their first purchase within {h} hours (inclusive) of their first event "
-        "of any type?",
+        f"How many users made their first purchase within {h} hours (inclusive) of their "
+        "first event of any type?",
         int((delay <= h).sum()),
         "hard",
         hours=h,
@@ -183,8 +184,8 @@ def ev_device_share(df, rng):
     sub = df[df.event_type == "purchase"]
     v = 100 * sub[sub.device == dev].amount_usd.sum() / sub.amount_usd.sum()
     return number(
-        f"What share of total purchase amount_usd came from {dev} events, as a percentage between 0 "
-        "and 100?",
+        f"What share of total purchase amount_usd came from {dev} events, as a percentage "
+        "between 0 and 100?",
         v,
         2,
         "easy",

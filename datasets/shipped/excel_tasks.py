@@ -51,8 +51,8 @@ def fi_line_profit(s, rng):
     y = _year(s)
     sub = y[y.product_line == p]
     return number(
-        f"What was the total annual profit (revenue minus cost, summed over all four quarter sheets) of "
-        f"the {p} product line?",
+        "What was the total annual profit (revenue minus cost, summed over all four "
+        f"quarter sheets) of the {p} product line?",
         (sub.revenue - sub.cost).sum(),
         2,
         "medium",
@@ -77,8 +77,8 @@ def fi_target_met(s, rng):
     if not met:
         return None
     return members(
-        "Which regions met or exceeded their annual revenue target (Targets sheet) with their total "
-        "revenue across the four quarter sheets?",
+        "Which regions met or exceeded their annual revenue target (Targets sheet) with "
+        "their total revenue across the four quarter sheets?",
         met,
         "region names",
         "hard",
@@ -214,7 +214,8 @@ def inv_zero_stock(s, rng):
     totals = s["Stock"].groupby("sku").quantity.sum()
     v = (totals.reindex(s["Products"].sku, fill_value=0) == 0).sum()
     return integer(
-        "How many SKUs have no units in stock in any warehouse (including SKUs that have no Stock rows)?",
+        "How many SKUs have no units in stock in any warehouse (including SKUs that have "
+        "no Stock rows)?",
         v,
         "medium",
     )
@@ -298,8 +299,8 @@ def fi_cumulative_target(s, rng):
     if hit.empty:
         return None
     return text(
-        f"In which quarter did the {r} region's running total of revenue (cumulative from Q1) first reach "
-        f"{f}% of its annual_revenue_target on the Targets sheet?",
+        f"In which quarter did the {r} region's running total of revenue (cumulative from "
+        f"Q1) first reach {f}% of its annual_revenue_target on the Targets sheet?",
         hit.index[0],
         "quarter sheet name",
         "hard",
@@ -315,7 +316,8 @@ def fi_pivot_line_region(s, rng):
     pivot = y.pivot_table(index="region", columns="product_line", values="profit", aggfunc="sum")
     top = top_labels(pivot[p], 1)
     return top and text(
-        f"Make a pivot table of annual profit (revenue - cost, all four quarter sheets) with regions "
+        "Make a pivot table of annual profit (revenue - cost, all four quarter sheets) "
+        "with regions "
         f"as rows and product lines as columns. Which region has the largest value in the {p} "
         "column?",
         top[0],

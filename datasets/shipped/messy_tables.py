@@ -33,7 +33,8 @@ EXPENSE_TEXT_DATE = "%d.%m.%Y"
 
 
 def _with_duplicates(rng: np.random.Generator, df: pd.DataFrame, share: float) -> pd.DataFrame:
-    """``df`` plus verbatim copies of about ``share`` of its rows, each placed right after a random row."""
+    """``df`` plus verbatim copies of about ``share`` of its rows, each placed right after a random
+    row."""
     copies = df.iloc[np.sort(rng.choice(len(df), int(len(df) * share), replace=False))]
     order = np.concatenate([np.arange(len(df), dtype=float), rng.uniform(0, len(df), len(copies))])
     both = pd.concat([df, copies], ignore_index=True)
@@ -41,7 +42,8 @@ def _with_duplicates(rng: np.random.Generator, df: pd.DataFrame, share: float) -
 
 
 def make_transactions(rng: np.random.Generator, n: int = 1500) -> pd.DataFrame:
-    """Point-of-sale exports from five stores in 2023: text amounts, mixed date formats, repeated rows."""
+    """Point-of-sale exports from five stores in 2023: text amounts, mixed date formats, repeated
+    rows."""
     cats = list(CATEGORIES)
     category = rng.choice(cats, n, p=mix_weights(rng, len(cats)))
     lo = np.array([CATEGORIES[c][0] for c in category])
@@ -76,7 +78,8 @@ def make_transactions(rng: np.random.Generator, n: int = 1500) -> pd.DataFrame:
 
 
 def make_events(rng: np.random.Generator, n: int = 2500) -> pd.DataFrame:
-    """App events of 200 users, 2024-03-01 to 2024-04-14, timestamped in UTC (across DST changes)."""
+    """App events of 200 users, 2024-03-01 to 2024-04-14, timestamped in UTC (across DST
+    changes)."""
     users = [f"U{i:03d}" for i in range(1, 201)]
     start = pd.Timestamp("2024-03-01")
     seconds = np.sort(rng.integers(0, 45 * 86400, n))
@@ -96,7 +99,8 @@ def make_events(rng: np.random.Generator, n: int = 2500) -> pd.DataFrame:
 
 
 def make_support_db(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
-    """A help desk: agents, customers, tickets (UTC times, NULL agent / closed_at) and repeated surveys."""
+    """A help desk: agents, customers, tickets (UTC times, NULL agent / closed_at) and repeated
+    surveys."""
     teams = ["Billing", "Enterprise", "Onboarding", "Technical"]
     n_agents, n_cust, n_tix = 24, 400, 2000
     agents = pd.DataFrame(
@@ -172,7 +176,8 @@ def make_support_db(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
 
 
 def make_budget_wb(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
-    """2024 expenses in four currencies (text amounts, text and real dates, blanks) plus lookup sheets."""
+    """2024 expenses in four currencies (text amounts, text and real dates, blanks) plus lookup
+    sheets."""
     names = [
         "Engineering",
         "Finance",
@@ -235,7 +240,8 @@ def make_budget_wb(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
 
 
 def make_timesheets_wb(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
-    """Weekly hours per person and project (blank = not submitted, some double submissions) plus rates."""
+    """Weekly hours per person and project (blank = not submitted, some double submissions) plus
+    rates."""
     teams = ["Backend", "Design", "Frontend", "QA"]
     n_staff = 30
     staff = pd.DataFrame(

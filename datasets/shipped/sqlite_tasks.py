@@ -102,8 +102,8 @@ def rt_segment_aov(t, rng):
         df[(df.status == "completed") & (df.segment == s)].groupby("order_id").line_revenue.sum()
     )
     return number(
-        f"What is the average order value of completed orders placed by {s} customers? An order's value "
-        "is the sum of quantity * unit_price * (1 - discount) over its items.",
+        f"What is the average order value of completed orders placed by {s} customers? An "
+        "order's value is the sum of quantity * unit_price * (1 - discount) over its items.",
         per_order.mean(),
         2,
         "hard",
@@ -120,7 +120,8 @@ def rt_return_rate(t, rng):
     y = int(rng.choice([2022, 2023]))
     o = t["orders"][t["orders"].order_date.str.startswith(str(y))]
     return number(
-        f"What percentage of orders placed in {y} have status 'returned' (a percentage between 0 and 100)?",
+        f"What percentage of orders placed in {y} have status 'returned' (a percentage "
+        "between 0 and 100)?",
         100 * (o.status == "returned").mean(),
         2,
         "medium",
@@ -271,8 +272,8 @@ def un_fail_rate(t, rng):
     term = _pick(rng, t["enrollments"].term)
     e = t["enrollments"][t["enrollments"].term == term]
     return number(
-        f"What percentage of enrollments in term {term} have a grade below 60 (a percentage between "
-        "0 and 100)?",
+        f"What percentage of enrollments in term {term} have a grade below 60 (a percentage "
+        "between 0 and 100)?",
         100 * (e.grade < 60).mean(),
         2,
         "medium",
@@ -368,8 +369,8 @@ def un_improved_students(t, rng):
     both = per.dropna()
     v = (both["2024-Spring"] > both["2023-Fall"]).sum()
     return integer(
-        f"Among students majoring in {d} who have enrollments in both 2023-Fall and 2024-Spring, how many "
-        "have a higher average grade in 2024-Spring than in 2023-Fall?",
+        f"Among students majoring in {d} who have enrollments in both 2023-Fall and "
+        "2024-Spring, how many have a higher average grade in 2024-Spring than in 2023-Fall?",
         v,
         "hard",
         department=d,

@@ -198,7 +198,8 @@ SOURCES: list[
     ),
 ]
 
-# Result-workbook templates over files of SOURCES: (input file name, templates). Append only, as above.
+# Result-workbook templates over files of SOURCES: (input file name, templates). Append only, as
+# above.
 WORKBOOK_SOURCES: list[tuple[str, list]] = [
     ("sales.csv", workbook_tasks.TEMPLATES["sales"]),
     ("retail.sqlite", workbook_tasks.TEMPLATES["retail"]),
@@ -206,7 +207,8 @@ WORKBOOK_SOURCES: list[tuple[str, list]] = [
     ("inventory.xlsx", workbook_tasks.TEMPLATES["inventory"]),
 ]
 WORKBOOK_STREAM = 2
-"""Third element of the seed sequence ``[seed, index, stream]`` that draws result-workbook parameters."""
+"""Third element of the seed sequence ``[seed, index, stream]`` that draws result-workbook
+parameters."""
 
 
 def _split_of(task_ids: list[str], seed: int) -> dict[str, str]:
@@ -232,7 +234,8 @@ def _draws(template: Callable[..., Any], default: int) -> tuple[int, int]:
 
 
 def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
-    """Write the starter files, reference workbooks and ``manifest.json`` into ``directory``; return the tasks.
+    """Write the starter files, reference workbooks and ``manifest.json`` into ``directory``; return
+    the tasks.
 
     Args:
         directory: An existing, empty directory.
@@ -292,7 +295,8 @@ def generate(directory: Path, seed: int = DEFAULT_SEED) -> list[Task]:
 
 
 def _workbook_tasks(directory: Path, seed: int, inputs: dict[str, tuple[str, Any]]) -> list[Task]:
-    """The result-workbook tasks over the already written input files; references go under ``directory``."""
+    """The result-workbook tasks over the already written input files; references go under
+    ``directory``."""
     tasks = []
     for index, (file_name, templates) in enumerate(WORKBOOK_SOURCES):
         kind, data = inputs[file_name]

@@ -30,7 +30,10 @@ Tables = dict[str, pd.DataFrame]
 Template = Callable[[Tables, np.random.Generator], Draft | None]
 
 UTC_TIMES = "Times are UTC text (YYYY-MM-DD HH:MM:SS)."
-LATEST = "Some tickets have more than one survey; use only the latest submission (by submitted_at) for each ticket."
+LATEST = (
+    "Some tickets have more than one survey; use only the latest submission (by submitted_at) "
+    "for each ticket."
+)
 ORDINAL = {1: "the most", 2: "the second most", 3: "the third most"}
 
 
@@ -111,7 +114,8 @@ def sp_team_csat_latest(t, rng):
     )
     df = s.merge(t["tickets"], on="ticket_id").merge(t["agents"], on="agent_id")
     return number(
-        f"What is the average survey score of tickets handled by agents of the {team} team? {LATEST}",
+        f"What is the average survey score of tickets handled by agents of the {team} team? "
+        f"{LATEST}",
         df[df.team == team].score.mean(),
         3,
         "hard",
@@ -165,8 +169,8 @@ def sp_month_jump(t, rng):
     per = df.groupby(df.opened_at.str[:7]).size().sort_index()
     top = top_labels(per.diff().dropna(), 1)
     return top and text(
-        f"Which month of 2024 had the largest increase in the number of {p}-priority tickets opened, "
-        "compared with the previous month?",
+        f"Which month of 2024 had the largest increase in the number of {p}-priority "
+        "tickets opened, compared with the previous month?",
         top[0],
         "month in YYYY-MM form",
         "medium",
@@ -204,8 +208,8 @@ def sp_running_count(t, rng):
         return None
     day = df.opened_at.str[:10].iloc[target - 1]
     return text(
-        f"Counting {p}-priority tickets in order of opened_at, on which date (UTC) was the {target}th one "
-        f"opened? {UTC_TIMES}",
+        f"Counting {p}-priority tickets in order of opened_at, on which date (UTC) was the "
+        f"{target}th one opened? {UTC_TIMES}",
         day,
         "date in YYYY-MM-DD form",
         "hard",

@@ -75,7 +75,8 @@ CITIES = ["Austin", "Boston", "Chicago", "Denver", "Seattle", "Atlanta", "Phoeni
 
 
 def mix_weights(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Random probabilities for ``n`` categories, uneven but none negligible (each 0.5x-1.5x of the mean)."""
+    """Random probabilities for ``n`` categories, uneven but none negligible (each 0.5x-1.5x of the
+    mean)."""
     w = rng.uniform(0.5, 1.5, n)
     return w / w.sum()
 
@@ -87,7 +88,7 @@ def _dates(rng: np.random.Generator, start: str, days: int, n: int) -> pd.Series
 
 def person_names(rng: np.random.Generator, n: int) -> list[str]:
     """``n`` distinct "First Last" names."""
-    pairs = [f"{f} {l}" for f in FIRST for l in LAST]
+    pairs = [f"{first} {last}" for first in FIRST for last in LAST]
     idx = rng.choice(len(pairs), size=n, replace=False)
     return [pairs[i] for i in idx]
 

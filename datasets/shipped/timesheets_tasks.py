@@ -1,4 +1,5 @@
-"""Question templates over ``timesheets.xlsx``: double submissions, blank hours, rates and budgets on other sheets.
+"""Question templates over ``timesheets.xlsx``: double submissions, blank hours, rates and budgets
+on other sheets.
 
 Hours has one row per person, week and project, but some rows were
 submitted twice (identical copies, to be counted once) and some hours cells
@@ -30,8 +31,8 @@ Sheets = dict[str, pd.DataFrame]
 Template = Callable[[Sheets, np.random.Generator], Draft | None]
 
 ONCE = (
-    "Rows of the Hours sheet that are identical to another row are accidental double submissions: count them "
-    "once. Blank hours were not submitted and are left out."
+    "Rows of the Hours sheet that are identical to another row are accidental double "
+    "submissions: count them once. Blank hours were not submitted and are left out."
 )
 ORDINAL = {1: "the most", 2: "the second most", 3: "the third most"}
 
@@ -62,8 +63,8 @@ def ts_client_cost(s, rng):
     h = _hours(s)
     sub = h[h.client == c]
     return number(
-        f"What is the total labour cost of client {c}'s projects, where cost is hours times the person's "
-        f"hourly_rate (Staff sheet) and clients are on the Projects sheet? {ONCE}",
+        f"What is the total labour cost of client {c}'s projects, where cost is hours times "
+        f"the person's hourly_rate (Staff sheet) and clients are on the Projects sheet? {ONCE}",
         (sub.hours * sub.hourly_rate).sum(),
         2,
         "hard",
@@ -150,8 +151,8 @@ def ts_pivot_team_project(s, rng):
     )
     top = top_labels(pivot.loc[team], 1)
     return top and text(
-        f"Build a pivot table of hours with teams as rows and projects as columns. Which project has "
-        f"the largest value in the {team} row? {ONCE}",
+        "Build a pivot table of hours with teams as rows and projects as columns. Which "
+        f"project has the largest value in the {team} row? {ONCE}",
         top[0],
         "project code",
         "medium",
@@ -167,8 +168,8 @@ def ts_mean_weekly(s, rng):
     name = s["Staff"].set_index("staff_id").name[sid]
     per_week = sub.groupby("week_start").hours.sum()
     return number(
-        f"On average, how many hours per week did {name} log, over the weeks in which they logged any "
-        f"hours? {ONCE}",
+        f"On average, how many hours per week did {name} log, over the weeks in which they "
+        f"logged any hours? {ONCE}",
         per_week[per_week > 0].mean(),
         2,
         "medium",

@@ -30,8 +30,8 @@ Template = Callable[[pd.DataFrame, np.random.Generator], Draft | None]
 
 ONCE = "Some rows are repeated; count each txn_id only once."
 AMOUNT = (
-    "The amount column is text that may include a $ sign and comma thousands separators; a blank or "
-    "N/A amount is unknown and is left out."
+    "The amount column is text that may include a $ sign and comma thousands separators; a "
+    "blank or N/A amount is unknown and is left out."
 )
 DATES = "txn_date mixes three formats: YYYY-MM-DD, MM/DD/YYYY and DD Mon YYYY (e.g. 05 Apr 2023)."
 
@@ -64,7 +64,8 @@ def tx_repeated_ids(df, rng):
 def tx_missing_amount(df, rng):
     c = _clean(df)
     return integer(
-        f"How many distinct transactions have no usable amount (the amount is blank or N/A)? {ONCE}",
+        "How many distinct transactions have no usable amount (the amount is blank or "
+        f"N/A)? {ONCE}",
         int(c.value.isna().sum()),
         "easy",
     )
@@ -148,8 +149,8 @@ def tx_category_units(df, rng):
     cat = pick(rng, df.category)
     c = _clean(df)
     return integer(
-        f"How many units (sum of quantity) of {cat} were sold? A blank quantity is unknown and left "
-        f"out. {ONCE}",
+        f"How many units (sum of quantity) of {cat} were sold? A blank quantity is unknown "
+        f"and left out. {ONCE}",
         int(c[c.category == cat].quantity.sum()),
         "medium",
         category=cat,

@@ -20,8 +20,13 @@ missing (an empty first-column cell would cut the table short).
 
 Example:
     >>> import pandas as pd
-    >>> sheet = Sheet("Summary", "One row per region.", pd.DataFrame({"region": ["E", "W"], "total": [1.234, 5.0]}),
-    ...               [Column("region", "the region"), Column("total", "total revenue", 2)], "sorted by region A to Z")
+    >>> sheet = Sheet(
+    ...     "Summary",
+    ...     "One row per region.",
+    ...     pd.DataFrame({"region": ["E", "W"], "total": [1.234, 5.0]}),
+    ...     [Column("region", "the region"), Column("total", "total revenue", 2)],
+    ...     "sorted by region A to Z",
+    ... )
     >>> finish(WorkbookDraft("easy", [sheet])).sheets[0].frame.total.tolist()
     [1.23, 5.0]
     >>> ambiguous_rounding([0.125], 2)
@@ -55,7 +60,8 @@ _ATOL, _RTOL = 1e-8, 1e-5  # workbook_match: np.allclose(gold, got, atol=1e-8), 
 
 @dataclass
 class Column:
-    """One column of a result sheet: its header, what it holds, and its rounding (``None``: as is)."""
+    """One column of a result sheet: its header, what it holds, and its rounding (``None``: as
+    is)."""
 
     name: str
     meaning: str
@@ -93,11 +99,16 @@ class WorkbookDraft:
 
 
 def ambiguous_rounding(values: Any, decimals: int) -> bool:
-    """Whether a value lies (nearly) on a half-unit of the last asked-for place and its two roundings differ
+    """Whether a value lies (nearly) on a half-unit of the last asked-for place and its two
+    roundings differ
     by more than the scorer tolerates.
 
     Example:
-        >>> ambiguous_rounding([1.004, 2.0], 2), ambiguous_rounding([1.005], 2), ambiguous_rounding([1234.565], 2)
+        >>> (
+        ...     ambiguous_rounding([1.004, 2.0], 2),
+        ...     ambiguous_rounding([1.005], 2),
+        ...     ambiguous_rounding([1234.565], 2),
+        ... )
         (False, True, False)
     """
     unit = 10.0**-decimals
@@ -110,7 +121,8 @@ def ambiguous_rounding(values: Any, decimals: int) -> bool:
 
 
 def finish(draft: WorkbookDraft) -> WorkbookDraft | None:
-    """Select and round each sheet's columns as declared; ``None`` if the draft cannot be scored fairly."""
+    """Select and round each sheet's columns as declared; ``None`` if the draft cannot be scored
+    fairly."""
     sheets = []
     for sheet in draft.sheets:
         frame = sheet.frame.reset_index(drop=True)
@@ -140,18 +152,22 @@ def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
         else f"exactly {len(draft.sheets)} sheets, in this order:"
     )
     parts = [
-        f"The data is in the {noun} `{file_name}` in your working directory. Create an Excel workbook "
-        f"`{RESULT}` in your working directory with {count} {names}.",
+        f"The data is in the {noun} `{file_name}` in your working directory. Create an "
+        f"Excel workbook `{RESULT}` in your working directory with {count} {names}.",
     ]
     for sheet in draft.sheets:
         cols = "\n".join(c.sentence() for c in sheet.columns)
         parts.append(
-            f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: {sheet.order}."
+            f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: "
+            f"{sheet.order}."
         )
     parts.append(
-        "On every sheet: the header row (the column names above, exactly) is row 1 starting at cell A1, one record "
-        "per row below it, no index column, no blank or total rows, no other sheets. Write numbers as numbers and "
-        "text as text; dates as text in YYYY-MM-DD form. Formulas are fine (the workbook is recalculated before it "
+        "On every sheet: the header row (the column names above, exactly) is row 1 "
+        "starting at cell A1, one record "
+        "per row below it, no index column, no blank or total rows, no other sheets. Write "
+        "numbers as numbers and "
+        "text as text; dates as text in YYYY-MM-DD form. Formulas are fine (the workbook "
+        "is recalculated before it "
         f"is checked); only cell values are checked. When `{RESULT}` is saved, call final_answer "
         "(the text is not scored)."
     )
@@ -198,14 +214,16 @@ def check_board(draft: WorkbookDraft) -> dict[str, Any]:
 
 
 def leaks(draft: WorkbookDraft, text: str) -> bool:
-    """Whether ``text`` spells out a rounded, non-integral reference number (as the answer would be written).
+    """Whether ``text`` spells out a rounded, non-integral reference number (as the answer would be
+    written).
 
     Whole integers (counts, ids, years) are not checked: a year in the question
     may well equal a count by chance without telling anything.
 
     Example:
         >>> sheet = Sheet("S", "x", pd.DataFrame({"v": [12.5]}), [Column("v", "v", 2)], "one row")
-        >>> leaks(WorkbookDraft("easy", [sheet]), "Totals above 12.5"), leaks(WorkbookDraft("easy", [sheet]), "x")
+        >>> draft = WorkbookDraft("easy", [sheet])
+        >>> leaks(draft, "Totals above 12.5"), leaks(draft, "x")
         (True, False)
     """
     import re

@@ -1,4 +1,5 @@
-"""Result-workbook templates: write ``result.xlsx`` from a CSV file, a SQLite database or a multi-sheet workbook.
+"""Result-workbook templates: write ``result.xlsx`` from a CSV file, a SQLite database or a
+multi-sheet workbook.
 
 Each template computes the sheets with pandas from the file as read back from
 disk and describes them column by column (see ``workbook_draft``). Levels:
@@ -25,7 +26,8 @@ AZ = "A to Z"
 def _pivot(
     df: pd.DataFrame, rows: str, cols: str, values: pd.Series | str, columns: list[str]
 ) -> pd.DataFrame:
-    """Sum pivot with every column in ``columns`` (0 where empty) and a ``Total`` column, rows sorted."""
+    """Sum pivot with every column in ``columns`` (0 where empty) and a ``Total`` column, rows
+    sorted."""
     table = df.assign(_v=df[values] if isinstance(values, str) else values).pivot_table(
         index=rows, columns=cols, values="_v", aggfunc="sum", fill_value=0
     )
@@ -48,7 +50,8 @@ def _pivot_columns(
     )
 
 
-# --- sales.csv -------------------------------------------------------------------------------------
+# --- sales.csv
+# -------------------------------------------------------------------------------------
 
 
 @repeat(3)
@@ -149,7 +152,8 @@ def wb_sales_channel_pivot(df, rng):
     sheets = [
         Sheet(
             "Pivot",
-            f"total {value} of the orders dated in {year}, regions as rows and channels as columns.",
+            f"total {value} of the orders dated in {year}, regions as rows and channels as "
+            "columns.",
             pivot,
             _pivot_columns(
                 "region",
@@ -193,14 +197,17 @@ def wb_sales_channel_pivot(df, rng):
     return finish(WorkbookDraft("hard", sheets, {"year": year, "value": value}))
 
 
-# --- retail.sqlite ---------------------------------------------------------------------------------
+# --- retail.sqlite
+# ---------------------------------------------------------------------------------
 
 LINE_REVENUE = (
     "line revenue = order_items.quantity * products.unit_price * (1 - order_items.discount)"
 )
 CENTS_X_DISCOUNT = 4
-"""Decimals of a line revenue sum: exact at 4 places (cents times a 2-place discount), so rounding there only
-drops float noise, while rounding to cents would hit exact half-cents that programs round either way."""
+"""Decimals of a line revenue sum: exact at 4 places (cents times a 2-place discount), so rounding
+there only
+drops float noise, while rounding to cents would hit exact half-cents that programs round either
+way."""
 
 
 @reuse_last
@@ -311,7 +318,10 @@ def wb_retail_segment_pivot(db, rng):
         .sort_values(["revenue", "customer_id"], ascending=[False, True])
         .head(5)
     )
-    scope = f"the completed orders (status 'completed') dated in {year} of customers in the {segment} segment"
+    scope = (
+        f"the completed orders (status 'completed') dated in {year} of customers in the "
+        f"{segment} segment"
+    )
     sheets = [
         Sheet(
             "Pivot",
@@ -397,8 +407,8 @@ def wb_fin_region_lines(s, rng):
     sheets = [
         Sheet(
             "Lines",
-            f"one row per product line for the {region} region, totals over all four quarter sheets "
-            "(Q1, Q2, Q3, Q4).",
+            f"one row per product line for the {region} region, totals over all four "
+            "quarter sheets (Q1, Q2, Q3, Q4).",
             lines,
             [Column("product_line", "the product line"), *MONEY],
             f"largest profit first; ties by product_line {AZ}",
@@ -438,8 +448,8 @@ def wb_fin_pivot_targets(s, rng):
     sheets = [
         Sheet(
             "Pivot",
-            f"total {value} ({meaning}) per region and quarter sheet, regions as rows and the quarter "
-            "sheets Q1, Q2, Q3, Q4 as columns.",
+            f"total {value} ({meaning}) per region and quarter sheet, regions as rows and "
+            "the quarter sheets Q1, Q2, Q3, Q4 as columns.",
             pivot,
             _pivot_columns(
                 "region", QUARTERS, lambda q: f"the region's total {value} on the {q} sheet", dec
@@ -465,7 +475,8 @@ def wb_fin_pivot_targets(s, rng):
     return finish(WorkbookDraft("hard", sheets, {"value": value}))
 
 
-# --- inventory.xlsx (Products, Stock, Warehouses) --------------------------------------------------
+# --- inventory.xlsx (Products, Stock, Warehouses)
+# --------------------------------------------------
 
 
 @reuse_last
@@ -519,7 +530,8 @@ def wb_inv_warehouse_stock(s, rng):
     sheets = [
         Sheet(
             "Stock",
-            f"every Stock row of warehouse {wh}, with the product's details from the Products sheet.",
+            f"every Stock row of warehouse {wh}, with the product's details from the "
+            "Products sheet.",
             sub,
             [
                 Column("sku", "the SKU"),

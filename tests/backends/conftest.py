@@ -32,7 +32,8 @@ def e2b_debug(monkeypatch):
     """E2B's SDK in debug mode against the fake sandbox services on localhost."""
     if not fake_e2b.ports_free():
         pytest.skip(
-            f"ports {fake_e2b.JUPYTER_PORT}/{fake_e2b.ENVD_PORT} (fixed by E2B's debug mode) are in use"
+            f"ports {fake_e2b.JUPYTER_PORT}/{fake_e2b.ENVD_PORT} (fixed by E2B's debug "
+            "mode) are in use"
         )
     monkeypatch.setenv("E2B_DEBUG", "true")
     monkeypatch.delenv("E2B_API_KEY", raising=False)

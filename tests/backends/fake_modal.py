@@ -102,11 +102,12 @@ class Image:
         tag: str,
         secret: Any = None,
         *,
-        setup_dockerfile_commands: list[str] = [],
+        # The real SDK's default, which test_fake_signatures_match_the_real_sdk compares.
+        setup_dockerfile_commands: list[str] = [],  # noqa: B006
         force_build: bool = False,
         add_python: str | None = None,
         **kwargs,
-    ):  # noqa: B006
+    ):
         _record("Image.from_registry", (tag,), {})
         return Image([("from_registry", (tag,), {})])
 
@@ -155,8 +156,14 @@ class Image:
         return self._then("add_local_file", (local_path, remote_path), {"copy": copy})
 
     def add_local_dir(
-        self, local_path: Any, remote_path: str, *, copy: bool = False, ignore: Any = []
-    ):  # noqa: B006
+        self,
+        local_path: Any,
+        remote_path: str,
+        *,
+        copy: bool = False,
+        # The real SDK's default, which test_fake_signatures_match_the_real_sdk compares.
+        ignore: Any = [],  # noqa: B006
+    ):
         return self._then(
             "add_local_dir", (local_path, remote_path), {"copy": copy, "ignore": ignore}
         )

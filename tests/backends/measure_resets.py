@@ -1,7 +1,8 @@
 """Reset latency of the sandbox backends on this machine: ``start()`` until a first ``1+1`` result.
 
 Run: ``.venv/bin/python tests/backends/measure_resets.py [n]`` (with
-``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal and E2B
+``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal
+and E2B
 figures are measured against the local fakes (``fake_modal``, ``fake_e2b``): they
 show this project's share (runner fork, framing, SDK overhead, file staging), not
 Modal's or E2B's own latency, which needs real credentials.
@@ -33,7 +34,8 @@ def _measure(backend, files, n: int) -> list[float]:
 
 def _report(name: str, times: list[float]) -> None:
     print(
-        f"{name:<34} median {statistics.median(times):8.1f} ms  [{min(times):.1f}-{max(times):.1f}]  n={len(times)}"
+        f"{name:<34} median {statistics.median(times):8.1f} ms  "
+        f"[{min(times):.1f}-{max(times):.1f}]  n={len(times)}"
     )
 
 

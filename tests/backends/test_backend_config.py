@@ -35,7 +35,8 @@ def test_registered_backends():
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
-        match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', 'modal'\]",
+        match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', "
+        r"'modal'\]",
     ):
         make_backend(Settings(backend="kubernetes", state_dir=str(tmp_path)))
 
@@ -151,7 +152,8 @@ def test_server_survives_a_remote_runner_lost_mid_cell(modal_sdk, tiny_dataset, 
 
 @pytest.mark.live
 def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_dataset, tmp_path):
-    """/envs on the Modal backend: the build publishes the recipe's image, and a bound reset runs in it."""
+    """/envs on the Modal backend: the build publishes the recipe's image, and a bound reset runs in
+    it."""
     import httpx
 
     settings = Settings(

@@ -1,4 +1,5 @@
-"""The Docker backend: Dockerfile and container options from a recipe, the attach stream, the engine.
+"""The Docker backend: Dockerfile and container options from a recipe, the attach stream, the
+engine.
 
 No Docker engine runs on the development machine or in CI, so the tests that
 need one are opt-in: set ``ANALYST_ENV_TEST_DOCKER=1`` on a host with an
@@ -48,28 +49,28 @@ def test_dockerfile_from_a_full_recipe():
     lines = text.splitlines()
     assert lines[1] == "FROM python:3.11-slim-bookworm"
     assert (
-        "RUN echo 'deb https://mirror.internal/debian bookworm main' > /etc/apt/sources.list.d/analyst-env.list"
-        in lines
+        "RUN echo 'deb https://mirror.internal/debian bookworm main' > "
+        "/etc/apt/sources.list.d/analyst-env.list" in lines
     )
     apt = next(line for line in lines if "apt-get install" in line)
     assert "libpq5 curl=7.88.1-10 nodejs npm" in apt and apt.endswith("rm -rf /var/lib/apt/lists/*")
     assert any("uv pip install --system --no-cache 'ipython>=8.20'" in line for line in lines)
     assert (
-        "RUN uv pip install --system --no-cache --index-url https://pypi.internal/simple 'psycopg[binary]==3.2.1' 'pandas<3,>=2'"
-        in lines
+        "RUN uv pip install --system --no-cache --index-url https://pypi.internal/simple "
+        "'psycopg[binary]==3.2.1' 'pandas<3,>=2'" in lines
     )
     assert (
         "RUN uv pip install --system --no-cache --index-url https://uv.internal/simple polars"
         in lines
     )
     assert (
-        "RUN npm install -g --registry https://npm.internal @scope/tool@1.4.0 && npm cache clean --force"
-        in lines
+        "RUN npm install -g --registry https://npm.internal @scope/tool@1.4.0 && npm cache "
+        "clean --force" in lines
     )
     assert "USER 1000" in lines and "WORKDIR /work" in lines
     assert (
-        lines[-1]
-        == 'CMD ["python", "-u", "-m", "analyst_env.envs.remote.runner", "--workdir", "/work", "--preload", "polars,psycopg"]'
+        lines[-1] == 'CMD ["python", "-u", "-m", "analyst_env.envs.remote.runner", "--workdir", '
+        '"/work", "--preload", "polars,psycopg"]'
     )
     assert text.index("COPY analyst_env") > text.index("uv pip install"), (
         "package layers come before the code"

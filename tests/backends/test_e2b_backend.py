@@ -35,7 +35,8 @@ def test_cells_shell_and_files_through_the_real_sdk(backend, e2b_debug, csv_file
     assert sandbox.workdir == "/home/user/work"
     assert open(e2b_debug.path("/home/user/work/data/sales.csv")).read().startswith("region,amount")
     result = sandbox.run_cell(
-        "import os, pandas as pd\nprint(os.environ['K'])\nfloat(pd.read_csv('data/sales.csv').amount.sum())",
+        "import os, pandas as "
+        "pd\nprint(os.environ['K'])\nfloat(pd.read_csv('data/sales.csv').amount.sum())",
         timeout_s=30,
     )
     assert (result.stdout, result.outputs, result.execution_count) == (

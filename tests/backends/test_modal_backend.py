@@ -104,7 +104,8 @@ def test_episodes_run_in_sandboxes_and_every_call_binds_to_the_real_sdk(
 ):
     sandbox = backend.start("default", files={"sales.csv": csv_file}, seed=5, env={"K": "v"})
     result = sandbox.run_cell(
-        "import os, pandas as pd\nprint(os.environ['K'])\npd.read_csv('sales.csv').groupby('region').amount.sum()",
+        "import os, pandas as "
+        "pd\nprint(os.environ['K'])\npd.read_csv('sales.csv').groupby('region').amount.sum()",
         timeout_s=30,
     )
     assert result.stdout == "v\n" and "west    12.0" in result.outputs[0]["text/plain"]

@@ -35,19 +35,25 @@ STEPS = [
     (
         "add_and_execute_code_cell",
         {
-            "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.shape)\nprint(df.columns.tolist())\nround(float(df.revenue.sum()), 2)"
+            "code": (
+                "import pandas as pd\ndf = "
+                "pd.read_csv('sales.csv')\nprint(df.shape)\nprint(df.columns.tolist())\n"
+                "round(float(df.revenue.sum()), 2)"
+            )
         },
     ),
     (
         "run_sql",
         {
-            "query": "SELECT region, COUNT(*) AS n, ROUND(SUM(revenue), 2) AS revenue FROM sales GROUP BY region ORDER BY region"
+            "query": "SELECT region, COUNT(*) AS n, ROUND(SUM(revenue), 2) AS revenue FROM sales "
+            "GROUP BY region ORDER BY region"
         },
     ),
     (
         "add_and_execute_code_cell",
         {
-            "code": "import numpy as np\nprint(np.random.rand(3).round(6).tolist())\n{'rows': len(df)}"
+            "code": "import numpy as np\nprint(np.random.rand(3).round(6).tolist())\n{'rows': "
+            "len(df)}"
         },
     ),
     ("add_and_execute_code_cell", {"code": "df['no_such_column']"}),
@@ -55,7 +61,9 @@ STEPS = [
     (
         "add_and_execute_code_cell",
         {
-            "code": "west = df[(df.region == 'West') & df.order_date.str.startswith('2022')]\nanswer = round(float(west.revenue.sum()), 2)\nprint(answer)"
+            "code": "west = df[(df.region == 'West') & "
+            "df.order_date.str.startswith('2022')]\nanswer = "
+            "round(float(west.revenue.sum()), 2)\nprint(answer)"
         },
     ),
     ("get_notebook_state", {}),

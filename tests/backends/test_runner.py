@@ -118,7 +118,8 @@ def test_hung_cell_is_interrupted_and_stubborn_one_restarts_the_kernel(runner):
     assert "KeyboardInterrupt" in interrupted.error.traceback
     assert sandbox.run_cell("x", timeout_s=5).outputs == [{"text/plain": "1"}]
     stubborn = sandbox.run_cell(
-        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.05)",
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: "
+        "time.sleep(0.05)",
         timeout_s=1,
     )
     assert stubborn.timed_out and stubborn.kernel_restarted

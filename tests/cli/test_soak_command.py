@@ -1,4 +1,5 @@
-"""`analyst-env soak`: a short soak of a real server ends with zero leaks; a threshold crossed exits 1."""
+"""`analyst-env soak`: a short soak of a real server ends with zero leaks; a threshold crossed exits
+1."""
 
 from __future__ import annotations
 

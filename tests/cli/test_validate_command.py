@@ -72,7 +72,9 @@ def sound_tasks(tiny: dict[str, Task]) -> list[Task]:
         Task(
             id="hv-verify-hook",
             # "done" is also a protocol field name: dict keys are not gold leaks.
-            instruction="Submit the five-letter word for finished, minus its last letter, in lowercase.",
+            instruction=(
+                "Submit the five-letter word for finished, minus its last letter, in lowercase."
+            ),
             answer="done",
             oracle_answer="done",
             verifier=VerifierSpec(name="exact"),
@@ -209,8 +211,8 @@ def test_the_shipped_starter_set_validates(tmp_path, capsys):
     assert scorers["numeric"]["natural_tried"] > scorers["numeric"]["tasks"]
     tried = scorers["numeric"]["adversarial_tried"]
     assert (
-        f"numeric: {scorers['numeric']['tasks']} task(s), {tried} adversarial answers tried, every one scored 0"
-        in output
+        f"numeric: {scorers['numeric']['tasks']} task(s), {tried} adversarial answers "
+        "tried, every one scored 0" in output
     )
 
 
@@ -268,7 +270,8 @@ def test_trivial_and_public_values_are_not_looked_for(tiny):
         oracle_answer="yes",
         verifier=VerifierSpec(name="exact"),
     )
-    # "yes" is common, 1.0 trivial, 104 in the instruction, "amount" a column in the preview, "ab" too short.
+    # "yes" is common, 1.0 trivial, 104 in the instruction, "amount" a column in the preview, "ab"
+    # too short.
     assert leak_patterns(task) == {}
 
 

@@ -1,5 +1,6 @@
 """``serve --dataset procedural:SEED`` through the real server: reset by index, id or seed;
-oracle 1.0 and null 0.0 over the sandbox; bad requests refused while the server keeps serving; the seed and the
+oracle 1.0 and null 0.0 over the sandbox; bad requests refused while the server keeps serving; the
+seed and the
 generator out of the kernel's reach."""
 
 import asyncio

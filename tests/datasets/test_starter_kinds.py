@@ -1,4 +1,5 @@
-"""Each analyst skill the starter set claims has tasks whose answers survive an independent recomputation.
+"""Each analyst skill the starter set claims has tasks whose answers survive an independent
+recomputation.
 
 Window functions, pivots, time zones, missing values, dirty types, duplicated
 keys and multi-sheet lookups are recomputed here straight from the files on
@@ -129,8 +130,8 @@ def test_sql_rank_within_team(starter):
         p = t.metadata["params"]
         rows = sql(
             t,
-            "SELECT name, RANK() OVER (ORDER BY COUNT(*) DESC) FROM tickets JOIN agents USING (agent_id) "
-            "WHERE closed_at IS NOT NULL AND team = ? GROUP BY name",
+            "SELECT name, RANK() OVER (ORDER BY COUNT(*) DESC) FROM tickets JOIN agents "
+            "USING (agent_id) WHERE closed_at IS NOT NULL AND team = ? GROUP BY name",
             p["team"],
         )
         assert [n for n, r in rows if r == p["rank"]] == [t.answer], t.id
@@ -288,8 +289,8 @@ def test_latest_survey_with_row_number(starter):
     for t in by_template(starter, "sp_team_csat_latest"):
         ((v,),) = sql(
             t,
-            "SELECT AVG(score) FROM (SELECT ticket_id, score, ROW_NUMBER() OVER (PARTITION BY ticket_id "
-            "ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
+            "SELECT AVG(score) FROM (SELECT ticket_id, score, ROW_NUMBER() OVER (PARTITION "
+            "BY ticket_id ORDER BY submitted_at DESC, survey_id DESC) AS rn FROM surveys) s "
             "JOIN tickets USING (ticket_id) JOIN agents USING (agent_id) WHERE rn = 1 AND team = ?",
             t.metadata["params"]["team"],
         )
@@ -321,7 +322,8 @@ def test_blank_excel_cells(starter):
         )
 
 
-# ---- the reference parsers ------------------------------------------------------------------------
+# ---- the reference parsers
+# ------------------------------------------------------------------------
 
 
 def test_cleaning_rejects_what_it_cannot_parse():

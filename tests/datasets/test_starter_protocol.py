@@ -1,4 +1,5 @@
-"""Every starter template works through the real server and tools: oracle earns 1.0, an empty answer 0.0.
+"""Every starter template works through the real server and tools: oracle earns 1.0, an empty answer
+0.0.
 
 One task per template is played over the wire (WebSocket reset, then
 ``final_answer``) against the same uvicorn app ``analyst-env serve`` runs,
@@ -46,7 +47,8 @@ def test_one_task_per_template_over_the_wire(starter_url, sample, policy, reward
 
 
 async def solve_in_sandbox(url, task, code, sql=None):
-    """Compute an answer with the agent's own tools (kernel, SQL) and submit what the kernel printed."""
+    """Compute an answer with the agent's own tools (kernel, SQL) and submit what the kernel
+    printed."""
     async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
         await env.reset(task_id=task.id)
         if sql is not None:
@@ -64,12 +66,16 @@ def test_agent_tools_handle_time_zones_and_mixed_cells(starter_url, starter):
     p = tz.metadata["params"]
     code = (
         "import pandas as pd\ne = pd.read_csv('events.csv')\n"
-        f"local = pd.to_datetime(e.ts_utc, utc=True).dt.tz_convert({p['zone']!r}).dt.strftime('%Y-%m-%d')\n"
+        "local = pd.to_datetime(e.ts_utc, "
+        f"utc=True).dt.tz_convert({p['zone']!r}).dt.strftime('%Y-%m-%d')\n"
         f"print(((e.event_type == 'purchase') & (local == {p['date']!r})).sum())"
     )
     assert asyncio.run(solve_in_sandbox(starter_url, tz, code))[1] == 1.0
 
     blank = next(t for t in starter.tasks if t.metadata["template"] == "bu_missing_category")
-    code = "import pandas as pd\nprint(pd.read_excel('budget.xlsx', sheet_name='Expenses').category.isna().sum())"
+    code = (
+        "import pandas as pd\nprint(pd.read_excel('budget.xlsx', "
+        "sheet_name='Expenses').category.isna().sum())"
+    )
     sql = "SELECT COUNT(*) FROM budget_expenses WHERE category IS NULL"
     assert asyncio.run(solve_in_sandbox(starter_url, blank, code, sql=sql))[1] == 1.0

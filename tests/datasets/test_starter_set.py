@@ -1,4 +1,5 @@
-"""The shipped ``starter`` set: size, balance, determinism, scorability, no leaks, reproducible answers."""
+"""The shipped ``starter`` set: size, balance, determinism, scorability, no leaks, reproducible
+answers."""
 
 import json
 import math
@@ -60,7 +61,8 @@ def test_cache_key_names_the_generator_version(tmp_path):
 
 
 def test_train_test_split(starter):
-    """Question and result-workbook tasks are split 80/20 each, so adding workbooks moved no question task."""
+    """Question and result-workbook tasks are split 80/20 each, so adding workbooks moved no
+    question task."""
     assert starter.splits() == ["test", "train"]
     books = [t for t in starter.tasks if t.verifier.name == "workbook_match"]
     questions = [t for t in starter.tasks if t.verifier.name != "workbook_match"]
@@ -168,8 +170,10 @@ def test_sqlite_answer_reproducible(starter):
         con = sqlite3.connect(t.files["retail.sqlite"])
         (v,) = con.execute(
             "SELECT SUM(oi.quantity * p.unit_price * (1 - oi.discount)) FROM order_items oi "
-            "JOIN orders o ON o.order_id = oi.order_id JOIN customers c ON c.customer_id = o.customer_id "
-            "JOIN products p ON p.product_id = oi.product_id WHERE o.status = 'completed' AND c.city = ?",
+            "JOIN orders o ON o.order_id = oi.order_id JOIN customers c ON c.customer_id = "
+            "o.customer_id "
+            "JOIN products p ON p.product_id = oi.product_id WHERE o.status = 'completed' "
+            "AND c.city = ?",
             (t.metadata["params"]["city"],),
         ).fetchone()
         con.close()

@@ -1,4 +1,5 @@
-"""The starter set's result-workbook tasks: at every level, fair, scored from the workbook the agent saves.
+"""The starter set's result-workbook tasks: at every level, fair, scored from the workbook the agent
+saves.
 
 The oracle's code runs in a scratch working directory as the agent's kernel
 would run it, and ``workbook_match`` reads the ``result.xlsx`` it saved.
@@ -287,7 +288,8 @@ def test_sqlite_categories_solved_with_sql(starter, tmp_path):
             "SELECT p.category, COUNT(DISTINCT o.order_id), SUM(i.quantity), "
             "ROUND(SUM(i.quantity * p.unit_price * (1 - i.discount)), 4) AS rev "
             "FROM order_items i JOIN products p ON p.product_id = i.product_id "
-            "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
+            "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = "
+            "o.customer_id "
             "WHERE substr(o.order_date, 1, 4) = ? AND c.city = ? AND o.status = 'completed' "
             "GROUP BY p.category ORDER BY rev DESC, p.category",
             (str(p["year"]), p["city"]),
@@ -311,7 +313,8 @@ def test_sqlite_categories_solved_with_sql(starter, tmp_path):
 
 @needs_soffice
 def test_workbook_pivot_solved_from_raw_cells_with_formulas(starter, tmp_path):
-    """Totals, gaps and the yes/no column written as formulas; LibreOffice computes them before the check."""
+    """Totals, gaps and the yes/no column written as formulas; LibreOffice computes them before the
+    check."""
     for t in books(starter, "wb_fin_pivot_targets"):
         value = t.metadata["params"]["value"]
         src = openpyxl.load_workbook(t.files["financials.xlsx"], read_only=True)

@@ -152,7 +152,9 @@ def test_run_sql_on_csv_sqlite_and_excel(env):
     obs = call(
         env,
         "run_sql",
-        query="SELECT d.budget FROM staff_people p JOIN staff_depts d USING (dept) WHERE p.name = 'b'",
+        query=(
+            "SELECT d.budget FROM staff_people p JOIN staff_depts d USING (dept) WHERE p.name = 'b'"
+        ),
     )
     assert "20" in obs.text, obs.text
 

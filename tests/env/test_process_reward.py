@@ -1,4 +1,5 @@
-"""The process-reward hook, in-process on the real runtime: per-step scores beside the outcome reward."""
+"""The process-reward hook, in-process on the real runtime: per-step scores beside the outcome
+reward."""
 
 from __future__ import annotations
 

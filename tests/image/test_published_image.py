@@ -17,7 +17,7 @@ Skipped, with the reason, when no Docker engine answers and none can be started
 (deploy/image/engine.sh needs root and Debian's docker.io); .ci/image starts one, so it
 runs in CI. ANALYST_ENV_IMAGE=<tag> uses a built image instead of building;
 ANALYST_ENV_IMAGE_RUNS=space,full picks option sets.
-"""
+"""  # noqa: E501 - the options table row above cannot be split
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ def _free_port() -> int:
 
 
 class Container:
-    """One `docker run` of the image; the probes' view of the server's side goes through docker exec."""
+    """One `docker run` of the image; the probes' view of the server's side goes through docker
+    exec."""
 
     def __init__(self, image: str, options: list[str]) -> None:
         self.port = _free_port()
@@ -153,7 +154,8 @@ def run(request, image):
             state = container.inspect()["State"]
             errors = [line for line in container.logs().splitlines() if "Error" in line][-4:]
             pytest.fail(
-                f"{request.param}: {exc}; container {state['Status']} (exit {state['ExitCode']}): {errors}"
+                f"{request.param}: {exc}; container {state['Status']} (exit "
+                f"{state['ExitCode']}): {errors}"
             )
         package = container.exec(
             "python", "-c", "import analyst_env, os; print(os.path.dirname(analyst_env.__file__))"
@@ -195,7 +197,8 @@ def test_sandbox_reports_the_mode_in_force(run):
 
 
 def test_startup_names_the_mode(run):
-    """The server's start-up output says which isolation mode is in force (what /sandbox reports)."""
+    """The server's start-up output says which isolation mode is in force (what /sandbox
+    reports)."""
     _, _, container, target = run
     isolation = probes.sandbox_report(target)["protections"].get("isolation")
     lines = [
@@ -221,7 +224,8 @@ def test_probe_targets_are_reachable_outside_the_sandbox(run):
 
 
 def test_protected_paths_hold_something_on_the_server_side(run):
-    """Control: what the file probes must not read or write exists and is not empty for the server."""
+    """Control: what the file probes must not read or write exists and is not empty for the
+    server."""
     _, _, container, target = run
     for path in target.secret_paths:
         listed = container.exec("sh", "-c", f"ls -A {path} | head -1")

@@ -77,7 +77,8 @@ class PackageIndex:
         return wheel
 
     def add_sdist(self, name: str, version: str, files: dict[str, str]) -> Path:
-        """Publish a source distribution (``.tar.gz``) of ``name`` holding ``files`` under ``<name>-<version>/``."""
+        """Publish a source distribution (``.tar.gz``) of ``name`` holding ``files`` under
+        ``<name>-<version>/``."""
         import io
         import tarfile
 
@@ -108,7 +109,8 @@ class PackageIndex:
             ]
         )
         links = "".join(
-            f'<a href="../../files/{html.escape(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
+            "<a "
+            f'href="../../files/{html.escape(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
             f"{html.escape(w.name)}</a><br>\n"
             for w in files
         )
@@ -170,7 +172,8 @@ class NpmRegistry:
         script: str,
         scripts: dict[str, str] | None = None,
     ) -> None:
-        """Publish ``name@version`` with one executable ``bin_name`` running ``script`` (JavaScript).
+        """Publish ``name@version`` with one executable ``bin_name`` running ``script``
+        (JavaScript).
 
         ``scripts`` are the package's lifecycle scripts (``{"postinstall": "..."}``).
         """

@@ -53,7 +53,8 @@ def test_an_sdist_build_backend_never_runs_on_the_host(state_dir, tmp_path, mark
             "evil-sdist",
             "1.0",
             {
-                "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "evil_backend"\nbackend-path = ["."]\n',
+                "pyproject.toml": "[build-system]\nrequires = []\nbuild-backend = "
+                '"evil_backend"\nbackend-path = ["."]\n',
                 "evil_backend.py": backend,
             },
         )

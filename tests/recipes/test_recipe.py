@@ -179,7 +179,9 @@ def test_toml_round_trip_and_errors(tmp_path):
 def test_templates_hold_the_packages_the_issue_lists():
     templates = load_templates()
     expected = {
-        "data-science": "pandas numpy scipy scikit-learn matplotlib seaborn polars pyarrow openpyxl statsmodels",
+        "data-science": (
+            "pandas numpy scipy scikit-learn matplotlib seaborn polars pyarrow openpyxl statsmodels"
+        ),
         "data-engineering": "duckdb polars pyarrow sqlalchemy psycopg2-binary pandas",
         "web-scraping": "requests httpx beautifulsoup4 lxml",
         "documents": "openpyxl python-docx pypdf pillow markdown pandas",

@@ -1,4 +1,5 @@
-"""Recipe fields have tight grammars and length caps; each violation is one field error (issue 14, item 7).
+"""Recipe fields have tight grammars and length caps; each violation is one field error (issue 14,
+item 7).
 
 These inputs were accepted with 201 before: npm versions with ``| < > *``, an
 ``apt_sources`` value with a second line, index URLs with ``$`` or backticks, and
@@ -19,13 +20,16 @@ REFUSED = {
     "npm-pipe-in-scoped": ({"npm": ["@scope/tool@1|2"]}, "npm: "),
     "apt-sources-second-line": (
         {
-            "apt_sources": "deb https://apt.internal/debian bookworm main\ndeb https://evil.example/debian sid main"
+            "apt_sources": "deb https://apt.internal/debian bookworm main\ndeb "
+            "https://evil.example/debian sid main"
         },
         "apt_sources: must be one sources.list line",
     ),
     "apt-sources-second-line-crlf": (
         {
-            "apt_sources": "deb https://apt.internal/debian bookworm main\r\ndeb http://evil/ sid main"
+            "apt_sources": (
+                "deb https://apt.internal/debian bookworm main\r\ndeb http://evil/ sid main"
+            )
         },
         "apt_sources: must be one sources.list line",
     ),
@@ -95,7 +99,8 @@ def test_each_gap_is_refused_with_a_field_error(name):
     [
         {"npm": ["left-pad@1.3.0", "@scope/tool@^1.4.0", "x@~2.1", "y@latest", "z@1.0.0-beta.2"]},
         {
-            "apt_sources": "deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] https://apt.internal/debian bookworm main contrib"
+            "apt_sources": "deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] "
+            "https://apt.internal/debian bookworm main contrib"
         },
         {"apt_sources": "deb https://apt.internal/debian bookworm main\n"},
         {"pip_index_url": "https://user:p%40ss@pypi.internal:8443/root/simple/"},

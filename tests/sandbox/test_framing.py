@@ -1,4 +1,5 @@
-"""The framed-JSON connection between the server and a kernel, at descriptor numbers a busy server reaches."""
+"""The framed-JSON connection between the server and a kernel, at descriptor numbers a busy server
+reaches."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def _socket_at(fd_number: int, sock: socket.socket) -> socket.socket:
 def test_recv_with_deadline_works_on_a_descriptor_above_fd_setsize():
     if raise_open_files_limit() <= HIGH_FD:
         pytest.skip(
-            f"the hard limit on open files ({resource.getrlimit(resource.RLIMIT_NOFILE)[1]}) is too low"
+            "the hard limit on open files "
+            f"({resource.getrlimit(resource.RLIMIT_NOFILE)[1]}) is too low"
         )
     left, right = socket.socketpair()
     high = FrameConnection(_socket_at(HIGH_FD, left))

@@ -1,4 +1,5 @@
-"""Isolation of the local sandbox: namespaces, private root, per-slot uid, seccomp, cgroups, standbys.
+"""Isolation of the local sandbox: namespaces, private root, per-slot uid, seccomp, cgroups,
+standbys.
 
 Real kernels, real attacks from inside them. Tests that need root (per-slot uid,
 cgroups) skip with the reason when the test process is not root.
@@ -73,7 +74,8 @@ def test_no_network_but_loopback(sandbox: LocalSandbox) -> None:
     assert value(sandbox, "[n for _, n in socket.if_nameindex()]") == "['lo']"
     dns = value(
         sandbox,
-        "try:\n    socket.getaddrinfo('pypi.org', 443); r = 'resolved'\nexcept OSError as e:\n    r = 'failed'\nr",
+        "try:\n    socket.getaddrinfo('pypi.org', 443); r = 'resolved'\nexcept OSError as "
+        "e:\n    r = 'failed'\nr",
     )
     assert dns == "'failed'"
 
@@ -142,7 +144,8 @@ def test_episodes_cannot_signal_or_read_each_other_or_the_server(
         for target in (first_pid_inside, first.kernel_pid, 1, os.getpid()):
             out = value(
                 second,
-                f"try:\n    os.kill({target}, 9); r = 'killed'\nexcept OSError as e:\n    r = type(e).__name__\nr",
+                f"try:\n    os.kill({target}, 9); r = 'killed'\nexcept OSError as e:\n    r "
+                "= type(e).__name__\nr",
             )
             assert out in {"'PermissionError'", "'ProcessLookupError'"}, (target, out)
         environ = second.run_cell(f"open('/proc/{os.getpid()}/environ').read()", timeout_s=10)
@@ -165,7 +168,8 @@ def test_episodes_cannot_signal_or_read_each_other_or_the_server(
 
 
 def test_a_kernel_sees_no_process_but_its_own(backend: LocalSandboxBackend) -> None:
-    """Its own PID namespace and ``hidepid``: no host command line (``serve --token X``) is readable."""
+    """Its own PID namespace and ``hidepid``: no host command line (``serve --token X``) is
+    readable."""
     first = backend.start("default", files={})
     second = backend.start("default", files={})
     try:
@@ -175,7 +179,7 @@ def test_a_kernel_sees_no_process_but_its_own(backend: LocalSandboxBackend) -> N
         )
         own = value(second, "[os.getpid()]")
         assert listed == own  # not the server, not the zygote, not the other episode's sleep
-        assert value(second, "os.path.exists(f'/proc/{%d}')" % os.getpid()) == "False"
+        assert value(second, f"os.path.exists(f'/proc/{{{os.getpid()}}}')") == "False"
         cmdlines = second.run_shell("cat /proc/[0-9]*/cmdline | tr '\\0' ' '", timeout_s=5).stdout
         assert "sleep 30" not in cmdlines and "pytest" not in cmdlines
     finally:
@@ -188,7 +192,8 @@ def test_seccomp_denies_namespace_and_tracing_calls(sandbox: LocalSandbox) -> No
         sandbox,
         "import ctypes, os\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "calls = {'unshare': libc.unshare(0x10000000), 'ptrace': libc.syscall(101, 16, os.getppid(), 0, 0)}\n"
+        "calls = {'unshare': libc.unshare(0x10000000), 'ptrace': libc.syscall(101, 16, "
+        "os.getppid(), 0, 0)}\n"
         "(calls, ctypes.get_errno())",
     )
     assert out == "({'unshare': -1, 'ptrace': -1}, 1)"
@@ -290,16 +295,22 @@ def test_user_namespace_fallback() -> None:
     reason="simulates the unprivileged path from root (a user namespace without host privileges)",
 )
 def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
-    """In ``userns`` every kernel has the same uid: the slot view and Landlock scoping keep them apart."""
+    """In ``userns`` every kernel has the same uid: the slot view and Landlock scoping keep them
+    apart."""
     backend = LocalSandboxBackend(isolation="userns", standbys=0)
     try:
         victim, attacker = backend.start("default", files={}), backend.start("default", files={})
         victim.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)
         victim_inside = int(value(victim, "import os; os.getpid()"))
+        targets = [
+            victim.workdir + "/secret.txt",
+            f"/proc/{victim_inside}/cwd/secret.txt",
+            f"/proc/{victim_inside}/environ",
+        ]
         out = value(
             attacker,
             "import os, glob\nseen = [sorted(os.listdir('/slots'))]\n"
-            f"for path in {[victim.workdir + '/secret.txt', f'/proc/{victim_inside}/cwd/secret.txt', f'/proc/{victim_inside}/environ']!r}:\n"
+            f"for path in {targets!r}:\n"
             "    try:\n        open(path).read(); seen.append('READ')\n"
             "    except OSError as e:\n        seen.append(type(e).__name__)\n"
             f"for pid in [{victim_inside}, 1]:\n"

@@ -59,7 +59,8 @@ def test_real_work_runs(backend, tmp_path) -> None:
         assert (
             value(
                 sandbox,
-                "import duckdb\nduckdb.sql(\"select sum(amount) from 'sales.csv'\").fetchall()[0][0]",
+                'import duckdb\nduckdb.sql("select sum(amount) from '
+                "'sales.csv'\").fetchall()[0][0]",
             )
             == "3"
         )
@@ -72,7 +73,8 @@ def test_real_work_runs(backend, tmp_path) -> None:
         assert (
             value(
                 sandbox,
-                "import tempfile, os\nos.path.dirname(tempfile.mkstemp()[1]) == os.environ['TMPDIR']",
+                "import tempfile, os\nos.path.dirname(tempfile.mkstemp()[1]) == "
+                "os.environ['TMPDIR']",
             )
             == "True"
         )
@@ -122,7 +124,8 @@ UNPRIVILEGED = textwrap.dedent(
     import json, os, sys
     from analyst_env.envs.local import seccomp
     seccomp.set_no_new_privs()
-    seccomp.install(seccomp.build_filter())  # like Docker's default profile: no unshare, no CLONE_NEW*
+    # like Docker's default profile: no unshare, no CLONE_NEW*
+    seccomp.install(seccomp.build_filter())
     from analyst_env.envs.local.isolation import _drop_capabilities
     _drop_capabilities()
     os.environ["HOME"] = "/nonexistent"

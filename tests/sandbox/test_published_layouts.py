@@ -3,7 +3,8 @@
 The installed layout is what the Dockerfile, a wheel and a hub Space ship: the
 package sits in the very site-packages directory kernels import pandas from.
 The suite builds a wheel of this checkout, installs it into a venv of its own
-(``.venv/published-layouts``, outside /tmp, which the sandbox replaces; dependencies come from the test
+(``.venv/published-layouts``, outside /tmp, which the sandbox replaces; dependencies come from the
+test
 venv as a plain path entry, so the checkout's editable finder is not active
 there), starts the server from it with ``--token`` on its command line, and
 runs the probes of ``leak_probes`` in an episode: no server code importable,

@@ -1,4 +1,5 @@
-"""``analyst-env serve`` as a child process, for what only a real process shows: logs, signals, exit codes.
+"""``analyst-env serve`` as a child process, for what only a real process shows: logs, signals, exit
+codes.
 
 The server serves the shipped ``starter`` set with its state directory and its
 scratch space (``TMPDIR``, where the local backend makes ``analyst-env-local-*``)
@@ -19,7 +20,8 @@ from analyst_env.client.local_server import free_port
 
 
 class ServeProcess:
-    """``with ServeProcess(tmp_path, "--token", "t") as proc:`` runs the server until the block ends."""
+    """``with ServeProcess(tmp_path, "--token", "t") as proc:`` runs the server until the block
+    ends."""
 
     def __init__(
         self,

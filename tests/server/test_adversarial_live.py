@@ -151,11 +151,13 @@ def test_memory_bomb_across_processes_is_stopped_by_the_cgroup(episode):
     # The cell only starts them; later cells poll, so a loaded machine cannot time it out.
     started = cell(
         episode,
-        "import os, numpy as np\nready_r, ready_w = os.pipe()\nhold_r, hold_w = os.pipe()\npids = []\n"
+        "import os, numpy as np\nready_r, ready_w = os.pipe()\nhold_r, hold_w = "
+        "os.pipe()\npids = []\n"
         "for _ in range(2):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
-        "        a = np.ones(37_500_000); os.write(ready_w, b'+'); os.read(hold_r, 1); os._exit(0)\n"
+        "        a = np.ones(37_500_000); os.write(ready_w, b'+'); os.read(hold_r, 1); "
+        "os._exit(0)\n"
         "    pids.append(pid)\n"
         "os.set_blocking(ready_r, False)\nready, killed = b'', False\n"
         "def poll():\n"
@@ -163,8 +165,10 @@ def test_memory_bomb_across_processes_is_stopped_by_the_cgroup(episode):
         "    for p in pids:\n"
         "        done, status = os.waitpid(p, os.WNOHANG)\n"
         "        killed = killed or bool(done and status & 0x7F == 9)\n"
-        "    try:\n        ready += os.read(ready_r, 8)\n    except BlockingIOError:\n        pass\n"
-        "    return 'oom-killed' if killed else 'both allocated' if len(ready) >= 2 else 'pending'\n"
+        "    try:\n        ready += os.read(ready_r, 8)\n    except "
+        "BlockingIOError:\n        pass\n"
+        "    return 'oom-killed' if killed else 'both allocated' if len(ready) >= 2 else "
+        "'pending'\n"
         "len(pids)",
     )
     assert started == "2"
@@ -176,7 +180,8 @@ def test_memory_bomb_across_processes_is_stopped_by_the_cgroup(episode):
     assert state == "'oom-killed'"
     cell(
         episode,
-        "for p in pids:\n    try:\n        os.kill(p, 9)\n    except ProcessLookupError:\n        pass",
+        "for p in pids:\n    try:\n        os.kill(p, 9)\n    except "
+        "ProcessLookupError:\n        pass",
     )
     assert cell(episode, "3 * 3") == "9"
 
@@ -194,7 +199,8 @@ def test_cpu_spin_past_the_timeout(episode):
 def test_disk_fill_ends_in_enospc(episode):
     out = cell(
         episode,
-        "with open('fill.bin', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20); f.flush()",
+        "with open('fill.bin', 'wb') as f:\n    while True:\n        f.write(b'x' * "
+        "2**20); f.flush()",
     )
     assert "OSError" in out and ("No space left" in out or "too large" in out)
     assert "0" in episode.execute_shell_command("rm fill.bin; echo $?").observation.text
@@ -236,7 +242,8 @@ def test_another_episode_cannot_be_read_signalled_or_traced(server, episode):
         out = cell(
             episode,
             "import os, ctypes, signal\nlibc = ctypes.CDLL(None, use_errno=True)\nseen = []\n"
-            f"for path in ['/proc/{victim_pid}/cwd/secret.txt', '{victim_dir}/secret.txt', '/proc/{victim_pid}/environ']:\n"
+            f"for path in ['/proc/{victim_pid}/cwd/secret.txt', '{victim_dir}/secret.txt', "
+            f"'/proc/{victim_pid}/environ']:\n"
             "    try:\n        open(path).read(); seen.append('READ')\n"
             "    except OSError as e:\n        seen.append(type(e).__name__)\n"
             f"for target in [{victim_pid}, {os.getpid()}]:\n"
@@ -308,7 +315,8 @@ def test_kernel_death_is_reported_and_recovered(episode, crash):
 
 
 def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):
-    """100 MB of HTML in one display: the observation (and so the trajectory and live view) stays small."""
+    """100 MB of HTML in one display: the observation (and so the trajectory and live view) stays
+    small."""
     result = episode.add_and_execute_code_cell(
         "from IPython.display import display\ndisplay({'text/html': 'y' * 100 * 2**20}, raw=True)"
     )

@@ -78,7 +78,8 @@ def test_mcp_tool_client_runs_a_full_episode(url):
             assert "add_and_execute_code_cell" in names
             out = await env.call_tool(
                 "add_and_execute_code_cell",
-                code="import sqlite3\nsqlite3.connect('shop.sqlite').execute('select sum(qty) from orders').fetchone()[0]",
+                code="import sqlite3\nsqlite3.connect('shop.sqlite').execute('select sum(qty) "
+                "from orders').fetchone()[0]",
             )
             assert out == "13"
             assert (

@@ -1,4 +1,5 @@
-"""End to end over a live server: oracle 1.0 and null 0.0 on every SheetCopilot, DA-Code and TableBench task.
+"""End to end over a live server: oracle 1.0 and null 0.0 on every SheetCopilot, DA-Code and
+TableBench task.
 
 Each dataset is served by the real app on a loopback port and driven by the
 same ``evaluate`` the ``analyst-env eval`` command uses. SheetCopilot scoring

@@ -1,4 +1,5 @@
-"""Live: the bearer token is never written to the log, and a query token opens only WebSockets (issue 14, item 6).
+"""Live: the bearer token is never written to the log, and a query token opens only WebSockets
+(issue 14, item 6).
 
 A real ``analyst-env serve --token`` process at log level info (uvicorn's access log
 on) gets requests carrying the token in the query string: the /web bootstrap, a

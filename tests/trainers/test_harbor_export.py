@@ -30,7 +30,8 @@ SCORED_TINY = [
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    """The grader wheel, built once; these tests run test.sh with this venv's grader (HARBOR_NO_INSTALL)."""
+    """The grader wheel, built once; these tests run test.sh with this venv's grader
+    (HARBOR_NO_INSTALL)."""
     from analyst_env.client.harbor_export import build_grader_wheel
 
     return build_grader_wheel(tmp_path_factory.mktemp("wheel"))

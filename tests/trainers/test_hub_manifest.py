@@ -1,4 +1,5 @@
-"""Hub publishing: the OpenEnv manifest validates and its declarations match what the server serves."""
+"""Hub publishing: the OpenEnv manifest validates and its declarations match what the server
+serves."""
 
 from __future__ import annotations
 

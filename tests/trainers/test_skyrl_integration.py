@@ -1,4 +1,5 @@
-"""SkyRL integration: ``skyrl_gym.make`` builds our env from a parquet row and plays a live episode."""
+"""SkyRL integration: ``skyrl_gym.make`` builds our env from a parquet row and plays a live
+episode."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_a_multi_turn_episode_through_skyrl_gym_make(url, tmp_path):
     messages, info = env.init(row["prompt"])
     assert info["task_id"] == "tiny-csv" and "sales.csv" in messages[-1]["content"]
     out = env.step(
-        'Let me look.\n<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT SUM(amount) AS s FROM sales"}}\n</tool_call>'
+        'Let me look.\n<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT '
+        'SUM(amount) AS s FROM sales"}}\n</tool_call>'
     )
     assert not out["done"] and out["reward"] == 0.0
     assert (

@@ -22,7 +22,10 @@ from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
 pytestmark = pytest.mark.live
 
-PLOT = "import matplotlib.pyplot as plt\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\nprint('rows', len(df))\nplt.plot([1, 2, 3])\nplt.show()\ndf.head(2)"
+PLOT = (
+    "import matplotlib.pyplot as plt\nimport pandas as pd\ndf = "
+    "pd.read_csv('sales.csv')\nprint('rows', len(df))\nplt.plot([1, 2, 3])\nplt.show()\ndf.head(2)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,8 @@ def test_every_record_is_on_disk_in_order_without_ground_truth(played):
     assert first[-1]["reward"] == 1.0 and first[-1]["end_reason"] == "final_answer"
     second = read_trajectory(files[1])
     assert [r["type"] for r in second] == ["reset", "step", "close"]
-    # The gold answer appears only where the agent itself submitted it, never in the reset or the tools' replies
+    # The gold answer appears only where the agent itself submitted it, never in the reset or the
+    # tools' replies
     reset_text = json.dumps(first[0]) + json.dumps(second)
     assert str(SECRET_TOTAL) not in reset_text
     assert "oracle" not in json.dumps(first) and '"verifier"' not in json.dumps(first)

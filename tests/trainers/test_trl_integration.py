@@ -65,7 +65,8 @@ def tokenizer():
 
     corpus = [t.description for t in TOOLS.values()] + [
         '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "7319.25"}}\n</tool_call>',
-        "What is the total amount in sales.csv? Answer with the number. region amount north south east",
+        "What is the total amount in sales.csv? Answer with the number. region amount "
+        "north south east",
     ] * 20
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -186,7 +187,10 @@ def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(
         environment_factory=spec.environment_factory,
         reward_funcs=spec.reward_funcs,
     )
-    call = '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "7319.25"}}\n</tool_call><|im_end|>'
+    call = (
+        '<tool_call>\n{"name": "final_answer", "arguments": {"answer": '
+        '"7319.25"}}\n</tool_call><|im_end|>'
+    )
     real, calls = trainer._generate_single_turn, {"n": 0}
 
     def scripted(prompt_ids, *a, **kw):
@@ -206,7 +210,8 @@ def test_a_real_grpo_step_plays_a_scripted_tool_call_on_the_live_server(
         log["rewards/AnalystToolEnv/mean"] == 0.5
     )  # the scripted rollout solved it, the random one did not
     assert log["grad_norm"] > 0
-    # The call reached the server as parsed: its recorded trajectory ends with the answer and reward 1.
+    # The call reached the server as parsed: its recorded trajectory ends with the answer and reward
+    # 1.
     ends = [
         r
         for f in trajectories_dir(state).glob("*.jsonl")

@@ -116,7 +116,8 @@ def test_tablebench_rouge_l_partial_credit():
 
 
 def test_tablebench_upstream_quirk_is_kept():
-    # upstream strips punctuation before splitting on commas: "9.34, 1.18" becomes one item "934 118"
+    # upstream strips punctuation before splitting on commas: "9.34, 1.18" becomes one item "934
+    # 118"
     assert exact_match("934 118", "934 118") == 1.0
     assert tb("Final Answer: 9.34, 1.18", "9.34, 1.18", "EM") == 1.0
     assert tb("Final Answer: 9.34, 1.19", "9.34, 1.18", "EM") == 0.0

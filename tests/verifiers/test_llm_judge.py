@@ -192,7 +192,8 @@ def test_doctests():
 
 
 def gullible_model(request: dict) -> str:
-    """A judge that obeys the prompt's structure: the last rubric line wins, the first <submitted> block is graded."""
+    """A judge that obeys the prompt's structure: the last rubric line wins, the first <submitted>
+    block is graded."""
     prompt = request["messages"][1]["content"]
     rubrics = [line for line in prompt.splitlines() if line.startswith("Grading rubric:")]
     if rubrics and "always score 1" in rubrics[-1]:

@@ -180,7 +180,8 @@ def test_dabench_natural_forms_score_1(starter):
     "answer",
     [
         "",
-        "@order_count[418] @order_count[419] @avg_discount_pct[4.22]",  # upstream: the last repeat wins
+        # upstream: the last repeat wins
+        "@order_count[418] @order_count[419] @avg_discount_pct[4.22]",
         "@order_count[419] @avg_discount_pct[4.21] @avg_discount_pct[4.22] @avg_discount_pct[4.23]",
         "@order_count[419]",
         "order_count 419, avg_discount_pct 4.22",
@@ -211,7 +212,8 @@ def _xlsx(rows: list[list], sheets: int = 1) -> bytes:
 
 
 def _huge_xlsx(rows: int, cols: int = 5) -> bytes:
-    """A real xlsx with a ``rows`` x ``cols`` sheet, its XML written directly (openpyxl would take seconds)."""
+    """A real xlsx with a ``rows`` x ``cols`` sheet, its XML written directly (openpyxl would take
+    seconds)."""
     base = _xlsx([["a"]])
     cells = "".join(
         f'<row r="{r}">'
@@ -405,7 +407,10 @@ def test_sql_execution_on_spider_refuses_supersets_and_bounds_result_bytes(share
         "SELECT count(*) FROM singer UNION SELECT 1",
     ]:
         assert score(task, bad) == 0.0, bad
-    blobs = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000) SELECT zeroblob(9000000) FROM c"
+    blobs = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000) SELECT "
+        "zeroblob(9000000) FROM c"
+    )
     started = time.monotonic()
     with pytest.raises(SqlRunError, match="larger than"):
         run_readonly(db, blobs)
@@ -456,7 +461,8 @@ def test_dabench_repeats_cannot_hedge_on_the_real_questions(shared):
     ids=["dacode_text", "tablebench-pass@1", "tablebench-em", "tablebench-rouge"],
 )
 def test_benchmark_text_scorers_handle_capped_nasty_answers_quickly(spec, gold):
-    # "{" * 64 KiB cost DA-Code's regex 1.2 s and "[" * 64 KiB TableBench's 1.2 s: both were quadratic.
+    # "{" * 64 KiB cost DA-Code's regex 1.2 s and "[" * 64 KiB TableBench's 1.2 s: both were
+    # quadratic.
     for name, answer in NASTY.items():
         started = time.monotonic()
         judge(spec, answer, gold)
@@ -524,7 +530,8 @@ IN_PROCESS_GOLDS = {
 
 @pytest.mark.parametrize("name", sorted(IN_PROCESS_GOLDS))
 def test_scorers_run_in_the_server_cost_little_on_the_nastiest_short_answers(name):
-    """What scoring in process may cost the server: kilobytes and milliseconds, whatever the answer."""
+    """What scoring in process may cost the server: kilobytes and milliseconds, whatever the
+    answer."""
     import tracemalloc
 
     from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits

@@ -147,7 +147,8 @@ def test_code_fenced_sql_is_read(db):
     [
         ('[["Ann", "Oslo"], ["Bob", "Rome"], ["Dee", "Lima"]]', GOLD_UNSORTED),
         (
-            '[{"name": "Ann", "city": "Oslo"}, {"name": "Dee", "city": "Lima"}, {"city": "Rome", "name": "Bob"}]',
+            '[{"name": "Ann", "city": "Oslo"}, {"name": "Dee", "city": "Lima"}, {"city": '
+            '"Rome", "name": "Bob"}]',
             GOLD_UNSORTED,
         ),
         ("[('Oslo', 'Ann'), ('Rome', 'Bob'), ('Lima', 'Dee')]", GOLD_UNSORTED),

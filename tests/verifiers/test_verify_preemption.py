@@ -1,4 +1,5 @@
-"""Verify hooks on the real sandbox: nothing the agent writes before final_answer can set the reward.
+"""Verify hooks on the real sandbox: nothing the agent writes before final_answer can set the
+reward.
 
 The agent shares the working directory with the verifiers. Before verification
 it can plant ``logs/verifier/reward.txt``, make ``logs/verifier`` a symlink, or
@@ -14,10 +15,17 @@ from support import call
 PLANTS = {
     "reward.txt": "mkdir -p logs/verifier && echo 1.0 > logs/verifier/reward.txt",
     "huge reward": "mkdir -p logs/verifier && echo 1e309 > logs/verifier/reward.txt",
-    "symlinked dir": "rm -rf logs/verifier && mkdir -p /tmp/mine && echo 1 > /tmp/mine/reward.txt && ln -s /tmp/mine logs/verifier",
-    "logs is a symlink": "mkdir -p /tmp/l/verifier && echo 1 > /tmp/l/verifier/reward.txt && rm -rf logs && ln -s /tmp/l logs",
+    "symlinked dir": (
+        "rm -rf logs/verifier && mkdir -p /tmp/mine && echo 1 > /tmp/mine/reward.txt && "
+        "ln -s /tmp/mine logs/verifier"
+    ),
+    "logs is a symlink": (
+        "mkdir -p /tmp/l/verifier && echo 1 > /tmp/l/verifier/reward.txt && rm -rf logs && "
+        "ln -s /tmp/l logs"
+    ),
     "logs is a file": "rm -rf logs && echo 1 > logs",
-    "guessed dirs": "for i in 0 1 2 3; do mkdir -p logs/verifier-$i && echo 1 > logs/verifier-$i/reward.txt; done",
+    "guessed dirs": "for i in 0 1 2 3; do mkdir -p logs/verifier-$i && echo 1 > "
+    "logs/verifier-$i/reward.txt; done",
 }
 
 

@@ -1,4 +1,5 @@
-"""workbook_match on synthetic workbooks: values, formulas needing recalculation, any-of references, edges."""
+"""workbook_match on synthetic workbooks: values, formulas needing recalculation, any-of references,
+edges."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def book(rows: list[list], extra_sheets: int = 0) -> bytes:
 
 @pytest.fixture(scope="module")
 def refs(tmp_path_factory):
-    """Two accepted references: a Total column as values, and the same with a Profit column instead."""
+    """Two accepted references: a Total column as values, and the same with a Profit column
+    instead."""
     d = tmp_path_factory.mktemp("refs")
     (d / "gt1.xlsx").write_bytes(
         book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])

@@ -1,4 +1,5 @@
-"""Fixtures of the /web tests: one real starter server and one real headless Chromium per session."""
+"""Fixtures of the /web tests: one real starter server and one real headless Chromium per
+session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Screenshots of the /web debugging UI for the README: ``python tests/web/screenshots.py [OUT_DIR]``.
+"""Screenshots of the /web debugging UI for the README: ``python tests/web/screenshots.py
+[OUT_DIR]``.
 
 Starts a real server with the starter set, plays an episode in Chromium (a
 table, a plot, SQL, an answer), has a script client run an episode over /ws
@@ -103,7 +104,8 @@ def take(out: Path) -> list[Path]:
                 env.add_and_execute_code_cell(
                     "import sqlite3, pandas as pd\n"
                     f"con = sqlite3.connect('{sorted(sql_task.files)[0]}')\n"
-                    "pd.read_sql('SELECT status, COUNT(*) AS orders FROM orders GROUP BY status', con)"
+                    "pd.read_sql('SELECT status, COUNT(*) AS orders FROM orders GROUP BY "
+                    "status', con)"
                 )
                 env.final_answer(sql_task.oracle_answer or str(sql_task.answer))
                 finished.set()

@@ -1,4 +1,5 @@
-"""/web on a server with a bearer token: the page asks for it, and nothing with data opens without it."""
+"""/web on a server with a bearer token: the page asks for it, and nothing with data opens without
+it."""
 
 from __future__ import annotations
 

@@ -38,11 +38,13 @@ def test_page_loads_fast_and_fetches_nothing_from_elsewhere(page, web_url, capsy
     seconds = open_web(page, web_url)
     timing = page.evaluate(
         "(() => { const n = performance.getEntriesByType('navigation')[0];"
-        " return {dom: n.domContentLoadedEventEnd, load: n.loadEventEnd, ready: Number(document.body.dataset.readyMs)}; })()"
+        " return {dom: n.domContentLoadedEventEnd, load: n.loadEventEnd, ready: "
+        "Number(document.body.dataset.readyMs)}; })()"
     )
     with capsys.disabled():
         print(
-            f"\n/web load on loopback: task list drawn {timing['ready']:.0f} ms after navigation start "
+            f"\n/web load on loopback: task list drawn {timing['ready']:.0f} ms after "
+            "navigation start "
             f"(DOMContentLoaded {timing['dom']:.0f} ms, load {timing['load']:.0f} ms; "
             f"{seconds * 1000:.0f} ms as the test driver saw it)"
         )
@@ -82,7 +84,8 @@ def test_task_browser_search_filter_and_file_previews(page, web_url):
 
 
 def test_play_episode_plot_sql_and_reward_breakdown(page, web_url):
-    """The issue's first scenario: pick a task, plot, SQL, submit, see the reward and its breakdown."""
+    """The issue's first scenario: pick a task, plot, SQL, submit, see the reward and its
+    breakdown."""
     task = starter_task(
         "csv", "sales_", verifier="dabench"
     )  # two-part answer: the breakdown has parts
@@ -104,7 +107,8 @@ def test_play_episode_plot_sql_and_reward_breakdown(page, web_url):
     plot = page.locator("#notebook .cell").nth(1).locator("img.plot")
     expect(plot).to_be_visible()
     assert plot.evaluate(
-        "img => img.complete && img.naturalWidth > 100 && img.src.startsWith('data:image/png;base64,')"
+        "img => img.complete && img.naturalWidth > 100 && "
+        "img.src.startsWith('data:image/png;base64,')"
     )
 
     run_in_editor(page, SQL_QUERY, "sql")
@@ -113,7 +117,8 @@ def test_play_episode_plot_sql_and_reward_breakdown(page, web_url):
     expect(sql_cell.locator("table.data thead")).to_contain_text("revenue")
     assert sql_cell.locator("table.data tbody tr").count() == 5  # five regions
 
-    # One part right, one wrong: DABench scores all-or-nothing, and the breakdown shows which part failed.
+    # One part right, one wrong: DABench scores all-or-nothing, and the breakdown shows which part
+    # failed.
     parts = re.findall(r"@(\w+)\[([^\]]*)\]", task.oracle_answer)
     assert len(parts) == 2
     answer = f"@{parts[0][0]}[{parts[0][1]}] @{parts[1][0]}[999999]"
@@ -158,8 +163,10 @@ def test_html_from_agent_code_cannot_run_script(page, web_url):
         (
             "from IPython.display import HTML, display\n"
             "display(HTML('<img src=x onerror=\"window.__xss=1\"><script>window.__xss=2</script>'\n"
-            '             \'<table><tr><td onclick="window.__xss=3" colspan="2">kept text</td></tr></table>\'\n'
-            "             '<a href=\"javascript:window.__xss=4\">link text</a><style>body{display:none}</style>'))"
+            '             \'<table><tr><td onclick="window.__xss=3" colspan="2">kept '
+            "text</td></tr></table>'\n"
+            '             \'<a href="javascript:window.__xss=4">link '
+            "text</a><style>body{display:none}</style>'))"
         ),
     )
     wait_for_cells(page, 1)

@@ -72,7 +72,8 @@ def chromium() -> Iterator[object]:
 
 
 def starter_task(kind: str, template_prefix: str = "", verifier: str | None = None):
-    """A starter task of ``kind`` ('csv', 'sqlite', 'excel'), with its gold answer (test side only)."""
+    """A starter task of ``kind`` ('csv', 'sqlite', 'excel'), with its gold answer (test side
+    only)."""
     for task in load_dataset("starter").tasks:
         if (
             task.metadata.get("kind") == kind
@@ -120,4 +121,7 @@ PLOT_CELL = (
     "plt.tight_layout()\n"
     "plt.show()"
 )
-SQL_QUERY = "SELECT region, ROUND(SUM(revenue), 2) AS revenue, COUNT(*) AS orders FROM sales GROUP BY region ORDER BY 2 DESC"
+SQL_QUERY = (
+    "SELECT region, ROUND(SUM(revenue), 2) AS revenue, COUNT(*) AS orders FROM sales GROUP BY "
+    "region ORDER BY 2 DESC"
+)
