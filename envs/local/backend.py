@@ -118,8 +118,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             procctl.set_dumpable(False)
         if hidden:
             raise ValueError(
-                f"the server's Python lives under {', '.join(hidden)}, which the sandbox's private root "
-                "replaces with its own (/tmp is per episode): kernels could not import their modules. "
+                f"the server's Python lives under {', '.join(hidden)}, which the sandbox's "
+                "private root replaces with its own (/tmp is per episode): kernels could not "
+                "import their modules. "
                 "Install analyst_env outside /tmp, or run with isolation 'none'"
             )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
@@ -133,7 +134,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             self._cgroups.close()
             self._uid_range.release()
             raise ValueError(
-                f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded"
+                f"isolation 'full' cannot be honoured: {self._degraded()}; "
+                "use 'auto' to run degraded"
             )
         if self._degraded():
             log.warning("local sandbox runs degraded: %s", self._degraded())
@@ -313,7 +315,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             return sorted(image for image, zygote in self._zygotes.items() if zygote.alive())
 
     def forget_image(self, image: str) -> None:
-        """Stop serving a baked image no environment names any more (deleted, or rebuilt as another).
+        """Stop serving a baked image no environment names any more (deleted, or rebuilt as
+        another).
 
         Its standbys are torn down now and its zygote (tens of MiB) stops once its
         last running episode ends; a later ``start`` of the same image boots it
@@ -511,7 +514,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 raise SandboxError(f"could not stage the task files: {reply['failure']['message']}")
 
     def _discard_orphaned_standbys(self, image: str) -> None:
-        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with it)."""
+        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
+        it)."""
         with self._lock:
             ready = self._ready.get(image)
             if not ready:

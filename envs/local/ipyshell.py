@@ -74,7 +74,8 @@ class CellRecord:
             else:
                 kept.setdefault(
                     "text/plain",
-                    f"[{mime} output of {size} bytes dropped: the cell's rich outputs are limited to {self.limit} bytes]",
+                    f"[{mime} output of {size} bytes dropped: the cell's rich outputs are "
+                    f"limited to {self.limit} bytes]",
                 )
         self.outputs.append(kept)
 
@@ -125,7 +126,8 @@ class _RecordingDisplayPublisher(DisplayPublisher):
         self.shell.record.add(_jsonable_bundle(data))
 
     def clear_output(self, wait: bool = False) -> None:
-        self.shell.record.outputs.clear()  # the budget is not given back: clearing is no way around it
+        # The budget is not given back: clearing is no way around it.
+        self.shell.record.outputs.clear()
 
 
 class KernelShell(InteractiveShell):

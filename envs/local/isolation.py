@@ -152,13 +152,15 @@ def resolve_mode(requested: str) -> Mode:
         raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
     if requested == "landlock" and landlock.abi() < 1:
         raise ValueError(
-            "isolation 'landlock' needs a kernel with Landlock enabled (Linux >= 5.13, lsm=landlock)"
+            "isolation 'landlock' needs a kernel with Landlock enabled "
+            "(Linux >= 5.13, lsm=landlock)"
         )
     return requested  # type: ignore[return-value]
 
 
 def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
-    """The mode to run, tried for real (``probe``): ``requested``, or for ``auto`` the strongest that works.
+    """The mode to run, tried for real (``probe``): ``requested``, or for ``auto`` the strongest
+    that works.
 
     Returns:
         The mode and a report: ``tried`` (each stronger mode that failed, with

@@ -1,4 +1,5 @@
-"""Try an isolation mode for real before serving with it: ``isolation=auto`` takes the strongest that works.
+"""Try an isolation mode for real before serving with it: ``isolation=auto`` takes the strongest
+that works.
 
 Reading sysctls says what a kernel allows in general, not what this process
 may do here: a container's seccomp profile refuses ``unshare``, a missing
@@ -89,7 +90,8 @@ def _run(mode: str, host_root: str) -> dict:
 
 def main() -> None:
     """Entry point: probe one mode, print the JSON verdict."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The first paragraph of the docstring, on one line.
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--mode", required=True)
     parser.add_argument("--host-root", required=True)
     args = parser.parse_args()
@@ -105,7 +107,8 @@ def main() -> None:
 
 
 def try_mode(mode: str, timeout_s: float = 60.0) -> dict:
-    """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per process)."""
+    """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per
+    process)."""
     key = (mode, os.geteuid())
     if key not in _cache:
         root = tempfile.mkdtemp(prefix="analyst-env-probe-")

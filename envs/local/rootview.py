@@ -49,7 +49,8 @@ _RESERVED = ("/tmp", "/proc", "/sys", "/dev", SLOTS_DIR)
 
 
 def _is_reserved(path: str) -> bool:
-    """Paths the view provides itself: never bind the host's (e.g. a ``sys.path`` entry under /tmp)."""
+    """Paths the view provides itself: never bind the host's (e.g. a ``sys.path`` entry under
+    /tmp)."""
     return any(path == r or path.startswith(r + os.sep) for r in _RESERVED)
 
 

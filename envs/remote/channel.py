@@ -71,7 +71,8 @@ class QueueChannel:
             ) from exc
 
     def recv(self, timeout: float | None) -> bytes | None:
-        """The next chunk, or None if ``timeout`` seconds pass first. Raises ``ChannelClosed`` at EOF."""
+        """The next chunk, or None if ``timeout`` seconds pass first. Raises ``ChannelClosed`` at
+        EOF."""
         try:
             item = self._queue.get(timeout=None if timeout is None else max(timeout, 0.0))
         except queue.Empty:

@@ -161,7 +161,8 @@ class E2BSandboxBackend(SandboxBackend):
         log: Callable[[str], None],
         progress: Callable[[float], None],
     ) -> None:
-        """Build ``recipe``'s template (the sandbox environments' build step) and record it in ``out_dir``."""
+        """Build ``recipe``'s template (the sandbox environments' build step) and record it in
+        ``out_dir``."""
         name = self.template or self._ensure_template(recipe, log)
         write_manifest(out_dir, recipe, backend=self.name, artifact=name)
         log(f"e2b: template {name} is ready")
@@ -182,7 +183,8 @@ class E2BSandboxBackend(SandboxBackend):
         seed: int | None = None,
         env: dict[str, str] | None = None,
     ) -> E2BSandbox:
-        """Create an E2B sandbox, stage the task files, seed the kernel; see ``SandboxBackend.start``."""
+        """Create an E2B sandbox, stage the task files, seed the kernel; see
+        ``SandboxBackend.start``."""
         if self._closed:
             raise SandboxError("the backend is closed")
         payload = {}
@@ -257,7 +259,8 @@ class E2BSandboxBackend(SandboxBackend):
 
 
 def _setup_code(seed: int | None, env: dict[str, str]) -> str:
-    """The silent first cell: environment variables and RNG seeds, as the local kernel applies them."""
+    """The silent first cell: environment variables and RNG seeds, as the local kernel applies
+    them."""
     return (
         "import os as __os, random as __random\n"
         f"__os.environ.update({dict(env)!r})\n"

@@ -182,7 +182,7 @@ class Runner:
 
     def _fork_child(self) -> None:
         """Make the standby (or a fresh fork) the episode's kernel and activate it."""
-        for attempt in range(2):
+        for _attempt in range(2):
             if self.standby is not None and self.standby_warming:
                 self._call(self.standby[1], self.standby[2], None)  # let its warm-up finish
             self.standby_warming = False
