@@ -131,8 +131,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
         )
         if isolation == "full" and self._degraded():
-            self._cgroups.close()
-            self._uid_range.release()
+            # Both exist here: only slot-uid modes have cgroups, so only they can degrade.
+            if self._cgroups is not None:
+                self._cgroups.close()
+            if self._uid_range is not None:
+                self._uid_range.release()
             raise ValueError(
                 f"isolation 'full' cannot be honoured: {self._degraded()}; "
                 "use 'auto' to run degraded"
@@ -288,11 +291,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         finally:
             for fd in fds:
                 os.close(fd)
-        activation = {"seed": seed, "env": dict(env or {})}
+        activation_seed, activation_env = seed, dict(env or {})
 
         def respawn() -> KernelHandle:
             fresh, _ = self._fork(slot, fresh=False)
-            self._activate(fresh, {}, [], activation["seed"], activation["env"])
+            self._activate(fresh, {}, [], activation_seed, activation_env)
             return fresh
 
         sandbox = LocalSandbox(

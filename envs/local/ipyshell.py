@@ -19,7 +19,7 @@ import json
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
@@ -113,7 +113,8 @@ class _RecordingDisplayHook(DisplayHook):
         pass
 
     def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
-        self.shell.record.add(_jsonable_bundle(format_dict))
+        # Installed by KernelShell (displayhook_class), so its shell is one.
+        cast("KernelShell", self.shell).record.add(_jsonable_bundle(format_dict))
 
     def finish_displayhook(self) -> None:
         self._is_active = False

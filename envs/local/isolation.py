@@ -42,6 +42,7 @@ import socket
 import stat
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -192,7 +193,7 @@ def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
 
 # ── zygote side ─────────────────────────────────────────────────────────────
 def enter_zygote(
-    mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()
+    mode: Mode, scratch_dir: str, package_dir: str, hidden: Sequence[str] = ()
 ) -> list[str]:
     """Confine the (warm, single-threaded) zygote before it forks anything.
 
@@ -364,7 +365,7 @@ def confine_child(
     uid: int | None,
     sizing: Sizing,
     seccomp_filter: bytes | None,
-    readable: list[str] = (),
+    readable: Sequence[str] = (),
 ) -> None:
     """Isolate this freshly forked kernel; called before it starts any thread.
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from typing import Any
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PROBE_UID = 65534  # nobody: the probe's kernel switches to it where slots get their own uids
@@ -37,7 +38,7 @@ def _facts() -> dict:
         for line in f:
             key, _, value = line.partition(":")
             status[key] = value.strip()
-    facts = {
+    facts: dict[str, Any] = {
         "uid": os.getuid(),
         "seccomp": status.get("Seccomp") == "2",
         "no_new_privs": status.get("NoNewPrivs") == "1",

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from analyst_env.envs.local import syscalls as sc
 
@@ -163,7 +164,7 @@ def _bind_device(name: str, new_root: str) -> None:
 
 
 def enter(
-    scratch_dir: str, package_dir: str, *, in_user_namespace: bool, hidden: list[str] = ()
+    scratch_dir: str, package_dir: str, *, in_user_namespace: bool, hidden: Sequence[str] = ()
 ) -> list[str]:
     """Move this process into a new mount namespace whose root is the view.
 

@@ -123,6 +123,7 @@ class ZygoteProcess:
         self.image = image
         self._request_timeout_s = request_timeout_s
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env: dict[str, str]
         launch, env = ["-m", "analyst_env.envs.local.zygote"], {}
         if spec is not None and image not in IMAGES:
             launch, env = _baked_launch(spec)

@@ -41,6 +41,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -60,6 +61,11 @@ class BakeError(RuntimeError):
 
 Log = Callable[[str], None]
 Progress = Callable[[float], None]
+
+
+def _scaled(progress: Progress, start: float, span: float) -> Progress:
+    """``progress`` for a step that reports 0..1 and covers ``[start, start + span]``."""
+    return lambda f: progress(start + f * span)
 
 
 def find_uv() -> str:
@@ -139,7 +145,7 @@ def bake(
                 pinned,
                 log,
                 deadline,
-                lambda f, s=start, w=span: progress(s + f * w),
+                _scaled(progress, start, span),
                 sdists=recipe.sdists,
             )
         progress(0.7)
@@ -153,7 +159,7 @@ def bake(
                 scripts=recipe.npm_scripts,
             )
         progress(0.85)
-        manifest = {
+        manifest: dict[str, Any] = {
             "hash": recipe.image_hash(),
             "sizing": recipe.sizing(),
             "site_dirs": [str(out_dir / "site")],
@@ -206,7 +212,9 @@ def server_versions() -> dict[str, str]:
     index."""
     versions: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name")
+        # The metadata is an email.message.Message, which has get; typeshed's PackageMetadata
+        # declares it from Python 3.12 only.
+        name = dist.metadata.get("Name")  # type: ignore[attr-defined]
         if not name or dist.read_text("direct_url.json"):
             continue  # editable or URL installs cannot be constraints
         versions.setdefault(canonicalize_name(name), dist.version)

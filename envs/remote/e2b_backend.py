@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
@@ -89,7 +89,9 @@ class E2BSandboxBackend(SandboxBackend):
             raise BackendUnavailable(
                 "the e2b backend needs credentials: set E2B_API_KEY (and E2B_DOMAIN if self-hosted)"
             )
-        self._opts = {k: v for k, v in {"api_key": api_key, "domain": domain}.items() if v}
+        self._opts: dict[str, Any] = {
+            k: v for k, v in {"api_key": api_key, "domain": domain}.items() if v
+        }
         self._resolve = resolve
         self.template = template
         self.cpus, self.memory_mb, self.disk_mb = cpus, memory_mb, disk_mb
@@ -142,13 +144,17 @@ class E2BSandboxBackend(SandboxBackend):
         )
         if not exists:
             disk = recipe.disk_mb or self.disk_mb
+            disk_option: dict[str, Any] = {"min_free_disk_mb": disk} if disk else {}
+            logs_option: dict[str, Any] = {}
+            if log:
+                logs_option["on_build_logs"] = lambda entry: log(str(entry))
             self._core.Template.build(
                 template_builder(self._core, recipe),
                 name,
                 cpu_count=self._cpus(recipe),
                 memory_mb=self._memory(recipe),
-                **({"min_free_disk_mb": disk} if disk else {}),
-                **({"on_build_logs": lambda entry: log(str(entry))} if log else {}),
+                **disk_option,
+                **logs_option,
                 **self._opts,
             )
         return name

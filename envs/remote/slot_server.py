@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from analyst_env.envs.frames import Decoder, encode
@@ -107,7 +108,13 @@ class Runner:
                     pass
             return
         rid = request.pop("id", None)
-        handler = {"start": self._start, "restart": self._restart, "end": self._end}.get(op)
+        # Keyed by object: ``op`` is whatever the request carried (None when absent).
+        handlers: dict[object, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "start": self._start,
+            "restart": self._restart,
+            "end": self._end,
+        }
+        handler = handlers.get(op)
         if handler is not None:
             try:
                 reply = handler(request)
