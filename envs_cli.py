@@ -150,7 +150,8 @@ def _list(args, client: _Client) -> int:
         return 0
     if not envs:
         print(
-            "no sandbox environments; create one with 'analyst-env envs create NAME --template data-science'"
+            "no sandbox environments; create one with "
+            "'analyst-env envs create NAME --template data-science'"
         )
         return 0
     print(f"{'NAME':<24} {'STATUS':<9} {'HASH':<17} DESCRIPTION")

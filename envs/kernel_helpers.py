@@ -43,7 +43,8 @@ def __analyst_define_helpers__():
         con = _sqlite3.connect(dbs[0])
         try:
             for extra in dbs[1:]:
-                con.execute("ATTACH DATABASE ? AS " + _ident(_os.path.splitext(_os.path.basename(extra))[0]), (extra,))
+                stem = _os.path.splitext(_os.path.basename(extra))[0]
+                con.execute("ATTACH DATABASE ? AS " + _ident(stem), (extra,))
             cur = con.execute(query)
             cols = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchmany(max_rows + 1) if cols else []
@@ -69,7 +70,8 @@ def __analyst_define_helpers__():
             stem, ext = _os.path.splitext(_os.path.basename(f))
             if ext.lower() in _CSV_EXT:
                 path = f.replace("'", "''")
-                con.execute("CREATE VIEW %s AS SELECT * FROM read_csv_auto('%s')" % (_ident(stem), path))
+                view = "CREATE VIEW %s AS SELECT * FROM read_csv_auto('%s')"
+                con.execute(view % (_ident(stem), path))
             else:
                 import pandas as pd
                 sheets = pd.read_excel(f, sheet_name=None)
@@ -106,7 +108,9 @@ def __analyst_define_helpers__():
             return
         truncated = len(rows) > max_rows
         rows = [[_cell(v) for v in r] for r in rows[:max_rows]]
-        print(_json.dumps({"ok": True, "engine": engine, "columns": cols, "rows": rows, "truncated": truncated}))
+        result = {"ok": True, "engine": engine, "columns": cols, "rows": rows}
+        result["truncated"] = truncated
+        print(_json.dumps(result))
 
     def list_files():
         out = []

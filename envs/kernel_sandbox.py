@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from analyst_env.envs.model_texts import (
     SHELL_KERNEL_LOST,
@@ -262,7 +262,7 @@ class _LinkLossMapping:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if isinstance(exc, LinkLost):
             if self.sandbox._closed:
                 raise SandboxClosedError("the sandbox was closed") from exc

@@ -118,8 +118,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             procctl.set_dumpable(False)
         if hidden:
             raise ValueError(
-                f"the server's Python lives under {', '.join(hidden)}, which the sandbox's private root "
-                "replaces with its own (/tmp is per episode): kernels could not import their modules. "
+                f"the server's Python lives under {', '.join(hidden)}, which the sandbox's "
+                "private root replaces with its own (/tmp is per episode): kernels could not "
+                "import their modules. "
                 "Install analyst_env outside /tmp, or run with isolation 'none'"
             )
         self.sizing = sizing or Sizing(memory_mb=memory_limit_mb)
@@ -130,10 +131,14 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
         )
         if isolation == "full" and self._degraded():
-            self._cgroups.close()
-            self._uid_range.release()
+            # Both exist here: only slot-uid modes have cgroups, so only they can degrade.
+            if self._cgroups is not None:
+                self._cgroups.close()
+            if self._uid_range is not None:
+                self._uid_range.release()
             raise ValueError(
-                f"isolation 'full' cannot be honoured: {self._degraded()}; use 'auto' to run degraded"
+                f"isolation 'full' cannot be honoured: {self._degraded()}; "
+                "use 'auto' to run degraded"
             )
         if self._degraded():
             log.warning("local sandbox runs degraded: %s", self._degraded())
@@ -286,11 +291,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         finally:
             for fd in fds:
                 os.close(fd)
-        activation = {"seed": seed, "env": dict(env or {})}
+        activation_seed, activation_env = seed, dict(env or {})
 
         def respawn() -> KernelHandle:
             fresh, _ = self._fork(slot, fresh=False)
-            self._activate(fresh, {}, [], activation["seed"], activation["env"])
+            self._activate(fresh, {}, [], activation_seed, activation_env)
             return fresh
 
         sandbox = LocalSandbox(
@@ -313,7 +318,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             return sorted(image for image, zygote in self._zygotes.items() if zygote.alive())
 
     def forget_image(self, image: str) -> None:
-        """Stop serving a baked image no environment names any more (deleted, or rebuilt as another).
+        """Stop serving a baked image no environment names any more (deleted, or rebuilt as
+        another).
 
         Its standbys are torn down now and its zygote (tens of MiB) stops once its
         last running episode ends; a later ``start`` of the same image boots it
@@ -511,7 +517,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 raise SandboxError(f"could not stage the task files: {reply['failure']['message']}")
 
     def _discard_orphaned_standbys(self, image: str) -> None:
-        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with it)."""
+        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
+        it)."""
         with self._lock:
             ready = self._ready.get(image)
             if not ready:

@@ -10,6 +10,7 @@ its boot time is reported separately, with the protections in force.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import tempfile
@@ -68,9 +69,11 @@ def main() -> None:
             sandbox.run_cell("1+1", timeout_s=30)
             first.append((time.perf_counter() - started) * 1000)
             for _ in range(args.cells):
-                trivial.append(_timed(lambda: sandbox.run_cell("1+1", timeout_s=30)))
+                trivial.append(_timed(functools.partial(sandbox.run_cell, "1+1", timeout_s=30)))
             sandbox.run_cell(_SETUP, timeout_s=30)
-            describe.append(_timed(lambda: sandbox.run_cell("df.describe()", timeout_s=30)))
+            describe.append(
+                _timed(functools.partial(sandbox.run_cell, "df.describe()", timeout_s=30))
+            )
             close.append(_timed(sandbox.close))
         protections = backend.protections()
     finally:

@@ -80,7 +80,7 @@ def sweep_stale(parent: str) -> list[str]:
     Returns:
         The directories removed.
     """
-    removed = []
+    removed: list[str] = []
     try:
         entries = os.listdir(parent)
     except OSError:

@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import numpy
@@ -264,7 +265,7 @@ def run_kernel(
     zygote_pid: int,
     mode: isolation.Mode,
     seccomp_filter: bytes | None,
-    readable: list[str] = (),
+    readable: Sequence[str] = (),
 ) -> NoReturn:
     """Set up this freshly forked process as an episode kernel and serve it.
 

@@ -11,7 +11,7 @@ import collections
 import select
 import socket
 import time
-from typing import Any
+from typing import Any, overload
 
 from analyst_env.envs.frames import Decoder, encode
 
@@ -67,6 +67,12 @@ class FrameConnection:
         """Descriptors received so far (the caller owns them now)."""
         fds, self._fds = self._fds, []
         return fds
+
+    @overload
+    def recv(self, deadline: None = None) -> dict[str, Any]: ...
+
+    @overload
+    def recv(self, deadline: float | None) -> dict[str, Any] | None: ...
 
     def recv(self, deadline: float | None = None) -> dict[str, Any] | None:
         """Receive one message.

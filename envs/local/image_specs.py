@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 MPL_BACKEND = "module://analyst_env.envs.local.mpl_backend"
 
@@ -83,7 +84,10 @@ class ImageSpec:
     @classmethod
     def from_json(cls, text: str) -> ImageSpec:
         data = json.loads(text)
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items()
+        }
+        return cls(**fields)
 
 
 IMAGES: dict[str, ImageSpec] = {

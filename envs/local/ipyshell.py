@@ -19,7 +19,7 @@ import json
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
@@ -74,7 +74,8 @@ class CellRecord:
             else:
                 kept.setdefault(
                     "text/plain",
-                    f"[{mime} output of {size} bytes dropped: the cell's rich outputs are limited to {self.limit} bytes]",
+                    f"[{mime} output of {size} bytes dropped: the cell's rich outputs are "
+                    f"limited to {self.limit} bytes]",
                 )
         self.outputs.append(kept)
 
@@ -112,7 +113,8 @@ class _RecordingDisplayHook(DisplayHook):
         pass
 
     def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
-        self.shell.record.add(_jsonable_bundle(format_dict))
+        # Installed by KernelShell (displayhook_class), so its shell is one.
+        cast("KernelShell", self.shell).record.add(_jsonable_bundle(format_dict))
 
     def finish_displayhook(self) -> None:
         self._is_active = False
@@ -125,7 +127,8 @@ class _RecordingDisplayPublisher(DisplayPublisher):
         self.shell.record.add(_jsonable_bundle(data))
 
     def clear_output(self, wait: bool = False) -> None:
-        self.shell.record.outputs.clear()  # the budget is not given back: clearing is no way around it
+        # The budget is not given back: clearing is no way around it.
+        self.shell.record.outputs.clear()
 
 
 class KernelShell(InteractiveShell):

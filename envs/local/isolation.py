@@ -42,6 +42,7 @@ import socket
 import stat
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -152,13 +153,15 @@ def resolve_mode(requested: str) -> Mode:
         raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
     if requested == "landlock" and landlock.abi() < 1:
         raise ValueError(
-            "isolation 'landlock' needs a kernel with Landlock enabled (Linux >= 5.13, lsm=landlock)"
+            "isolation 'landlock' needs a kernel with Landlock enabled "
+            "(Linux >= 5.13, lsm=landlock)"
         )
     return requested  # type: ignore[return-value]
 
 
 def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
-    """The mode to run, tried for real (``probe``): ``requested``, or for ``auto`` the strongest that works.
+    """The mode to run, tried for real (``probe``): ``requested``, or for ``auto`` the strongest
+    that works.
 
     Returns:
         The mode and a report: ``tried`` (each stronger mode that failed, with
@@ -190,7 +193,7 @@ def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
 
 # ── zygote side ─────────────────────────────────────────────────────────────
 def enter_zygote(
-    mode: Mode, scratch_dir: str, package_dir: str, hidden: list[str] = ()
+    mode: Mode, scratch_dir: str, package_dir: str, hidden: Sequence[str] = ()
 ) -> list[str]:
     """Confine the (warm, single-threaded) zygote before it forks anything.
 
@@ -362,7 +365,7 @@ def confine_child(
     uid: int | None,
     sizing: Sizing,
     seccomp_filter: bytes | None,
-    readable: list[str] = (),
+    readable: Sequence[str] = (),
 ) -> None:
     """Isolate this freshly forked kernel; called before it starts any thread.
 

@@ -49,7 +49,8 @@ class KernelHandle:
         procctl.kill_tree(self.pid, send=self._send)
 
     def mark_killed(self) -> None:
-        """Record that the tree was killed another way (e.g. ``cgroup.kill``), so ``release`` skips it."""
+        """Record that the tree was killed another way (e.g. ``cgroup.kill``), so ``release`` skips
+        it."""
         self._killed = True
 
     def release(self) -> None:

@@ -103,7 +103,8 @@ def plan(exposed: list[str], hidden: list[str]) -> list[str]:
 
 
 def restrict_scope() -> None:
-    """Only scope this process (ABI 6): no signals to, and no abstract unix sockets of, processes outside it.
+    """Only scope this process (ABI 6): no signals to, and no abstract unix sockets of, processes
+    outside it.
 
     Filesystem and network access are left as they are (the namespace modes
     already confine them); the domain also bars tracing and reading the memory

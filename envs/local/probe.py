@@ -1,4 +1,5 @@
-"""Try an isolation mode for real before serving with it: ``isolation=auto`` takes the strongest that works.
+"""Try an isolation mode for real before serving with it: ``isolation=auto`` takes the strongest
+that works.
 
 Reading sysctls says what a kernel allows in general, not what this process
 may do here: a container's seccomp profile refuses ``unshare``, a missing
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from typing import Any
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PROBE_UID = 65534  # nobody: the probe's kernel switches to it where slots get their own uids
@@ -36,7 +38,7 @@ def _facts() -> dict:
         for line in f:
             key, _, value = line.partition(":")
             status[key] = value.strip()
-    facts = {
+    facts: dict[str, Any] = {
         "uid": os.getuid(),
         "seccomp": status.get("Seccomp") == "2",
         "no_new_privs": status.get("NoNewPrivs") == "1",
@@ -89,7 +91,8 @@ def _run(mode: str, host_root: str) -> dict:
 
 def main() -> None:
     """Entry point: probe one mode, print the JSON verdict."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The first paragraph of the docstring, on one line.
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--mode", required=True)
     parser.add_argument("--host-root", required=True)
     args = parser.parse_args()
@@ -105,7 +108,8 @@ def main() -> None:
 
 
 def try_mode(mode: str, timeout_s: float = 60.0) -> dict:
-    """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per process)."""
+    """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per
+    process)."""
     key = (mode, os.geteuid())
     if key not in _cache:
         root = tempfile.mkdtemp(prefix="analyst-env-probe-")

@@ -38,7 +38,8 @@ _PR_SET_DUMPABLE = 4
 
 
 def set_dumpable(dumpable: bool) -> None:
-    """Set whether same-uid processes may read this process's memory, environment and fds in ``/proc``."""
+    """Set whether same-uid processes may read this process's memory, environment and fds in
+    ``/proc``."""
     _prctl(_PR_SET_DUMPABLE, int(dumpable))
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from analyst_env.envs.local import syscalls as sc
 
@@ -49,7 +50,8 @@ _RESERVED = ("/tmp", "/proc", "/sys", "/dev", SLOTS_DIR)
 
 
 def _is_reserved(path: str) -> bool:
-    """Paths the view provides itself: never bind the host's (e.g. a ``sys.path`` entry under /tmp)."""
+    """Paths the view provides itself: never bind the host's (e.g. a ``sys.path`` entry under
+    /tmp)."""
     return any(path == r or path.startswith(r + os.sep) for r in _RESERVED)
 
 
@@ -162,7 +164,7 @@ def _bind_device(name: str, new_root: str) -> None:
 
 
 def enter(
-    scratch_dir: str, package_dir: str, *, in_user_namespace: bool, hidden: list[str] = ()
+    scratch_dir: str, package_dir: str, *, in_user_namespace: bool, hidden: Sequence[str] = ()
 ) -> list[str]:
     """Move this process into a new mount namespace whose root is the view.
 

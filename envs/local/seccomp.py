@@ -142,7 +142,8 @@ def build_filter() -> bytes:
     checks.append((_BPF_JEQ_K, _CLONE3[column], "enosys"))
     first_check = len(program)
     n_checks = len(checks)
-    # After the checks: "jeq clone" (jf -> allow), "ld arg0", "jset flags" (jt -> eperm), allow, eperm, enosys
+    # After the checks: "jeq clone" (jf -> allow), "ld arg0", "jset flags" (jt -> eperm),
+    # allow, eperm, enosys
     clone_at = first_check + n_checks
     allow_at = clone_at + 3
     targets = {"allow": allow_at, "eperm": allow_at + 1, "enosys": allow_at + 2}

@@ -8,7 +8,9 @@ zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
 
 from __future__ import annotations
 
+import collections
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
 
 if TYPE_CHECKING:
+    from analyst_env.envs.local.cgroups import CgroupManager
     from analyst_env.envs.local.socket_link import LocalSandbox
 
 log = logging.getLogger("analyst_env.envs.local.backend")
@@ -34,6 +37,31 @@ class KernelSlot:
 
 class SlotWorkers:
     """Teardown and standby refilling, mixed into ``LocalSandboxBackend``."""
+
+    # The backend's state these methods work on, declared for the type checker only:
+    # ``LocalSandboxBackend.__init__`` creates it (annotations alone set no attribute).
+    standbys: int
+    _lock: threading.Condition
+    _closed: bool
+    _zygote_lock: threading.Lock
+    _zygotes: dict[str, ZygoteProcess]
+    _cgroups: CgroupManager | None
+    _sandboxes: set[LocalSandbox]
+    _ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]]
+    _teardowns: collections.deque[tuple[KernelHandle, KernelSlot]]
+    _spawning: collections.Counter[str]
+    _live: collections.Counter[str]
+    _forgotten: set[str]
+    _live_slots: int
+    _max_slots: int
+
+    if TYPE_CHECKING:
+        # Defined by ``LocalSandboxBackend``.
+        def _free_slot(self, slot: KernelSlot) -> None: ...
+
+        def _stop_if_forgotten(self, image: str) -> None: ...
+
+        def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]: ...
 
     def _kill(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         """Kill the slot's processes now: one ``cgroup.kill`` write, or the tree scan."""
@@ -129,6 +157,7 @@ class SlotWorkers:
             if job is not None:
                 self._teardown_logged(*job)
                 continue
+            assert image is not None  # no teardown job: the block above chose an image to refill
             try:
                 standby = self._spawn(image, warm=True)
             except Exception as exc:

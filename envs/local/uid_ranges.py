@@ -50,7 +50,8 @@ class UidRange:
 
 
 def _blocks(base: int, size: int) -> range:
-    """The ``RANGE_STRIDE``-aligned blocks a range touches: each has one lock, so overlaps conflict."""
+    """The ``RANGE_STRIDE``-aligned blocks a range touches: each has one lock, so overlaps
+    conflict."""
     return range(base // RANGE_STRIDE, (base + size - 1) // RANGE_STRIDE + 1)
 
 
@@ -103,8 +104,9 @@ def claim(size: int, base: int | None = None, lock_dir: str = LOCK_DIR) -> UidRa
         claimed = _try_claim(base, size, lock_dir)
         if claimed is None:
             raise UidRangeBusy(
-                f"slot uids {base}..{base + size - 1} overlap a range held by {_holders(base, size, lock_dir)}; "
-                "give each server its own ANALYST_ENV_UID_BASE, or leave it unset to pick a free range"
+                f"slot uids {base}..{base + size - 1} overlap a range held by "
+                f"{_holders(base, size, lock_dir)}; give each server its own "
+                "ANALYST_ENV_UID_BASE, or leave it unset to pick a free range"
             )
         return claimed
     if size > RANGE_STRIDE:

@@ -119,7 +119,8 @@ class Zygote:
         ready = {"op": "ready", "pid": self.pid, "exposed": self.exposed[:200]}
         self.control.send(json.dumps(ready).encode())
         while True:
-            readable = select.select([self.control, self._wake_read], [], [])[0]
+            watched: list[socket.socket | int] = [self.control, self._wake_read]
+            readable = select.select(watched, [], [])[0]
             if self._wake_read in readable:
                 self._drain_wakeups()
                 self._reap()

@@ -43,7 +43,8 @@ KERNEL_ENV_ALLOWED_PREFIXES = ("LC_",)
 
 
 def kernel_environment(server_env: dict[str, str]) -> dict[str, str]:
-    """The allow-listed part of ``server_env`` that a zygote starts with (see ``KERNEL_ENV_ALLOWED``)."""
+    """The allow-listed part of ``server_env`` that a zygote starts with (see
+    ``KERNEL_ENV_ALLOWED``)."""
     return {
         name: value
         for name, value in server_env.items()
@@ -61,7 +62,10 @@ def _baked_launch(spec: ImageSpec) -> tuple[list[str], dict[str, str]]:
     front of ``sys.path`` before anything is imported, then runs the zygote module;
     ``PYTHONPATH`` and ``PATH`` carry them to the kernels' subprocesses too.
     """
-    run = "import runpy; runpy.run_module('analyst_env.envs.local.zygote', run_name='__main__', alter_sys=True)"
+    run = (
+        "import runpy; runpy.run_module('analyst_env.envs.local.zygote', run_name='__main__', "
+        "alter_sys=True)"
+    )
     code = (
         "import site, sys\n"
         f"_before = list(sys.path)\n"
@@ -119,6 +123,7 @@ class ZygoteProcess:
         self.image = image
         self._request_timeout_s = request_timeout_s
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env: dict[str, str]
         launch, env = ["-m", "analyst_env.envs.local.zygote"], {}
         if spec is not None and image not in IMAGES:
             launch, env = _baked_launch(spec)

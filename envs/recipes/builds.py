@@ -190,7 +190,8 @@ class Builder:
         }
 
     def start(self, recipe: Recipe, *, force: bool = False) -> dict[str, Any]:
-        """Start building ``recipe``'s image unless it is ready (or ``force``) or already building."""
+        """Start building ``recipe``'s image unless it is ready (or ``force``) or already
+        building."""
         digest = recipe.image_hash()
         with self._lock:
             if self._closed:

@@ -41,6 +41,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -62,6 +63,11 @@ Log = Callable[[str], None]
 Progress = Callable[[float], None]
 
 
+def _scaled(progress: Progress, start: float, span: float) -> Progress:
+    """``progress`` for a step that reports 0..1 and covers ``[start, start + span]``."""
+    return lambda f: progress(start + f * span)
+
+
 def find_uv() -> str:
     """The ``uv`` executable: the one from the ``uv`` PyPI package, else one on ``PATH``."""
     try:
@@ -78,7 +84,8 @@ def find_uv() -> str:
 
 
 def boot_code(site_dirs: list[str], run: str) -> str:
-    """Python source that puts ``site_dirs`` (with their .pth files) first on ``sys.path``, then runs ``run``.
+    """Python source that puts ``site_dirs`` (with their .pth files) first on ``sys.path``, then
+    runs ``run``.
 
     It mirrors how the local backend starts a baked image's zygote
     (``envs.local.zygote_client``), so the build's import check sees what kernels will.
@@ -121,7 +128,8 @@ def bake(
         check_apt(recipe.apt, log)
         if recipe.apt_sources:
             log(
-                "apt_sources is used by container backends only; the local backend checks the host's packages"
+                "apt_sources is used by container backends only; "
+                "the local backend checks the host's packages"
             )
         progress(0.1)
         plan = install_plan(recipe)
@@ -137,7 +145,7 @@ def bake(
                 pinned,
                 log,
                 deadline,
-                lambda f, s=start, w=span: progress(s + f * w),
+                _scaled(progress, start, span),
                 sdists=recipe.sdists,
             )
         progress(0.7)
@@ -151,7 +159,7 @@ def bake(
                 scripts=recipe.npm_scripts,
             )
         progress(0.85)
-        manifest = {
+        manifest: dict[str, Any] = {
             "hash": recipe.image_hash(),
             "sizing": recipe.sizing(),
             "site_dirs": [str(out_dir / "site")],
@@ -200,10 +208,13 @@ def check_apt(packages: list[str], log: Log) -> None:
 
 
 def server_versions() -> dict[str, str]:
-    """``{canonical name: version}`` of what the server's interpreter has installed from an index."""
+    """``{canonical name: version}`` of what the server's interpreter has installed from an
+    index."""
     versions: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name")
+        # The metadata is an email.message.Message, which has get; typeshed's PackageMetadata
+        # declares it from Python 3.12 only.
+        name = dist.metadata.get("Name")  # type: ignore[attr-defined]
         if not name or dist.read_text("direct_url.json"):
             continue  # editable or URL installs cannot be constraints
         versions.setdefault(canonicalize_name(name), dist.version)
@@ -221,7 +232,8 @@ def install_python(
     progress: Progress,
     sdists: bool = False,
 ) -> None:
-    """Resolve ``requirements`` against the server's packages, install what is missing into ``site_dir``.
+    """Resolve ``requirements`` against the server's packages, install what is missing into
+    ``site_dir``.
 
     Wheels only (``--no-build``) unless ``sdists``: building an sdist runs its build backend here.
     """
@@ -285,8 +297,8 @@ def install_python(
         if version is not None:
             pinned[name] = version
     log(
-        f"{label}: resolved {len(resolved)} distribution(s); installing {len(wanted)} the server lacks: "
-        + (" ".join(wanted) or "(none)")
+        f"{label}: resolved {len(resolved)} distribution(s); "
+        f"installing {len(wanted)} the server lacks: " + (" ".join(wanted) or "(none)")
     )
     if wanted:
         (work / f"{label}.txt").write_text("\n".join(wanted) + "\n")
@@ -326,7 +338,8 @@ def install_npm(
 ) -> None:
     """``npm install`` the packages into ``prefix`` (its node_modules/.bin goes on PATH).
 
-    Lifecycle scripts (``preinstall``, ``postinstall``, ...) are off unless ``scripts``: they run here.
+    Lifecycle scripts (``preinstall``, ``postinstall``, ...) are off unless ``scripts``:
+    they run here.
     """
     npm = shutil.which("npm")
     if npm is None:
@@ -359,7 +372,8 @@ def install_npm(
 def check_imports_in_sandbox(
     site_dirs: list[str], modules: list[str], log: Log, deadline: float
 ) -> None:
-    """Import every preload module with the image's packages first, inside an isolated episode sandbox.
+    """Import every preload module with the image's packages first, inside an isolated episode
+    sandbox.
 
     This is where a wheel's ``.pth`` files and the modules' import-time code first run,
     so it must not be the server's interpreter, nor a zygote (which runs as the server's
@@ -390,7 +404,8 @@ def check_imports_in_sandbox(
             "import os, tarfile\n"
             "with tarfile.open('site.tar') as _t:\n"
             "    _t.extractall('image', filter='data')\n"
-            f"_dirs = [os.path.abspath(os.path.join('image', 'site{{}}'.format(i))) for i in range({len(site_dirs)})]\n"
+            "_dirs = [os.path.abspath(os.path.join('image', 'site{}'.format(i))) "
+            f"for i in range({len(site_dirs)})]\n"
             + boot_code([], "").replace("_dirs = []\n", "")
             + "import importlib\n"
             f"for _m in {modules!r}:\n"
@@ -427,7 +442,8 @@ def run(
     """Run one build command, logging its output; return stdout.
 
     Raises:
-        BakeError: It exited non-zero (the message is its last output lines) or ran past the deadline.
+        BakeError: It exited non-zero (the message is its last output lines) or ran past the
+            deadline.
     """
     remaining = deadline - time.monotonic()
     if remaining <= 0:

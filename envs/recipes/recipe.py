@@ -133,7 +133,8 @@ def _check_url(value: str | None, field: str) -> str | None:
         raise ValueError(f"must not contain spaces, got {_cut(value)!r}")
     if not _URL_RE.match(value):
         raise ValueError(
-            f"must be a plain http(s) URL (host, optional port and path; no query, '$', backticks or quotes), "
+            "must be a plain http(s) URL (host, optional port and path; no query, '$', "
+            "backticks or quotes), "
             f"got {_cut(value)!r}"
         )
     return value
@@ -159,7 +160,8 @@ def _pip_entry(entry: str, field: str) -> str:
         raise ValueError(f"{entry!r} may only reference an http:// or https:// URL")
     if req.url and not _URL_RE.match(req.url):
         raise ValueError(
-            f"{_cut(entry)!r} must reference a plain http(s) URL (no query, '$', backticks or quotes)"
+            f"{_cut(entry)!r} must reference a plain http(s) URL "
+            "(no query, '$', backticks or quotes)"
         )
     req.name = canonicalize_name(req.name)
     return str(req)
@@ -199,7 +201,10 @@ class Recipe(BaseModel):
     preload: list[str] = Field(default_factory=list, description="Modules the kernel preloads")
     sdists: bool = Field(
         default=False,
-        description="Allow source distributions: their build backends then run on the host (trusted packages only)",
+        description=(
+            "Allow source distributions: their build backends then run on the host "
+            "(trusted packages only)"
+        ),
     )
     npm_scripts: bool = Field(
         default=False,
@@ -348,11 +353,13 @@ class Recipe(BaseModel):
         return out
 
     def image_hash(self) -> str:
-        """Names the environment's image (``env-<image_hash>``): the build inputs plus the sizing it sets."""
+        """Names the environment's image (``env-<image_hash>``): the build inputs plus the sizing
+        it sets."""
         return self.content_hash(include_sizing=True)
 
     def sizing(self) -> dict[str, Any]:
-        """The resources the recipe sets (``cpus``, ``memory_mb``, ``disk_mb``), without unset ones."""
+        """The resources the recipe sets (``cpus``, ``memory_mb``, ``disk_mb``), without unset
+        ones."""
         return {
             k: v
             for k, v in (

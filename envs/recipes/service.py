@@ -159,7 +159,8 @@ class EnvironmentService:
             ) from None
 
     def create(self, body: dict[str, Any] | None = None, *, template: str | None = None) -> Recipe:
-        """Create an environment from ``body`` (recipe fields), or copy ``template`` with ``body`` applied.
+        """Create an environment from ``body`` (recipe fields), or copy ``template`` with ``body``
+        applied.
 
         Raises:
             RecipeError: Invalid fields.
@@ -225,7 +226,8 @@ class EnvironmentService:
         self._release_image(digest)
 
     def _release_image(self, digest: str) -> None:
-        """Tell the backend to stop serving an image once no environment names it (its files stay)."""
+        """Tell the backend to stop serving an image once no environment names it (its files
+        stay)."""
         if self.forget_image is None or any(r.image_hash() == digest for r in self._all().values()):
             return
         self.forget_image(IMAGE_PREFIX + digest)
@@ -305,7 +307,10 @@ class EnvironmentService:
         if self.db.was_deleted(image):
             return Resolved(
                 DEFAULT_IMAGE,
-                warning=f"Sandbox environment {image!r} was deleted; this episode runs in the default image.",
+                warning=(
+                    f"Sandbox environment {image!r} was deleted; "
+                    "this episode runs in the default image."
+                ),
             )
         if explicit:
             names = [r.name for r in self.list()]

@@ -59,5 +59,6 @@ def import_sdk(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise BackendUnavailable(
-            f"the {extra} backend needs the {module!r} package: pip install 'analyst-env[{extra}]' ({exc})"
+            f"the {extra} backend needs the {module!r} package: "
+            f"pip install 'analyst-env[{extra}]' ({exc})"
         ) from None

@@ -71,7 +71,8 @@ class QueueChannel:
             ) from exc
 
     def recv(self, timeout: float | None) -> bytes | None:
-        """The next chunk, or None if ``timeout`` seconds pass first. Raises ``ChannelClosed`` at EOF."""
+        """The next chunk, or None if ``timeout`` seconds pass first. Raises ``ChannelClosed`` at
+        EOF."""
         try:
             item = self._queue.get(timeout=None if timeout is None else max(timeout, 0.0))
         except queue.Empty:
@@ -156,16 +157,18 @@ def process_channel(
         env=env,
         cwd=cwd,
     )
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None and stdout is not None and stderr is not None  # all three are PIPE
     tail = StderrTail()
-    tail.drain(_fd_chunks(proc.stderr.fileno()))
+    tail.drain(_fd_chunks(stderr.fileno()))
 
     def write(data: bytes) -> None:
-        proc.stdin.write(data)
-        proc.stdin.flush()
+        stdin.write(data)
+        stdin.flush()
 
     def close() -> None:
         try:
-            proc.stdin.close()
+            stdin.close()
         except OSError:
             pass
         try:
@@ -174,4 +177,4 @@ def process_channel(
             proc.kill()
             proc.wait()
 
-    return QueueChannel(_fd_chunks(proc.stdout.fileno()), write, close, tail.text), proc
+    return QueueChannel(_fd_chunks(stdout.fileno()), write, close, tail.text), proc

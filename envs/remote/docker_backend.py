@@ -86,8 +86,13 @@ def run_options(
         "nano_cpus": int((recipe.cpus or cpus) * 1e9),
         "pids_limit": pids,
         "tmpfs": {
-            runner_image.WORKDIR: f"size={recipe.disk_mb or disk_mb}m,uid={runner_image.SANDBOX_UID},gid={runner_image.SANDBOX_UID},mode=0700",
-            "/tmp": f"size=256m,uid={runner_image.SANDBOX_UID},gid={runner_image.SANDBOX_UID},mode=1777",
+            runner_image.WORKDIR: (
+                f"size={recipe.disk_mb or disk_mb}m,uid={runner_image.SANDBOX_UID},"
+                f"gid={runner_image.SANDBOX_UID},mode=0700"
+            ),
+            "/tmp": (
+                f"size=256m,uid={runner_image.SANDBOX_UID},gid={runner_image.SANDBOX_UID},mode=1777"
+            ),
         },
         "init": True,
         "labels": {"analyst_env.slot": "1"},

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
@@ -89,7 +89,9 @@ class E2BSandboxBackend(SandboxBackend):
             raise BackendUnavailable(
                 "the e2b backend needs credentials: set E2B_API_KEY (and E2B_DOMAIN if self-hosted)"
             )
-        self._opts = {k: v for k, v in {"api_key": api_key, "domain": domain}.items() if v}
+        self._opts: dict[str, Any] = {
+            k: v for k, v in {"api_key": api_key, "domain": domain}.items() if v
+        }
         self._resolve = resolve
         self.template = template
         self.cpus, self.memory_mb, self.disk_mb = cpus, memory_mb, disk_mb
@@ -142,13 +144,17 @@ class E2BSandboxBackend(SandboxBackend):
         )
         if not exists:
             disk = recipe.disk_mb or self.disk_mb
+            disk_option: dict[str, Any] = {"min_free_disk_mb": disk} if disk else {}
+            logs_option: dict[str, Any] = {}
+            if log:
+                logs_option["on_build_logs"] = lambda entry: log(str(entry))
             self._core.Template.build(
                 template_builder(self._core, recipe),
                 name,
                 cpu_count=self._cpus(recipe),
                 memory_mb=self._memory(recipe),
-                **({"min_free_disk_mb": disk} if disk else {}),
-                **({"on_build_logs": lambda entry: log(str(entry))} if log else {}),
+                **disk_option,
+                **logs_option,
                 **self._opts,
             )
         return name
@@ -161,7 +167,8 @@ class E2BSandboxBackend(SandboxBackend):
         log: Callable[[str], None],
         progress: Callable[[float], None],
     ) -> None:
-        """Build ``recipe``'s template (the sandbox environments' build step) and record it in ``out_dir``."""
+        """Build ``recipe``'s template (the sandbox environments' build step) and record it in
+        ``out_dir``."""
         name = self.template or self._ensure_template(recipe, log)
         write_manifest(out_dir, recipe, backend=self.name, artifact=name)
         log(f"e2b: template {name} is ready")
@@ -182,7 +189,8 @@ class E2BSandboxBackend(SandboxBackend):
         seed: int | None = None,
         env: dict[str, str] | None = None,
     ) -> E2BSandbox:
-        """Create an E2B sandbox, stage the task files, seed the kernel; see ``SandboxBackend.start``."""
+        """Create an E2B sandbox, stage the task files, seed the kernel; see
+        ``SandboxBackend.start``."""
         if self._closed:
             raise SandboxError("the backend is closed")
         payload = {}
@@ -257,7 +265,8 @@ class E2BSandboxBackend(SandboxBackend):
 
 
 def _setup_code(seed: int | None, env: dict[str, str]) -> str:
-    """The silent first cell: environment variables and RNG seeds, as the local kernel applies them."""
+    """The silent first cell: environment variables and RNG seeds, as the local kernel applies
+    them."""
     return (
         "import os as __os, random as __random\n"
         f"__os.environ.update({dict(env)!r})\n"

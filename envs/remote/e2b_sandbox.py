@@ -132,7 +132,8 @@ class E2BSandbox(Sandbox):
             return cell_result(execution, count, self._limit)
 
     def run_shell(self, command: str, *, timeout_s: float) -> ShellResult:
-        """Run ``command`` with ``commands.run`` in the working directory; see ``Sandbox.run_shell``."""
+        """Run ``command`` with ``commands.run`` in the working directory; see
+        ``Sandbox.run_shell``."""
         with self._lock:
             self._check_open()
             try:

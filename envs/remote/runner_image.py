@@ -67,7 +67,8 @@ def preload_of(recipe: Recipe) -> list[str]:
 
 
 def artifact_tag(recipe: Recipe, *, include_sizing: bool = False) -> str:
-    """``<content hash>-r<runner revision>``: the tag of the recipe's image on every remote backend."""
+    """``<content hash>-r<runner revision>``: the tag of the recipe's image on every remote
+    backend."""
     return f"{recipe.content_hash(include_sizing=include_sizing)}-r{RUNNER_REVISION}"
 
 
@@ -86,7 +87,8 @@ def runner_command(recipe: Recipe, workdir: str = WORKDIR) -> list[str]:
 
 
 def runner_sources() -> dict[str, bytes]:
-    """``{path under PACKAGE_ROOT: bytes}`` of the code the runner imports (``analyst_env/envs``)."""
+    """``{path under PACKAGE_ROOT: bytes}`` of the code the runner imports
+    (``analyst_env/envs``)."""
     files = {"analyst_env/__init__.py": (_PACKAGE_DIR / "__init__.py").read_bytes()}
     for path in sorted((_PACKAGE_DIR / "envs").rglob("*.py")):
         if "__pycache__" not in path.parts:

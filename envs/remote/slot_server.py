@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from analyst_env.envs.frames import Decoder, encode
@@ -107,7 +108,13 @@ class Runner:
                     pass
             return
         rid = request.pop("id", None)
-        handler = {"start": self._start, "restart": self._restart, "end": self._end}.get(op)
+        # Keyed by object: ``op`` is whatever the request carried (None when absent).
+        handlers: dict[object, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "start": self._start,
+            "restart": self._restart,
+            "end": self._end,
+        }
+        handler = handlers.get(op)
         if handler is not None:
             try:
                 reply = handler(request)
@@ -182,7 +189,7 @@ class Runner:
 
     def _fork_child(self) -> None:
         """Make the standby (or a fresh fork) the episode's kernel and activate it."""
-        for attempt in range(2):
+        for _attempt in range(2):
             if self.standby is not None and self.standby_warming:
                 self._call(self.standby[1], self.standby[2], None)  # let its warm-up finish
             self.standby_warming = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -176,7 +177,7 @@ class RunnerBackend(SandboxBackend):
             return RemoteSandbox(
                 slot.client,
                 reply["workdir"],
-                on_close=lambda healthy, s=slot: self._give_back(image, s, healthy),
+                on_close=functools.partial(self._give_back, image, slot),
                 interrupt_grace_s=self.interrupt_grace_s,
             )
         raise SandboxError(f"could not start a sandbox on the {self.name} backend: {last_error}")
@@ -232,7 +233,7 @@ class RunnerBackend(SandboxBackend):
                 and slot.episodes < self.max_episodes
                 and self._slot_usable(slot)
             )
-            if keep:
+            if keep and idle is not None:  # keep implies idle is not None
                 idle.append(slot)
                 self._lock.notify_all()
         if not keep:
@@ -253,6 +254,7 @@ class RunnerBackend(SandboxBackend):
                 if self._closed:
                     return
                 image = self._wanted()
+                assert image is not None  # under the same lock as the wait that saw one
                 recipe = self._recipes.get(image)
             if recipe is None:
                 with self._lock:
