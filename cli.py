@@ -620,6 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     traj.set_defaults(func=cmd_export)
 
+    from analyst_env.datasets.procedural.cli import add_parser as add_generate_parser
     from analyst_env.envs_cli import add_parser as add_envs_parser
 
     add_generate_parser(sub)  # generate --count N --seed S --out DIR

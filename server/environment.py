@@ -26,8 +26,9 @@ from analyst_env.openenv_compat import load_openenv
 
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
+# E402: the imports below must run after load_openenv() above.
 from openenv.core.env_server.interfaces import Environment  # noqa: E402
-from openenv.core.env_server.mcp_types import (
+from openenv.core.env_server.mcp_types import (  # noqa: E402
     CallToolAction,
     ListToolsAction,
     ListToolsObservation,
@@ -35,28 +36,28 @@ from openenv.core.env_server.mcp_types import (
     ToolError,
     ToolErrorType,
 )
-from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
-from analyst_env.envs.kernel_helpers import HELPER_SOURCE
-from analyst_env.envs.sandbox import SandboxError
-from analyst_env.models import (
+from analyst_env.envs.kernel_helpers import HELPER_SOURCE  # noqa: E402
+from analyst_env.envs.sandbox import SandboxError  # noqa: E402
+from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
     AnalystToolObservation,
 )
-from analyst_env.server.envs_binding import resolve_image
-from analyst_env.server.episode import Episode
-from analyst_env.server.live import LiveHub
+from analyst_env.server.envs_binding import resolve_image  # noqa: E402
+from analyst_env.server.episode import Episode  # noqa: E402
+from analyst_env.server.live import LiveHub  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
     ServerMetrics,
     metered_reset,
     metered_tool_call,
 )
-from analyst_env.server.process_reward import score_step
-from analyst_env.server.reset_options import ResetOptions
-from analyst_env.server.runtime import Runtime
-from analyst_env.server.tools import TOOLS, ToolOutput
-from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell
+from analyst_env.server.process_reward import score_step  # noqa: E402
+from analyst_env.server.reset_options import ResetOptions  # noqa: E402
+from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
+from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell  # noqa: E402
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query
 
@@ -121,7 +121,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         }
 
     @app.post("/envs", tags=tags, status_code=201, dependencies=mutating)
-    def create_environment(body: dict[str, Any] = Body(...)) -> dict:
+    def create_environment(body: Annotated[dict[str, Any], Body()]) -> dict:
         """Create an environment from recipe fields, or from ``template`` (a copy); its build starts."""
         body = dict(body)
         template = body.pop("template", None)
@@ -143,7 +143,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     @app.put(
         "/envs/{name}", tags=tags, operation_id="replace_environment_fields", dependencies=mutating
     )
-    def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
+    def update_environment(name: str, body: Annotated[dict[str, Any], Body()]) -> dict:
         """Change fields of an environment; a change of build inputs starts a rebuild."""
 
         def update():
