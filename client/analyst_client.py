@@ -10,7 +10,8 @@ Example (against ``analyst-env serve``)::
     with AnalystEnv(base_url="http://127.0.0.1:8000").sync() as env:
         first = env.reset(task_id="starter-sales-000")
         print(first.observation.instruction)
-        print(env.add_and_execute_code_cell("import pandas as pd; pd.read_csv('sales.csv').shape").observation.text)
+        step = env.add_and_execute_code_cell("import pandas as pd; pd.read_csv('sales.csv').shape")
+        print(step.observation.text)
         result = env.final_answer("42")
         print(result.reward, result.done)
 

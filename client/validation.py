@@ -268,7 +268,8 @@ def _probe_failures(probes: ProbeResult) -> list[dict[str, str]]:
             {
                 "check": "adversarial",
                 "reason": (
-                    f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} adversarial answers "
+                    f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} "
+                    "adversarial answers "
                     f"scored above 0: {', '.join(probes.adversarial_nonzero)}"
                 ),
             }

@@ -78,7 +78,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:
-        """The sandbox backend and the protections in force for its episodes (isolation, limits, cgroups).
+        """The sandbox backend and the protections in force for its episodes (isolation, limits,
+        cgroups).
 
         ``isolation`` is the mode that was tried and is in use, ``degraded`` what
         that mode normally gives but this host could not, ``stronger_modes_unavailable``

@@ -199,7 +199,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 tool_name="",
                 error=ToolError(
                     error_type=ToolErrorType.INVALID_ARGS,
-                    message=f"unsupported action {type(action).__name__}; send call_tool or list_tools",
+                    message=f"unsupported action {type(action).__name__}; "
+                    "send call_tool or list_tools",
                 ),
             )
         with self._lock:

@@ -28,7 +28,8 @@ class _ShellResult:
 
 
 class _DirectorySandbox:
-    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working dir)."""
+    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working
+    dir)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -74,7 +75,8 @@ def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m analyst_env.server.harbor_grader ...``: the entry point ``tests/test.sh`` runs."""
+    """``python -m analyst_env.server.harbor_grader ...``: the entry point ``tests/test.sh``
+    runs."""
     parser = argparse.ArgumentParser(
         prog="analyst_env.server.harbor_grader",
         description="Score an answer file and write the reward file",

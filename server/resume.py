@@ -137,7 +137,8 @@ class Parking:
         if parked is None or not _same(parked.state.secret, secret):
             raise ResumeError(
                 f"no episode {episode_id[:100]!r} is waiting to be resumed: it was closed, its "
-                f"grace period ({self.grace_s:g} s) has passed, it is attached to another socket, or the "
+                f"grace period ({self.grace_s:g} s) has passed, it is attached to another "
+                "socket, or the "
                 "resume secret is wrong. "
                 "Reset to start a new episode."
             )

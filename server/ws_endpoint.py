@@ -71,7 +71,8 @@ _ECHO_LIMIT = 100  # characters of a client's value echoed back in an error mess
 
 
 class FrameError(Exception):
-    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer with."""
+    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer
+    with."""
 
     def __init__(self, message: str, code: WSErrorCode) -> None:
         super().__init__(message)
@@ -109,7 +110,8 @@ def parse_frame(message: dict[str, Any]) -> Any:
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
-    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no recursion)."""
+    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no
+    recursion)."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -173,7 +175,8 @@ class SessionSockets:
 
     # ── session ownership ───────────────────────────────────────────────────
     async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
-        """Attach to ``?session_id=`` or create a session; it is marked attached either way (never reaped).
+        """Attach to ``?session_id=`` or create a session; it is marked attached either way (never
+        reaped).
 
         Returns (session id, environment, whether this socket owns the session).
         """
@@ -199,7 +202,8 @@ class SessionSockets:
 
     async def release_session(self, session_id: str, owned: bool) -> None:
         server = self.server
-        # No await before discarding: a task cancelled here must not leave the session exempt from reaping.
+        # No await before discarding: a task cancelled here must not leave the session exempt from
+        # reaping.
         server._session_websocket_attachments.discard(session_id)
         server._update_session_activity(session_id)  # the idle clock starts when the socket goes
         if owned or session_id in server._session_pending_closes:
@@ -207,7 +211,8 @@ class SessionSockets:
 
     # ── /ws ─────────────────────────────────────────────────────────────────
     async def ws(self, websocket: WebSocket) -> None:
-        """OpenEnv's ``/ws`` protocol (reset, step, state, close, mcp); every bad frame gets an error frame."""
+        """OpenEnv's ``/ws`` protocol (reset, step, state, close, mcp); every bad frame gets an
+        error frame."""
         await websocket.accept()
         if self.draining:
             await _send(websocket, _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR))
@@ -331,7 +336,8 @@ class SessionSockets:
         resume: ResumeState | None = None,
         attachment: Attachment | None = None,
     ) -> str | None:
-        """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
+        """The reply to one frame (None for ``close``). Never raises for anything the client
+        sent."""
         try:
             frame = parse_frame(message)
         except FrameError as exc:
@@ -450,7 +456,8 @@ class SessionSockets:
 
     # ── /mcp (JSON-RPC over WebSocket, one session per socket) ───────────────
     async def mcp(self, websocket: WebSocket) -> None:
-        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an error response."""
+        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an
+        error response."""
         await websocket.accept()
         if self.draining:
             await _send(
@@ -568,19 +575,22 @@ def _short_errors(exc: ValidationError) -> str:
 
 
 def _closure_var(fn, name: str) -> Any:
-    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a closure)."""
+    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a
+    closure)."""
     try:
         index = fn.__code__.co_freevars.index(name)
     except ValueError:
         raise RuntimeError(
-            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket endpoints "
+            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket "
+            "endpoints "
             "need updating for this openenv version"
         ) from None
     return fn.__closure__[index].cell_contents
 
 
 def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
-    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same sessions."""
+    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same
+    sessions."""
     ws_route = next(
         r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws"
     )

@@ -87,7 +87,8 @@ def live_router(hub: LiveHub) -> APIRouter:
                     json.dumps(
                         {
                             "type": "error",
-                            "message": f"no live session {session!r}: it ended long ago or never existed",
+                            "message": f"no live session {session!r}: "
+                            "it ended long ago or never existed",
                         }
                     )
                 )
