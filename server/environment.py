@@ -213,16 +213,15 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 output, error = None, ToolError(error_type=exc.error_type, message=str(exc))
             episode = self._episode
             done = episode is not None and episode.done
-            metadata = {}
-            if done and episode.reward_breakdown is not None:
-                metadata["reward_breakdown"] = episode.reward_breakdown
-            if done:
+            metadata: dict[str, Any] = {}
+            if episode is not None and done:
+                if episode.reward_breakdown is not None:
+                    metadata["reward_breakdown"] = episode.reward_breakdown
                 metadata["end_reason"] = episode.end_reason
             hook = self._runtime.settings.process_reward
-            if (
-                counted and hook
-            ):  # a per-step score, kept out of the outcome `reward` (process_reward.py)
-                text = output.text if output else error.message
+            # A per-step score, kept out of the outcome `reward` (process_reward.py).
+            if counted and hook and episode is not None:
+                text = output.text if output else error.message if error else ""
                 is_error = output is None or output.is_error
                 metadata.update(
                     score_step(
@@ -240,7 +239,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 result=output.as_call_tool_result() if output else None,
                 error=error,
                 done=done,
-                reward=episode.reward if done else None,
+                reward=episode.reward if episode is not None and done else None,
                 step_count=episode.step_count if episode else 0,
                 metadata=metadata,
             )
@@ -355,7 +354,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def _run_setup(self, episode: Episode) -> str | None:
         """Run the task's setup hooks; the first failing command, or None."""
         for command in episode.task.setup:
-            result = episode.sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
+            sandbox = episode.require_sandbox()
+            result = sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
             if result.exit_code != 0:
                 return f"{command!r} (exit {result.exit_code}): {result.stderr[-500:]}"
         return None
@@ -396,7 +396,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                     result = self._invoke(name, arguments).as_call_tool_result()
                 except ToolCallError as exc:
                     raise RuntimeError(f"{exc.error_type.value}: {exc}") from None
-                if self._recorder is not None:
+                if self._recorder is not None and self._episode is not None:
                     episode = self._episode
                     observation = {
                         "tool_name": name,
@@ -452,5 +452,5 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return self._runtime.split(split) if split in self._runtime.splits() else []
 
     @staticmethod
-    def _task_spec(tasks: list, index: int) -> dict[str, Any]:
+    def _task_spec(tasks: Sequence, index: int) -> dict[str, Any]:
         return {**tasks[index].public_view(), "index": index}

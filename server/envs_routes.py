@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query
@@ -96,7 +97,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     # Shutdown only waits briefly for running builds: another app may share the runtime, and
     # a build cut short is marked failed at the next start.
     app.router.on_shutdown.append(service.builder.join)
-    tags = ["Sandbox environments"]
+    tags: list[str | Enum] = ["Sandbox environments"]
     settings = runtime.settings
 
     def builds_allowed() -> None:

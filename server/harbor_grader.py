@@ -14,10 +14,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from analyst_env.server.episode import Episode, Limits
 from analyst_env.server.verification import verify_answer
 from analyst_env.task_format import Task, answer_references
+
+if TYPE_CHECKING:
+    from analyst_env.envs.sandbox import Sandbox
 
 
 @dataclass
@@ -68,9 +72,9 @@ def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
     ):  # bundled next to task.json (absolute paths stay as they are)
         ref["path"] = str(task_json.parent / ref["path"])
     answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
-    episode = Episode(
-        episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits()
-    )
+    # The directory stands in for the sandbox: verify_answer only uses the part it implements.
+    sandbox = cast("Sandbox", _DirectorySandbox(input_dir))
+    episode = Episode(episode_id="harbor", task=task, sandbox=sandbox, limits=Limits())
     return verify_answer(episode, answer).reward
 
 

@@ -7,6 +7,7 @@ Dockerfile, a Space's variables and a terminal all configure one object.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -176,12 +177,12 @@ class Settings(BaseModel):
         return spec
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """Settings from ``ANALYST_ENV_<FIELD>`` variables, then ``overrides`` (ignoring None)."""
-        environ = os.environ if environ is None else environ
+        source: Mapping[str, str] = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for name in cls.model_fields:
-            raw = environ.get(f"ANALYST_ENV_{name.upper()}")
+            raw = source.get(f"ANALYST_ENV_{name.upper()}")
             if raw not in (None, ""):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -28,6 +28,7 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Mapping, MutableMapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -79,7 +80,7 @@ class FrameError(Exception):
         self.code = code
 
 
-def parse_frame(message: dict[str, Any]) -> Any:
+def parse_frame(message: Mapping[str, Any]) -> Any:
     """The JSON value of one received ASGI WebSocket message.
 
     Raises:
@@ -312,7 +313,7 @@ class SessionSockets:
             await _close(websocket)
 
     @staticmethod
-    async def _receive(websocket: WebSocket, attachment: Attachment) -> dict:
+    async def _receive(websocket: WebSocket, attachment: Attachment) -> MutableMapping[str, Any]:
         """The next ASGI message; a disconnect if a resume took the episode over meanwhile."""
         if attachment.taken_over:
             return {"type": "websocket.disconnect", "code": 1001}
@@ -330,7 +331,7 @@ class SessionSockets:
 
     async def _ws_frame(
         self,
-        message: dict,
+        message: MutableMapping[str, Any],
         env: Environment,
         session_id: str,
         resume: ResumeState | None = None,
@@ -391,7 +392,8 @@ class SessionSockets:
                         "resume_secret": resume.issue(episode_id),
                         "resume_grace_s": self.parking.grace_s,
                     }
-                    self.parking.attach(resume, attachment)
+                    if attachment is not None:
+                        self.parking.attach(resume, attachment)
                     data["metadata"] = {**(data.get("metadata") or {}), **resume_meta}
                     data["observation"]["metadata"] = {
                         **(data["observation"].get("metadata") or {}),
@@ -534,7 +536,9 @@ class SessionSockets:
                 self.server._session_websocket_attachments.add(session_id)
         return session_id, env, True
 
-    async def _mcp_frame(self, message: dict, env: Environment, session_id: str) -> str:
+    async def _mcp_frame(
+        self, message: MutableMapping[str, Any], env: Environment, session_id: str
+    ) -> str:
         try:
             value = parse_frame(message)
         except FrameError as exc:
