@@ -333,12 +333,12 @@ def export_task(
     (root / "tests" / "task.json").write_text(
         _bundleanswer_references(task, root / "tests").model_dump_json(indent=1)
     )
-    for path, text in (
+    for script, text in (
         (root / "tests" / "test.sh", _TEST_SH),
         (root / "solution" / "solve.sh", _solve_sh(task)),
     ):
-        path.write_text(text)
-        path.chmod(0o755)
+        script.write_text(text)
+        script.chmod(0o755)
     return root
 
 
