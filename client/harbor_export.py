@@ -211,9 +211,8 @@ def _instruction(task: Task) -> str:
         )
     text += (
         "\n\nPython 3 with pandas, numpy, scikit-learn, duckdb, openpyxl and matplotlib is "
-        "installed. "
-        "When you are done, write only your final answer, in the format the question asks for, "
-        "to `/workdir/answer.txt`."
+        "installed. When you are done, write only your final answer, in the format the question "
+        "asks for, to `/workdir/answer.txt`."
     )
     return text + "\n"
 

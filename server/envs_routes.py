@@ -86,8 +86,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         log.warning(
             "sandbox environment images are under /tmp (%s): the local sandbox's private "
             "root has its own /tmp, so kernels cannot lazily import their packages or run them in "
-            "subprocesses; "
-            "set ANALYST_ENV_STATE_DIR outside /tmp",
+            "subprocesses; set ANALYST_ENV_STATE_DIR outside /tmp",
             service.images_dir,
         )
     runtime.environments = service
