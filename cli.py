@@ -1,4 +1,5 @@
-"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench`` and ``envs``.
+"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench`` and
+``envs``.
 
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
@@ -369,7 +370,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT records)."""
+    """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
+    records)."""
     if args.what == "harbor":
         from analyst_env.client.harbor_export import export
         from analyst_env.datasets import load_dataset
@@ -589,8 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     harbor.add_argument(
         "--grader-requirement",
         default=None,
-        help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip requirement "
-        "(installed at verification; needs network). Default: a wheel built from the running package",
+        help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip "
+        "requirement (installed at verification; needs network). Default: a wheel built from the "
+        "running package",
     )
     harbor.add_argument(
         "--base-image",

@@ -1,4 +1,5 @@
-"""Where analyst_env keeps files on the host: one root for the generated task cache and server state.
+"""Where analyst_env keeps files on the host: one root for the generated task cache and server
+state.
 
 A module of its own (stdlib only) so the server's settings can name the state
 directory without importing the datasets package.

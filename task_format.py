@@ -60,7 +60,9 @@ class Task(BaseModel):
     )
     answer: Any = Field(description="Gold answer, in the form the verifier expects. Never shown.")
     oracle_answer: str = Field(
-        description="A final_answer text that earns reward 1.0 (used by the oracle policy). Never shown."
+        description=(
+            "A final_answer text that earns reward 1.0 (used by the oracle policy). Never shown."
+        )
     )
     oracle_steps: list[ToolCall] = Field(
         default_factory=list,
@@ -122,7 +124,8 @@ class Dataset(BaseModel):
 
 
 def answer_references(answer: object) -> list[dict]:
-    """The reference-file records of a file-scored answer (``{"references": [{"path": ...}]}``), else none.
+    """The reference-file records of a file-scored answer (``{"references": [{"path": ...}]}``),
+    else none.
 
     >>> answer_references({"references": [{"path": "ref.xlsx"}, "junk"]})
     [{'path': 'ref.xlsx'}]

@@ -186,7 +186,8 @@ async def idle_pss_per_episode(
 
 
 async def max_concurrent(ws_url: str, reset_frame: str, limit: int, batch: int = 50) -> int:
-    """Live episodes reached (each reset and stepped, all stepped again per round) before an error."""
+    """Live episodes reached (each reset and stepped, all stepped again per round) before an
+    error."""
     sessions: list[Session] = []
     try:
         while len(sessions) < limit:

@@ -170,10 +170,12 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
         "config": asdict(cfg),
         "notes": {
             "jupyter_kernel": f"samples capped for time: {cfg.jupyter_n_reset} resets, "
-            f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to {cfg.jupyter_max_probe}",
+            f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to "
+            f"{cfg.jupyter_max_probe}",
             "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
-            "burst": f"{cfg.burst_clients} sessions at once: resets sent together, then {cfg.burst_rounds} "
-            "trivial cells each, back to back; the client is one asyncio process on the same machine",
+            "burst": f"{cfg.burst_clients} sessions at once: resets sent together, then "
+            f"{cfg.burst_rounds} trivial cells each, back to back; the client is one asyncio "
+            "process on the same machine",
             "load_average": "1/5/15-minute load average when the run ended: " + _load_average(),
             "client_import_s": "fresh interpreter, minus a bare interpreter's start-up; "
             + "; ".join(f"{t}: `{s}`" for t, s in CLIENT_IMPORTS.items()),

@@ -20,7 +20,8 @@ from analyst_env.client.local_server import free_port
 
 
 def _children(pid: int) -> list[int]:
-    """Children of every thread of ``pid`` (a process started from a worker thread is that thread's child)."""
+    """Children of every thread of ``pid`` (a process started from a worker thread is that thread's
+    child)."""
     found: list[int] = []
     for children in Path(f"/proc/{pid}/task").glob("*/children"):
         try:
@@ -55,7 +56,8 @@ def tree_pss_mib(pid: int) -> float:
 
 
 class ServerProcess:
-    """``with ServerProcess(argv) as server:`` runs ``argv`` (with ``{port}`` filled in) until the block ends."""
+    """``with ServerProcess(argv) as server:`` runs ``argv`` (with ``{port}`` filled in) until the
+    block ends."""
 
     def __init__(
         self, argv: list[str], env: dict[str, str] | None = None, timeout_s: float = 120

@@ -242,7 +242,12 @@ async def _client(
     while time.monotonic() < deadline:
         try:
             await _episode(ws_url, rng, cfg, tally, deadline)
-        except (TimeoutError, OSError, websockets.ConnectionClosed, websockets.InvalidHandshake) as exc:
+        except (
+            TimeoutError,
+            OSError,
+            websockets.ConnectionClosed,
+            websockets.InvalidHandshake,
+        ) as exc:
             tally.problem(f"connection failed: {exc!r}")
 
 

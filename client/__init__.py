@@ -4,6 +4,7 @@ from analyst_env.openenv_compat import load_openenv
 
 load_openenv()
 
-from analyst_env.client.analyst_client import AnalystEnv
+# E402: the imports below must run after load_openenv() above.
+from analyst_env.client.analyst_client import AnalystEnv  # noqa: E402
 
 __all__ = ["AnalystEnv"]

@@ -10,7 +10,8 @@ Example (against ``analyst-env serve``)::
     with AnalystEnv(base_url="http://127.0.0.1:8000").sync() as env:
         first = env.reset(task_id="starter-sales-000")
         print(first.observation.instruction)
-        print(env.add_and_execute_code_cell("import pandas as pd; pd.read_csv('sales.csv').shape").observation.text)
+        step = env.add_and_execute_code_cell("import pandas as pd; pd.read_csv('sales.csv').shape")
+        print(step.observation.text)
         result = env.final_answer("42")
         print(result.reward, result.done)
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient, _is_localhost_ws_url
@@ -44,6 +45,9 @@ from analyst_env.models import (
     CallToolAction,
 )
 
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+
 
 class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
     """Client for one episode session. ``reset``, ``step``, ``state`` plus a method per tool.
@@ -57,6 +61,10 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         backoff: Delays between reconnect attempts.
         Everything else as OpenEnv's ``EnvClient``.
     """
+
+    # The base's attributes, declared here because this class reassigns them.
+    _ws_url: str | None
+    _ws: ClientConnection | None
 
     def __init__(
         self,
@@ -76,7 +84,8 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
     # ── resuming a dropped connection ───────────────────────────────────────
     def _set_base_url(self, base_url: str) -> None:
         super()._set_base_url(base_url)
-        self._plain_ws_url = self._ws_url
+        # The base's _set_base_url has just set _ws_url to the "/ws" address.
+        self._plain_ws_url: str = cast(str, self._ws_url)
         if self._resume:
             self._ws_url = f"{self._ws_url}?resume=1"
 
@@ -92,7 +101,9 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             kwargs["proxy"] = None
         return kwargs
 
-    async def _resume_socket(self, dropped_at: float) -> dict[str, Any] | None:
+    async def _resume_socket(
+        self, dropped_at: float, ticket: ResumeTicket
+    ) -> dict[str, Any] | None:
         """Swap in a socket attached to the same episode; the missed step reply, if any."""
         old = self._ws
         self._ws, self._ws_loop = None, None
@@ -100,7 +111,7 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             self._schedule_socket_close(old)
         ws, missed = await resume_episode(
             self._plain_ws_url,
-            self._ticket,
+            ticket,
             self._socket_kwargs(),
             dropped_at,
             self._backoff,
@@ -117,8 +128,11 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         """Send and read the reply; ``resumed``: on the episode's socket as it is, not a new one."""
         if not resumed:
             await self._ensure_connected()
+        ws = self._ws
+        if ws is None:  # _ensure_connected or _resume_socket has just set it
+            raise RuntimeError("no WebSocket connection to send on")
         try:
-            await self._ws.send(json.dumps(message))
+            await ws.send(json.dumps(message))
         except ConnectionClosed:
             pass  # a refusal (error frame, then close) may be queued: _receive returns it or raises
         return await self._receive()
@@ -126,10 +140,11 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
         """One request and its reply; a dropped connection is resumed unnoticed by the caller."""
         kind = message.get("type")
-        if kind == "reset" or self._ticket is None:
+        ticket = self._ticket
+        if kind == "reset" or ticket is None:
             response = await self._reset_or_plain(message)
         else:
-            response = await self._resumable(message)
+            response = await self._resumable(message, ticket)
         if response.get("type") == "error":
             data = response.get("data", {})
             raise RuntimeError(
@@ -152,17 +167,16 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             self._ticket = ResumeTicket.from_reset(response.get("data", {}), self._default_grace_s)
         return response
 
-    async def _resumable(self, message: dict[str, Any]) -> dict[str, Any]:
-        ticket = self._ticket
+    async def _resumable(self, message: dict[str, Any], ticket: ResumeTicket) -> dict[str, Any]:
         if self._socket_is_gone():  # dropped while idle: nothing of ours is in flight
-            if await self._resume_socket(time.monotonic()) is not None:
+            if await self._resume_socket(time.monotonic(), ticket) is not None:
                 ticket.steps_seen += 1  # a reply to a step given up on earlier (a timeout)
         while True:
             try:
                 response = await self._exchange(message, resumed=True)
                 break
             except DROPS:
-                missed = await self._resume_socket(time.monotonic())
+                missed = await self._resume_socket(time.monotonic(), ticket)
                 if missed is not None and message.get("type") == "step":
                     response = missed
                     break

@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -119,7 +119,7 @@ class AnalystGymEnv(gym.Env[str, str]):
         self._backend.close()
 
 
-class _Backend:
+class _Backend(Protocol):
     def reset(self, **kwargs: Any) -> dict[str, Any]: ...
     def step(self, action: CallToolAction) -> dict[str, Any]: ...
     def close(self) -> None: ...

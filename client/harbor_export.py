@@ -7,7 +7,8 @@ Harbor (and TRL's ``HarborSpec``, SkyRL's ``HarborGenerator``, verifiers'
 - ``instruction.md``: the question, where the data is (``/home/user/input``) and
   the submission rule (write the answer to ``/workdir/answer.txt``), TRL's
   data-agent conventions, so ``HarborSpec(DIR, agent="bash")`` works unchanged;
-- ``task.toml``: name, metadata (``gold_answer``, ``difficulty_level``, ``source``), timeouts, resources;
+- ``task.toml``: name, metadata (``gold_answer``, ``difficulty_level``, ``source``), timeouts,
+  resources;
 - ``environment/Dockerfile`` and ``environment/data/``: the task's files copied to
   ``/home/user/input``, setup hooks run there, and the grader's public
   dependencies installed; **not** the grader itself and nothing of ``tests/``.
@@ -49,6 +50,7 @@ from analyst_env.task_format import Task, answer_references
 GRADER_REQUIREMENT = None
 """Default: a wheel built from the running package, bundled into every task's ``tests/grader/``."""
 
+# E501: the shell script is written out byte for byte; its long lines stay whole.
 _TEST_SH = """#!/bin/sh
 # Grades /workdir/answer.txt with analyst_env's own scorer; always rewrites the reward file.
 INPUT="${HARBOR_INPUT:-/home/user/input}"
@@ -70,7 +72,7 @@ if [ "${HARBOR_NO_INSTALL:-0}" != 1 ]; then
 fi
 "$PYTHON" -I -m analyst_env.server.harbor_grader --task "$TESTS/task.json" --input "$INPUT" \\
     --answer "$WORKDIR/answer.txt" --reward "$LOGS/reward.txt" || echo 0 > "$LOGS/reward.txt"
-"""
+"""  # noqa: E501
 
 
 def _solve_sh(task: Task) -> str:
@@ -126,7 +128,10 @@ def _dockerfile(task: Task, base_image: str = BASE_IMAGE, wheelhouse: bool = Fal
     if wheelhouse:
         install = [
             "COPY wheels/ /tmp/wheels/",
-            f"RUN pip install --no-cache-dir --no-index --find-links /tmp/wheels {packages} && rm -rf /tmp/wheels",
+            (
+                f"RUN pip install --no-cache-dir --no-index --find-links /tmp/wheels {packages} "
+                "&& rm -rf /tmp/wheels"
+            ),
         ]
     else:
         install = [f"RUN pip install --no-cache-dir {packages}"]
@@ -139,7 +144,8 @@ def _dockerfile(task: Task, base_image: str = BASE_IMAGE, wheelhouse: bool = Fal
         # The grader recalculates formulas the agent wrote before comparing cell values.
         lines.insert(
             1,
-            "RUN apt-get update && apt-get install -y --no-install-recommends libreoffice-calc-nogui "
+            "RUN apt-get update && apt-get install -y --no-install-recommends "
+            "libreoffice-calc-nogui "
             "&& rm -rf /var/lib/apt/lists/*",
         )
     if task.files:
@@ -163,13 +169,15 @@ def _task_toml(task: Task, timeout_s: int) -> str:
         "source": task.metadata.get("source", "analyst_env"),
         "split": task.split,
     }
+    instruction = task.instruction.strip()
+    description = instruction.splitlines()[0] if instruction else task.id
     return "\n".join(
         [
             'schema_version = "1.1"',
             "",
             "[task]",
             f"name = {_toml_value('analyst-env/' + task.id)}",
-            f"description = {_toml_value(task.instruction.strip().splitlines()[0] if task.instruction.strip() else task.id)}",
+            f"description = {_toml_value(description)}",
             "",
             "[metadata]",
             *(f"{k} = {_toml_value(v)}" for k, v in meta.items()),
@@ -202,15 +210,16 @@ def _instruction(task: Task) -> str:
             + describe_files(files)
         )
     text += (
-        "\n\nPython 3 with pandas, numpy, scikit-learn, duckdb, openpyxl and matplotlib is installed. "
-        "When you are done, write only your final answer, in the format the question asks for, "
-        "to `/workdir/answer.txt`."
+        "\n\nPython 3 with pandas, numpy, scikit-learn, duckdb, openpyxl and matplotlib is "
+        "installed. When you are done, write only your final answer, in the format the question "
+        "asks for, to `/workdir/answer.txt`."
     )
     return text + "\n"
 
 
 def _bundleanswer_references(task: Task, tests: Path) -> Task:
-    """Copy the task's reference files into ``tests`` and point the answer at them, relative to ``task.json``."""
+    """Copy the task's reference files into ``tests`` and point the answer at them, relative to
+    ``task.json``."""
     if not answer_references(task.answer):
         return task
     answer = json.loads(json.dumps(task.answer))
@@ -323,12 +332,12 @@ def export_task(
     (root / "tests" / "task.json").write_text(
         _bundleanswer_references(task, root / "tests").model_dump_json(indent=1)
     )
-    for path, text in (
+    for script, text in (
         (root / "tests" / "test.sh", _TEST_SH),
         (root / "solution" / "solve.sh", _solve_sh(task)),
     ):
-        path.write_text(text)
-        path.chmod(0o755)
+        script.write_text(text)
+        script.chmod(0o755)
     return root
 
 

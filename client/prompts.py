@@ -31,7 +31,10 @@ def describe_files(files: list[Any]) -> str:
         line = f"- {f['name']} ({f.get('kind', 'other')}, {f.get('size_bytes', 0)} bytes)"
         preview = f.get("preview") or {}
         if "columns" in preview:
-            line += f": {preview.get('rows', '?')} rows; columns {', '.join(map(str, preview['columns']))}"
+            line += (
+                f": {preview.get('rows', '?')} rows; columns "
+                f"{', '.join(map(str, preview['columns']))}"
+            )
         for key in ("tables", "sheets"):
             for name, part in (preview.get(key) or {}).items():
                 cols = ", ".join(map(str, part.get("columns", [])))
@@ -49,7 +52,8 @@ def task_prompt(instruction: str, files: list[Any]) -> str:
 
 
 def openai_tools(specs: list[Any]) -> list[dict[str, Any]]:
-    """The server's tool specs (``name``, ``description``, ``input_schema``) as OpenAI function tools."""
+    """The server's tool specs (``name``, ``description``, ``input_schema``) as OpenAI function
+    tools."""
     tools = []
     for spec in specs:
         spec = spec.model_dump() if hasattr(spec, "model_dump") else dict(spec)
@@ -80,8 +84,10 @@ def hermes_tools_prompt(specs: list[Any]) -> str:
     """
     listed = "\n".join(json.dumps(t, ensure_ascii=False) for t in openai_tools(specs))
     return (
-        f"{SYSTEM_PROMPT}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-        f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{listed}\n</tools>\n\n"
+        f"{SYSTEM_PROMPT}\n\n# Tools\n\nYou may call one or more functions to assist with the "
+        "user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML "
+        f"tags:\n<tools>\n{listed}\n</tools>\n\n"
         "For each function call, return a json object with function name and arguments within "
         "<tool_call></tool_call> XML tags:\n<tool_call>\n"
         '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'

@@ -133,7 +133,8 @@ def register(env_id: str = ENV_CLASS) -> None:
 def dataset_rows(
     base_url: str, split: str = "train", *, dataset: str | None = None, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """SkyRL dataset rows for a split of the server: ``prompt``, ``env_class``, ``reward_spec``, extras.
+    """SkyRL dataset rows for a split of the server: ``prompt``, ``env_class``, ``reward_spec``,
+    extras.
 
     The system prompt lists the server's tools; the empty user turn is filled by ``init``.
     """
@@ -158,7 +159,8 @@ def dataset_rows(
 
 
 def export_parquet(base_url: str, out: str | Path, split: str = "train", **options: Any) -> Path:
-    """Write :func:`dataset_rows` to a parquet file SkyRL's ``data.train_data`` reads; returns the path."""
+    """Write :func:`dataset_rows` to a parquet file SkyRL's ``data.train_data`` reads; returns the
+    path."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -124,7 +124,8 @@ def to_notebook(records: list[dict[str, Any]]) -> Any:
     }
     nb.cells.append(
         nbf.new_markdown_cell(
-            f"# Task `{reset['task_id']}`\n\n{task_prompt(obs.get('instruction', ''), obs.get('files', []))}"
+            f"# Task `{reset['task_id']}`\n\n"
+            f"{task_prompt(obs.get('instruction', ''), obs.get('files', []))}"
         )
     )
     last_code: int | None = None
@@ -160,7 +161,8 @@ def to_notebook(records: list[dict[str, Any]]) -> Any:
         nb.cells.append(
             nbf.new_markdown_cell(
                 f"**Final answer:** `{end.get('submitted_answer')}`  \n"
-                f"**Reward:** {end.get('reward')} ({end.get('end_reason')}, {end.get('step_count')} steps)"
+                f"**Reward:** {end.get('reward')} ({end.get('end_reason')}, "
+                f"{end.get('step_count')} steps)"
             )
         )
     nbformat.validate(nb)
@@ -229,7 +231,8 @@ def export(
 
     Args:
         state_dir: The server's state directory.
-        fmt: ``ipynb`` (one ``<episode>.ipynb`` each) or ``sft`` (``sft.jsonl``, one line per episode).
+        fmt: ``ipynb`` (one ``<episode>.ipynb`` each) or ``sft`` (``sft.jsonl``, one line per
+            episode).
         out: Output directory (created).
         files: Only these trajectory files (default: all of ``state_dir``).
 

@@ -14,7 +14,8 @@ reward functions the way TRL's ``HarborSpec`` does::
 
     spec = AnalystSpec("http://127.0.0.1:8000", dataset="starter", split="train")
     trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=spec.train_dataset,
-                          environment_factory=spec.environment_factory, reward_funcs=spec.reward_funcs)
+                          environment_factory=spec.environment_factory,
+                          reward_funcs=spec.reward_funcs)
 
 Everything here is module-level and the factory is a ``functools.partial``, so
 ``AsyncGRPOTrainer`` can pickle it into its rollout worker. Each ``reset``
@@ -138,7 +139,8 @@ class AnalystToolEnv:
 
 
 def fetch_tool_specs(base_url: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The server's tool catalog (``name``, ``description``, ``input_schema``) over ``/mcp`` ``tools/list``.
+    """The server's tool catalog (``name``, ``description``, ``input_schema``) over ``/mcp``
+    ``tools/list``.
 
     Raises:
         RuntimeError: The server did not answer with a tool list.
@@ -261,7 +263,8 @@ def _arg_lines(body: str) -> dict[str, str]:
 
 
 def environment_reward(environments: list[AnalystToolEnv] | None = None, **_: Any) -> list[float]:
-    """TRL reward function: each rollout's episode reward (for trainers that do not call ``get_reward``)."""
+    """TRL reward function: each rollout's episode reward (for trainers that do not call
+    ``get_reward``)."""
     return [env.get_reward() for env in environments or []]
 
 
@@ -325,7 +328,8 @@ class AnalystSpec:
 
     @functools.cached_property
     def train_dataset(self):
-        """A ``datasets.Dataset``: ``prompt`` (system message, empty user turn that ``reset`` fills), ``task_id``, ``seed``."""
+        """A ``datasets.Dataset``: ``prompt`` (system message, empty user turn that ``reset``
+        fills), ``task_id``, ``seed``."""
         from datasets import Dataset
 
         prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}]

@@ -79,7 +79,7 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from analyst_env.client.evaluation import run_episode
 from analyst_env.datasets import Task, describe_file
@@ -143,7 +143,8 @@ def gold_values(task: Task) -> set[str]:
     for atom in _atoms(task.answer):
         if isinstance(atom, numbers.Real):
             if math.isfinite(float(atom)):
-                values |= _number_texts(atom, task.oracle_answer)
+                # an answer is JSON: its numbers are ints or floats
+                values |= _number_texts(cast(float, atom), task.oracle_answer)
         else:
             text = str(atom).strip()
             values.add(text)
@@ -268,7 +269,8 @@ def _probe_failures(probes: ProbeResult) -> list[dict[str, str]]:
             {
                 "check": "adversarial",
                 "reason": (
-                    f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} adversarial answers "
+                    f"{len(probes.adversarial_nonzero)} of {probes.adversarial_tried} "
+                    "adversarial answers "
                     f"scored above 0: {', '.join(probes.adversarial_nonzero)}"
                 ),
             }
@@ -342,7 +344,7 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
                 "error": f"{type(exc).__name__}: {exc}",
             }
 
-    failures = _reward_failures(runs)
+    failures: list[dict[str, Any]] = _reward_failures(runs)
     leak, checked = _leak(task, frames)
     if leak is not None:
         failures.append({"check": "leak", "reason": leak})

@@ -20,23 +20,24 @@ from analyst_env.openenv_compat import load_openenv
 
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
+# E402: the imports below must run after load_openenv() above.
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
-from openenv.core.env_server.mcp_types import CallToolAction
-from openenv.core.env_server.types import ConcurrencyConfig
+from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
+from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
-from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation
-from analyst_env.server.auth import BearerTokenMiddleware, redact_tokens_in_logs
-from analyst_env.server.environment import AnalystEnvironment
-from analyst_env.server.envs_routes import mount_envs
-from analyst_env.server.http_mcp import install_http_mcp
-from analyst_env.server.http_reset import install_http_reset
+from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation  # noqa: E402
+from analyst_env.server.auth import BearerTokenMiddleware, redact_tokens_in_logs  # noqa: E402
+from analyst_env.server.environment import AnalystEnvironment  # noqa: E402
+from analyst_env.server.envs_routes import mount_envs  # noqa: E402
+from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
+from analyst_env.server.http_reset import install_http_reset  # noqa: E402
 from analyst_env.server.metrics import mount_metrics  # noqa: E402
-from analyst_env.server.runtime import Runtime
-from analyst_env.server.settings import Settings
-from analyst_env.server.web import mount_web
-from analyst_env.server.ws_endpoint import install_ws_endpoints
+from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.settings import Settings  # noqa: E402
+from analyst_env.server.web import mount_web  # noqa: E402
+from analyst_env.server.ws_endpoint import install_ws_endpoints  # noqa: E402
 
 ENV_NAME = "analyst_env"
 
@@ -77,7 +78,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:
-        """The sandbox backend and the protections in force for its episodes (isolation, limits, cgroups).
+        """The sandbox backend and the protections in force for its episodes (isolation, limits,
+        cgroups).
 
         ``isolation`` is the mode that was tried and is in use, ``degraded`` what
         that mode normally gives but this host could not, ``stronger_modes_unavailable``

@@ -77,7 +77,8 @@ class BearerTokenMiddleware:
 
 
 _TOKEN_IN_QUERY = re.compile(r"(?i)((?:^|[?&\s])token=)[^&\s\"']*")
-#: uvicorn logs request lines (``uvicorn.access``) and WebSocket handshakes (``uvicorn.error``) with the query.
+#: uvicorn logs request lines (``uvicorn.access``) and WebSocket handshakes (``uvicorn.error``) with
+#: the query.
 LOGGERS = ("uvicorn.access", "uvicorn.error", "uvicorn")
 
 
@@ -105,7 +106,8 @@ class TokenRedactingFilter(logging.Filter):
 
 
 def redact_tokens_in_logs() -> None:
-    """Install ``TokenRedactingFilter`` on uvicorn's loggers (idempotent; call after uvicorn configured logging)."""
+    """Install ``TokenRedactingFilter`` on uvicorn's loggers (idempotent; call after uvicorn
+    configured logging)."""
     for name in LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, TokenRedactingFilter) for f in logger.filters):

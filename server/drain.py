@@ -35,7 +35,8 @@ HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class DrainingServer(uvicorn.Server):
-    """A uvicorn server whose first SIGTERM/SIGINT drains (see module docstring) instead of cutting off."""
+    """A uvicorn server whose first SIGTERM/SIGINT drains (see module docstring) instead of cutting
+    off."""
 
     def __init__(
         self, config: uvicorn.Config, sockets: SessionSockets, drain_timeout_s: float = 30.0
@@ -52,7 +53,8 @@ class DrainingServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self):
-        """uvicorn's, without re-raising the signal at the end (that would skip the caller's cleanup)."""
+        """uvicorn's, without re-raising the signal at the end (that would skip the caller's
+        cleanup)."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -77,7 +79,8 @@ class DrainingServer(uvicorn.Server):
         self._drain_task = asyncio.ensure_future(self.drain(name))
 
     async def drain(self, reason: str = "request") -> None:
-        """Wait for frames in flight (up to the deadline), close the sockets, then let uvicorn exit."""
+        """Wait for frames in flight (up to the deadline), close the sockets, then let uvicorn
+        exit."""
         sockets = self.sockets
         sockets.draining = True
         deadline = time.monotonic() + self.drain_timeout_s

@@ -26,8 +26,9 @@ from analyst_env.openenv_compat import load_openenv
 
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
+# E402: the imports below must run after load_openenv() above.
 from openenv.core.env_server.interfaces import Environment  # noqa: E402
-from openenv.core.env_server.mcp_types import (
+from openenv.core.env_server.mcp_types import (  # noqa: E402
     CallToolAction,
     ListToolsAction,
     ListToolsObservation,
@@ -35,28 +36,28 @@ from openenv.core.env_server.mcp_types import (
     ToolError,
     ToolErrorType,
 )
-from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
-from analyst_env.envs.kernel_helpers import HELPER_SOURCE
-from analyst_env.envs.sandbox import SandboxError
-from analyst_env.models import (
+from analyst_env.envs.kernel_helpers import HELPER_SOURCE  # noqa: E402
+from analyst_env.envs.sandbox import SandboxError  # noqa: E402
+from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
     AnalystToolObservation,
 )
-from analyst_env.server.envs_binding import resolve_image
-from analyst_env.server.episode import Episode
-from analyst_env.server.live import LiveHub
+from analyst_env.server.envs_binding import resolve_image  # noqa: E402
+from analyst_env.server.episode import Episode  # noqa: E402
+from analyst_env.server.live import LiveHub  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
     ServerMetrics,
     metered_reset,
     metered_tool_call,
 )
-from analyst_env.server.process_reward import score_step
-from analyst_env.server.reset_options import ResetOptions
-from analyst_env.server.runtime import Runtime
-from analyst_env.server.tools import TOOLS, ToolOutput
-from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell
+from analyst_env.server.process_reward import score_step  # noqa: E402
+from analyst_env.server.reset_options import ResetOptions  # noqa: E402
+from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
+from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell  # noqa: E402
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
@@ -198,7 +199,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 tool_name="",
                 error=ToolError(
                     error_type=ToolErrorType.INVALID_ARGS,
-                    message=f"unsupported action {type(action).__name__}; send call_tool or list_tools",
+                    message=f"unsupported action {type(action).__name__}; "
+                    "send call_tool or list_tools",
                 ),
             )
         with self._lock:
@@ -211,16 +213,15 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 output, error = None, ToolError(error_type=exc.error_type, message=str(exc))
             episode = self._episode
             done = episode is not None and episode.done
-            metadata = {}
-            if done and episode.reward_breakdown is not None:
-                metadata["reward_breakdown"] = episode.reward_breakdown
-            if done:
+            metadata: dict[str, Any] = {}
+            if episode is not None and done:
+                if episode.reward_breakdown is not None:
+                    metadata["reward_breakdown"] = episode.reward_breakdown
                 metadata["end_reason"] = episode.end_reason
             hook = self._runtime.settings.process_reward
-            if (
-                counted and hook
-            ):  # a per-step score, kept out of the outcome `reward` (process_reward.py)
-                text = output.text if output else error.message
+            # A per-step score, kept out of the outcome `reward` (process_reward.py).
+            if counted and hook and episode is not None:
+                text = output.text if output else error.message if error else ""
                 is_error = output is None or output.is_error
                 metadata.update(
                     score_step(
@@ -238,7 +239,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 result=output.as_call_tool_result() if output else None,
                 error=error,
                 done=done,
-                reward=episode.reward if done else None,
+                reward=episode.reward if episode is not None and done else None,
                 step_count=episode.step_count if episode else 0,
                 metadata=metadata,
             )
@@ -353,7 +354,8 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
     def _run_setup(self, episode: Episode) -> str | None:
         """Run the task's setup hooks; the first failing command, or None."""
         for command in episode.task.setup:
-            result = episode.sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
+            sandbox = episode.require_sandbox()
+            result = sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
             if result.exit_code != 0:
                 return f"{command!r} (exit {result.exit_code}): {result.stderr[-500:]}"
         return None
@@ -394,7 +396,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                     result = self._invoke(name, arguments).as_call_tool_result()
                 except ToolCallError as exc:
                     raise RuntimeError(f"{exc.error_type.value}: {exc}") from None
-                if self._recorder is not None:
+                if self._recorder is not None and self._episode is not None:
                     episode = self._episode
                     observation = {
                         "tool_name": name,
@@ -450,5 +452,5 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         return self._runtime.split(split) if split in self._runtime.splits() else []
 
     @staticmethod
-    def _task_spec(tasks: list, index: int) -> dict[str, Any]:
+    def _task_spec(tasks: Sequence, index: int) -> dict[str, Any]:
         return {**tasks[index].public_view(), "index": index}

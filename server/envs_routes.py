@@ -1,11 +1,13 @@
 """``/envs``: create, edit, build and inspect sandbox environments over REST.
 
 ``mount_envs(app, runtime)`` builds the server's ``EnvironmentService`` (state under
-``settings.state_dir/envs``; one per runtime, reused by every app built on it), attaches it to the runtime (``runtime.environments``, read
-at reset to bind episodes) and to the local backend (``use_image_resolver``, which turns a
-baked image name into the zygote's spec), and adds the routes:
+``settings.state_dir/envs``; one per runtime, reused by every app built on it), attaches it
+to the runtime (``runtime.environments``, read at reset to bind episodes) and to the local
+backend (``use_image_resolver``, which turns a baked image name into the zygote's spec), and
+adds the routes:
 
-* ``GET /envs`` -> ``{"environments": [{name, description, hash, status, progress, elapsed_s, error, ...}]}``
+* ``GET /envs`` -> ``{"environments": [{name, description, hash, status, progress, elapsed_s,
+  error, ...}]}``
 * ``GET /envs/templates`` -> ``{"templates": [recipe + hash]}``
 * ``POST /envs`` (recipe fields, or ``{"template": "data-science", "name": ...}``) -> 201
 * ``GET /envs/{name}`` -> summary + ``recipe``; ``PATCH``/``PUT /envs/{name}`` (changed fields)
@@ -29,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from enum import Enum
+from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query
 
@@ -81,9 +84,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         )
     if runtime.backend.name == "local" and _under_tmp(service.images_dir):
         log.warning(
-            "sandbox environment images are under /tmp (%s): the local sandbox's private root has its own "
-            "/tmp, so kernels cannot lazily import their packages or run them in subprocesses; "
-            "set ANALYST_ENV_STATE_DIR outside /tmp",
+            "sandbox environment images are under /tmp (%s): the local sandbox's private "
+            "root has its own /tmp, so kernels cannot lazily import their packages or run them in "
+            "subprocesses; set ANALYST_ENV_STATE_DIR outside /tmp",
             service.images_dir,
         )
     runtime.environments = service
@@ -93,15 +96,16 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     # Shutdown only waits briefly for running builds: another app may share the runtime, and
     # a build cut short is marked failed at the next start.
     app.router.on_shutdown.append(service.builder.join)
-    tags = ["Sandbox environments"]
+    tags: list[str | Enum] = ["Sandbox environments"]
     settings = runtime.settings
 
     def builds_allowed() -> None:
         if not settings.token and not settings.allow_builds:
             raise HTTPException(
                 403,
-                "creating, changing and building sandbox environments installs packages on this server: start it "
-                "with a token (--token or ANALYST_ENV_TOKEN) or with --allow-builds (ANALYST_ENV_ALLOW_BUILDS=1)",
+                "creating, changing and building sandbox environments installs packages on this "
+                "server: start it with a token (--token or ANALYST_ENV_TOKEN) or with "
+                "--allow-builds (ANALYST_ENV_ALLOW_BUILDS=1)",
             )
 
     mutating = [Depends(builds_allowed)]
@@ -121,8 +125,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
         }
 
     @app.post("/envs", tags=tags, status_code=201, dependencies=mutating)
-    def create_environment(body: dict[str, Any] = Body(...)) -> dict:
-        """Create an environment from recipe fields, or from ``template`` (a copy); its build starts."""
+    def create_environment(body: Annotated[dict[str, Any], Body()]) -> dict:
+        """Create an environment from recipe fields, or from ``template`` (a copy); its build
+        starts."""
         body = dict(body)
         template = body.pop("template", None)
         if template is not None and not isinstance(template, str):
@@ -143,7 +148,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     @app.put(
         "/envs/{name}", tags=tags, operation_id="replace_environment_fields", dependencies=mutating
     )
-    def update_environment(name: str, body: dict[str, Any] = Body(...)) -> dict:
+    def update_environment(name: str, body: Annotated[dict[str, Any], Body()]) -> dict:
         """Change fields of an environment; a change of build inputs starts a rebuild."""
 
         def update():
@@ -154,7 +159,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
 
     @app.delete("/envs/{name}", tags=tags, dependencies=mutating)
     def delete_environment(name: str) -> dict:
-        """Delete an environment; tasks bound to it then run in the default image, with a warning."""
+        """Delete an environment; tasks bound to it then run in the default image, with a
+        warning."""
         _errors(lambda: service.delete(name))
         return {"deleted": name}
 
@@ -162,7 +168,8 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     def build_environment(
         name: str, force: bool = Query(False, description="Rebuild even if ready")
     ) -> dict:
-        """Start building the environment's image (no-op while it builds, or when ready unless forced)."""
+        """Start building the environment's image (no-op while it builds, or when ready unless
+        forced)."""
         return _errors(lambda: service.build(name, force=force))
 
     @app.get("/envs/{name}/status", tags=tags)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyst_env.envs.sandbox import Sandbox
+from analyst_env.envs.sandbox import Sandbox, SandboxError
 from analyst_env.models import NotebookCell
 from analyst_env.task_format import Task
 
@@ -52,6 +52,12 @@ class Episode:
     end_reason: str | None = None
     reward_breakdown: dict[str, Any] | None = None
     output_bytes: int = 0
+
+    def require_sandbox(self) -> Sandbox:
+        """The episode's sandbox; raises ``SandboxError`` if it has none (not started yet)."""
+        if self.sandbox is None:
+            raise SandboxError(f"episode {self.episode_id} has no sandbox")
+        return self.sandbox
 
     def add_cell(self, cell: NotebookCell) -> NotebookCell:
         """Append ``cell`` with the next id."""

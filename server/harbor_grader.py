@@ -14,10 +14,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from analyst_env.server.episode import Episode, Limits
 from analyst_env.server.verification import verify_answer
 from analyst_env.task_format import Task, answer_references
+
+if TYPE_CHECKING:
+    from analyst_env.envs.sandbox import Sandbox
 
 
 @dataclass
@@ -28,7 +32,8 @@ class _ShellResult:
 
 
 class _DirectorySandbox:
-    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working dir)."""
+    """The sandbox interface ``verify_answer`` needs, over a plain directory (the agent's working
+    dir)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -67,14 +72,15 @@ def grade(task_json: Path, input_dir: Path, answer_file: Path) -> float:
     ):  # bundled next to task.json (absolute paths stay as they are)
         ref["path"] = str(task_json.parent / ref["path"])
     answer = answer_file.read_text(errors="replace").strip() if answer_file.exists() else ""
-    episode = Episode(
-        episode_id="harbor", task=task, sandbox=_DirectorySandbox(input_dir), limits=Limits()
-    )
+    # The directory stands in for the sandbox: verify_answer only uses the part it implements.
+    sandbox = cast("Sandbox", _DirectorySandbox(input_dir))
+    episode = Episode(episode_id="harbor", task=task, sandbox=sandbox, limits=Limits())
     return verify_answer(episode, answer).reward
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m analyst_env.server.harbor_grader ...``: the entry point ``tests/test.sh`` runs."""
+    """``python -m analyst_env.server.harbor_grader ...``: the entry point ``tests/test.sh``
+    runs."""
     parser = argparse.ArgumentParser(
         prog="analyst_env.server.harbor_grader",
         description="Score an answer file and write the reward file",

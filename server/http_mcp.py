@@ -29,7 +29,8 @@ def _creates_session(body: bytes) -> tuple[bool, object]:
 
 
 def install_http_mcp(app: FastAPI, is_draining) -> None:
-    """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while draining."""
+    """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while
+    draining."""
     route = next(
         (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None
     )

@@ -261,6 +261,7 @@ class LiveHub:
         sub = _Subscriber(asyncio.get_running_loop(), session_id)
         with self._lock:
             self._subscribers.add(sub)
+            snapshot: dict[str, Any] | None
             if session_id is None:
                 snapshot = {"sessions": [s.summary() for s in reversed(self._sessions.values())]}
             else:

@@ -35,7 +35,8 @@ class ResetOptions(BaseModel):
 
     @classmethod
     def parse(cls, *, seed: Any, episode_id: Any, options: dict[str, Any]) -> ResetOptions:
-        """Validate reset kwargs; raise ``ValueError`` naming what was wrong and what is accepted."""
+        """Validate reset kwargs; raise ``ValueError`` naming what was wrong and what is
+        accepted."""
         merged = dict(options)
         nested = merged.pop("options", None) or {}
         if not isinstance(nested, dict):

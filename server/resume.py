@@ -120,7 +120,8 @@ class Parking:
             self._attached[state.episode_id] = (state.secret, attachment)
 
     def detach(self, episode_id: str | None) -> None:
-        self._attached.pop(episode_id, None)
+        if episode_id is not None:
+            self._attached.pop(episode_id, None)
 
     def claim(self, episode_id: str, secret: str) -> Parked:
         """The parked session of ``episode_id`` if ``secret`` is its secret."""
@@ -134,10 +135,11 @@ class Parking:
                 "runs, if any); retry shortly",
                 retry=True,
             )
-        if parked is None or not _same(parked.state.secret, secret):
+        if parked is None or parked.state.secret is None or not _same(parked.state.secret, secret):
             raise ResumeError(
                 f"no episode {episode_id[:100]!r} is waiting to be resumed: it was closed, its "
-                f"grace period ({self.grace_s:g} s) has passed, it is attached to another socket, or the "
+                f"grace period ({self.grace_s:g} s) has passed, it is attached to another "
+                "socket, or the "
                 "resume secret is wrong. "
                 "Reset to start a new episode."
             )

@@ -53,7 +53,7 @@ class Chain(Sequence):
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:

@@ -7,6 +7,7 @@ Dockerfile, a Space's variables and a terminal all configure one object.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -16,7 +17,9 @@ class Settings(BaseModel):
 
     dataset: str = Field(
         default="starter",
-        description="Dataset(s) to serve: a shipped set name or FORMAT:PATH; comma-separated for several",
+        description=(
+            "Dataset(s) to serve: a shipped set name or FORMAT:PATH; comma-separated for several"
+        ),
     )
     backend: str = Field(
         default="local", description="Sandbox backend: local, docker, modal or e2b"
@@ -47,7 +50,10 @@ class Settings(BaseModel):
     scoring_profile: str = Field(
         default="strict",
         pattern="^(strict|official)$",
-        description="strict closes known loopholes of benchmark scorers; official reproduces them as published",
+        description=(
+            "strict closes known loopholes of benchmark scorers; official reproduces them as "
+            "published"
+        ),
     )
     max_scored_file_mb: int = Field(
         default=64,
@@ -75,7 +81,10 @@ class Settings(BaseModel):
     uid_base: int | None = Field(
         default=None,
         ge=65_536,
-        description="Local 'full' isolation: first per-slot uid (default: the first range no other server holds)",
+        description=(
+            "Local 'full' isolation: first per-slot uid (default: the first range no other "
+            "server holds)"
+        ),
     )
     remote_warm_slots: int = Field(
         default=1,
@@ -85,7 +94,9 @@ class Settings(BaseModel):
     )
     docker_runtime: str | None = Field(
         default=None,
-        description="Docker: container runtime, e.g. 'runsc' for gVisor (default: the engine's runc)",
+        description=(
+            "Docker: container runtime, e.g. 'runsc' for gVisor (default: the engine's runc)"
+        ),
     )
     modal_app: str = Field(
         default="analyst-env",
@@ -93,7 +104,9 @@ class Settings(BaseModel):
     )
     e2b_template: str | None = Field(
         default=None,
-        description="E2B: run every episode from this template instead of one built per environment",
+        description=(
+            "E2B: run every episode from this template instead of one built per environment"
+        ),
     )
     backend_connect_timeout_s: float = Field(
         default=10.0,
@@ -105,12 +118,18 @@ class Settings(BaseModel):
     )
     allow_builds: bool = Field(
         default=False,
-        description="Allow creating, changing and building sandbox environments (/envs) on a server without a token",
+        description=(
+            "Allow creating, changing and building sandbox environments (/envs) on a server "
+            "without a token"
+        ),
     )
     resume_grace_s: float = Field(
         default=120.0,
         ge=0,
-        description="How long the episode of a dropped ?resume=1 socket waits to be resumed (0: never parked)",
+        description=(
+            "How long the episode of a dropped ?resume=1 socket waits to be resumed (0: never "
+            "parked)"
+        ),
     )
     drain_timeout_s: float = Field(
         default=30.0,
@@ -119,11 +138,15 @@ class Settings(BaseModel):
     )
     state_dir: str = Field(
         default_factory=lambda: _default_state_dir(),
-        description="Where the server keeps what it records: trajectories/ holds one JSONL file per episode",
+        description=(
+            "Where the server keeps what it records: trajectories/ holds one JSONL file per episode"
+        ),
     )
     record_trajectories: bool = Field(
         default=True,
-        description="Record every episode (actions, observations, rewards, timings) under state_dir",
+        description=(
+            "Record every episode (actions, observations, rewards, timings) under state_dir"
+        ),
     )
     trajectories_kept: int = Field(
         default=10_000,
@@ -137,7 +160,10 @@ class Settings(BaseModel):
     )
     process_reward: str | None = Field(
         default=None,
-        description="'module:function' scoring every tool step into metadata['process_reward'] (off when unset)",
+        description=(
+            "'module:function' scoring every tool step into metadata['process_reward'] (off when "
+            "unset)"
+        ),
     )
 
     @field_validator("process_reward")
@@ -151,12 +177,12 @@ class Settings(BaseModel):
         return spec
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """Settings from ``ANALYST_ENV_<FIELD>`` variables, then ``overrides`` (ignoring None)."""
-        environ = os.environ if environ is None else environ
+        source: Mapping[str, str] = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for name in cls.model_fields:
-            raw = environ.get(f"ANALYST_ENV_{name.upper()}")
+            raw = source.get(f"ANALYST_ENV_{name.upper()}")
             if raw not in (None, ""):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})

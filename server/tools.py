@@ -109,7 +109,7 @@ def _spec_of(tool: ToolDef) -> ToolSpec:
 def tool(fn: Callable[..., ToolOutput]) -> Callable[..., ToolOutput]:
     """Register ``fn`` as a tool; its parameters after ``episode`` are the arguments."""
     params = list(inspect.signature(fn).parameters.values())[1:]
-    fields = {
+    fields: dict[str, Any] = {
         p.name: (p.annotation, ... if p.default is inspect.Parameter.empty else p.default)
         for p in params
     }
@@ -153,7 +153,7 @@ def _shown_outputs(episode: Episode, outputs: list[dict[str, Any]]) -> list[dict
 
 
 def _run_code_cell(episode: Episode, code: str) -> ToolOutput:
-    result = episode.sandbox.run_cell(code, timeout_s=episode.limits.cell_timeout_s)
+    result = episode.require_sandbox().run_cell(code, timeout_s=episode.limits.cell_timeout_s)
     result = result.model_copy(update={"outputs": _shown_outputs(episode, result.outputs)})
     cell = episode.add_cell(
         NotebookCell(
@@ -240,7 +240,7 @@ def execute_shell_command(
     Returns:
         stdout, then `STDERR:` and the exit code if it failed.
     """
-    result = episode.sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
+    result = episode.require_sandbox().run_shell(command, timeout_s=episode.limits.shell_timeout_s)
     limit = episode.limits.output_limit_chars
     episode.add_cell(
         NotebookCell(
@@ -279,7 +279,7 @@ def run_sql(
         A pipe-separated table of at most 50 rows, or `SQL error:` with the reason.
     """
     limits = episode.limits
-    result = episode.sandbox.run_cell(
+    result = episode.require_sandbox().run_cell(
         sql_call(query, limits.sql_max_rows), timeout_s=limits.cell_timeout_s, silent=True
     )
     reply = _helper_reply(result.stdout)
@@ -308,7 +308,7 @@ def list_files(episode: Episode) -> ToolOutput:
     Returns:
         One line per file: its path relative to the working directory and its size.
     """
-    result = episode.sandbox.run_cell(
+    result = episode.require_sandbox().run_cell(
         LIST_FILES_CALL, timeout_s=episode.limits.cell_timeout_s, silent=True
     )
     reply = _helper_reply(result.stdout)

@@ -120,7 +120,8 @@ class EpisodeRecorder:
             cell.model_dump_json() if cell is not None and cell is not cell_before else "null"
         )
         self._write_line(
-            f'{json.dumps(head, default=str)[:-1]}, "observation": {obs_json}, "cell": {cell_json}}}'
+            f'{json.dumps(head, default=str)[:-1]}, "observation": {obs_json}, '
+            f'"cell": {cell_json}}}'
         )
         if episode is not None and episode.done:
             self.end(episode)
@@ -179,7 +180,8 @@ class TrajectoryStore:
         return cls(settings.state_dir, keep=settings.trajectories_kept)
 
     def prune(self) -> int:
-        """Delete the oldest files beyond ``keep`` (file names sort by start time); return how many."""
+        """Delete the oldest files beyond ``keep`` (file names sort by start time); return how
+        many."""
         if self.keep <= 0:
             return 0
         try:

@@ -120,7 +120,7 @@ def bounded_reader(sandbox, max_bytes: int):
 
 
 def _run_hooks(episode: Episode, answer: str) -> Verdict:
-    task, sandbox = episode.task, episode.sandbox
+    task, sandbox = episode.task, episode.require_sandbox()
     timeout_s = episode.limits.shell_timeout_s
     verify_dir = VERIFY_DIR_PREFIX + secrets.token_hex(16)
     made = sandbox.run_shell(

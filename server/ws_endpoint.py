@@ -28,6 +28,7 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Mapping, MutableMapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -71,14 +72,15 @@ _ECHO_LIMIT = 100  # characters of a client's value echoed back in an error mess
 
 
 class FrameError(Exception):
-    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer with."""
+    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer
+    with."""
 
     def __init__(self, message: str, code: WSErrorCode) -> None:
         super().__init__(message)
         self.code = code
 
 
-def parse_frame(message: dict[str, Any]) -> Any:
+def parse_frame(message: Mapping[str, Any]) -> Any:
     """The JSON value of one received ASGI WebSocket message.
 
     Raises:
@@ -109,7 +111,8 @@ def parse_frame(message: dict[str, Any]) -> Any:
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
-    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no recursion)."""
+    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no
+    recursion)."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -173,7 +176,8 @@ class SessionSockets:
 
     # ── session ownership ───────────────────────────────────────────────────
     async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
-        """Attach to ``?session_id=`` or create a session; it is marked attached either way (never reaped).
+        """Attach to ``?session_id=`` or create a session; it is marked attached either way (never
+        reaped).
 
         Returns (session id, environment, whether this socket owns the session).
         """
@@ -199,7 +203,8 @@ class SessionSockets:
 
     async def release_session(self, session_id: str, owned: bool) -> None:
         server = self.server
-        # No await before discarding: a task cancelled here must not leave the session exempt from reaping.
+        # No await before discarding: a task cancelled here must not leave the session exempt from
+        # reaping.
         server._session_websocket_attachments.discard(session_id)
         server._update_session_activity(session_id)  # the idle clock starts when the socket goes
         if owned or session_id in server._session_pending_closes:
@@ -207,7 +212,8 @@ class SessionSockets:
 
     # ── /ws ─────────────────────────────────────────────────────────────────
     async def ws(self, websocket: WebSocket) -> None:
-        """OpenEnv's ``/ws`` protocol (reset, step, state, close, mcp); every bad frame gets an error frame."""
+        """OpenEnv's ``/ws`` protocol (reset, step, state, close, mcp); every bad frame gets an
+        error frame."""
         await websocket.accept()
         if self.draining:
             await _send(websocket, _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR))
@@ -307,7 +313,7 @@ class SessionSockets:
             await _close(websocket)
 
     @staticmethod
-    async def _receive(websocket: WebSocket, attachment: Attachment) -> dict:
+    async def _receive(websocket: WebSocket, attachment: Attachment) -> MutableMapping[str, Any]:
         """The next ASGI message; a disconnect if a resume took the episode over meanwhile."""
         if attachment.taken_over:
             return {"type": "websocket.disconnect", "code": 1001}
@@ -325,13 +331,14 @@ class SessionSockets:
 
     async def _ws_frame(
         self,
-        message: dict,
+        message: MutableMapping[str, Any],
         env: Environment,
         session_id: str,
         resume: ResumeState | None = None,
         attachment: Attachment | None = None,
     ) -> str | None:
-        """The reply to one frame (None for ``close``). Never raises for anything the client sent."""
+        """The reply to one frame (None for ``close``). Never raises for anything the client
+        sent."""
         try:
             frame = parse_frame(message)
         except FrameError as exc:
@@ -385,7 +392,8 @@ class SessionSockets:
                         "resume_secret": resume.issue(episode_id),
                         "resume_grace_s": self.parking.grace_s,
                     }
-                    self.parking.attach(resume, attachment)
+                    if attachment is not None:
+                        self.parking.attach(resume, attachment)
                     data["metadata"] = {**(data.get("metadata") or {}), **resume_meta}
                     data["observation"]["metadata"] = {
                         **(data["observation"].get("metadata") or {}),
@@ -450,7 +458,8 @@ class SessionSockets:
 
     # ── /mcp (JSON-RPC over WebSocket, one session per socket) ───────────────
     async def mcp(self, websocket: WebSocket) -> None:
-        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an error response."""
+        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an
+        error response."""
         await websocket.accept()
         if self.draining:
             await _send(
@@ -527,7 +536,9 @@ class SessionSockets:
                 self.server._session_websocket_attachments.add(session_id)
         return session_id, env, True
 
-    async def _mcp_frame(self, message: dict, env: Environment, session_id: str) -> str:
+    async def _mcp_frame(
+        self, message: MutableMapping[str, Any], env: Environment, session_id: str
+    ) -> str:
         try:
             value = parse_frame(message)
         except FrameError as exc:
@@ -568,19 +579,22 @@ def _short_errors(exc: ValidationError) -> str:
 
 
 def _closure_var(fn, name: str) -> Any:
-    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a closure)."""
+    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a
+    closure)."""
     try:
         index = fn.__code__.co_freevars.index(name)
     except ValueError:
         raise RuntimeError(
-            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket endpoints "
+            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket "
+            "endpoints "
             "need updating for this openenv version"
         ) from None
     return fn.__closure__[index].cell_contents
 
 
 def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
-    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same sessions."""
+    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same
+    sessions."""
     ws_route = next(
         r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws"
     )

@@ -111,7 +111,8 @@ def main() -> None:
     )
     if started.returncode != 0:
         raise SystemExit(
-            f"docker run failed (DOCKER_HOST={os.environ.get('DOCKER_HOST')}): {started.stderr.strip()}"
+            f"docker run failed (DOCKER_HOST={os.environ.get('DOCKER_HOST')}): "
+            f"{started.stderr.strip()}"
         )
     try:
         url = f"http://127.0.0.1:{port}"

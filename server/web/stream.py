@@ -81,13 +81,16 @@ def live_router(hub: LiveHub) -> APIRouter:
         sub, snapshot = hub.subscribe(session)
         try:
             if session is None:
-                await websocket.send_text(json.dumps({"type": "sessions", **snapshot}, default=str))
+                await websocket.send_text(
+                    json.dumps({"type": "sessions", **(snapshot or {})}, default=str)
+                )
             elif snapshot is None:
                 await websocket.send_text(
                     json.dumps(
                         {
                             "type": "error",
-                            "message": f"no live session {session!r}: it ended long ago or never existed",
+                            "message": f"no live session {session!r}: "
+                            "it ended long ago or never existed",
                         }
                     )
                 )
@@ -104,6 +107,7 @@ def live_router(hub: LiveHub) -> APIRouter:
             receiver = asyncio.create_task(_drain(websocket))
             try:
                 while True:
+                    item: dict[str, Any] | None
                     getter = asyncio.ensure_future(sub.queue.get())
                     done, _ = await asyncio.wait(
                         {getter, receiver}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
