@@ -530,6 +530,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             self._discard(kernel, slot)
 
     def _take_standby(self, image: str) -> tuple[KernelHandle, KernelSlot, str] | None:
+        self._discard_orphaned_standbys(image)  # a killed zygote's standbys died with it
         with self._lock:
             ready = self._ready.setdefault(image, collections.deque())
             taken = ready.popleft() if ready else None

@@ -251,6 +251,11 @@ def test_http_reset_errors_are_4xx_with_the_ws_message(url, body, status, fragme
 def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken(settings, runtime):
     app = build_app(settings.model_copy(update={"max_sessions": 1}), runtime=runtime)
     server = app.state.env_server
+    start = runtime.backend.start
+
+    def slow_start(*args, **kwargs):  # a reset long enough to be seen holding its slot
+        time.sleep(1.0)
+        return start(*args, **kwargs)
 
     async def main(base):
         async with websockets.connect(ws_url(base)) as held:
@@ -277,8 +282,12 @@ def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken
             assert (await running).status_code == 200
         assert not server._sessions, "the HTTP reset's slot is given back"
 
-    with BackgroundServer(app) as base:
-        asyncio.run(main(base))
+    runtime.backend.start = slow_start
+    try:
+        with BackgroundServer(app) as base:
+            asyncio.run(main(base))
+    finally:
+        del runtime.backend.start
 
 
 def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runtime):
