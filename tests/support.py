@@ -170,3 +170,15 @@ def call(env, tool: str, **arguments):
     from analyst_env.models import CallToolAction
 
     return env.step(CallToolAction(tool_name=tool, arguments=arguments))
+
+
+def code_step(source: str) -> dict:
+    """The ``/ws`` step frame that runs ``source`` as a new notebook cell."""
+    return {
+        "type": "step",
+        "data": {
+            "type": "call_tool",
+            "tool_name": "add_and_execute_code_cell",
+            "arguments": {"code": source},
+        },
+    }

@@ -29,6 +29,7 @@ import websockets
 from deploy.haproxy_process import HAProxyProcess
 from deploy.polling import wait_for
 from server.serve_process import ServeProcess
+from support import code_step
 
 from analyst_env.benchmarks.servers import process_tree
 
@@ -46,12 +47,8 @@ REPLICA_HEADER = "X-Analyst-Env-Replica"
 
 
 def cell(source: str) -> str:
-    action = {
-        "type": "call_tool",
-        "tool_name": "add_and_execute_code_cell",
-        "arguments": {"code": source},
-    }
-    return json.dumps({"type": "step", "data": action})
+    """The step frame running ``source`` as a cell, as JSON text."""
+    return json.dumps(code_step(source))
 
 
 async def reply(ws, timeout: float = 120) -> dict:

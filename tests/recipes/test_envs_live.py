@@ -22,7 +22,7 @@ import httpx
 import pytest
 import websockets
 from recipes.pkgindex import TINY, TINY_VALUE, PackageIndex
-from support import make_tiny_dataset
+from support import code_step, make_tiny_dataset
 
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
@@ -73,24 +73,13 @@ async def frame(ws, message: dict) -> dict:
     return json.loads(await ws.recv())
 
 
-def code(source: str) -> dict:
-    return {
-        "type": "step",
-        "data": {
-            "type": "call_tool",
-            "tool_name": "add_and_execute_code_cell",
-            "arguments": {"code": source},
-        },
-    }
-
-
 def reset_and_run(url: str, reset: dict, source: str) -> tuple[dict, dict | None]:
     async def main():
         async with websockets.connect(ws_url(url), max_size=None) as ws:
             first = await frame(ws, {"type": "reset", "data": reset})
             if first["type"] == "error":
                 return first, None
-            return first, await frame(ws, code(source))
+            return first, await frame(ws, code_step(source))
 
     return asyncio.run(main())
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 import websockets
 from server.serve_process import ServeProcess
+from support import code_step
 
 pytestmark = pytest.mark.live
 
@@ -28,17 +29,6 @@ TASK = "starter-sales-000"
 async def frame(ws, message: dict) -> dict:
     await ws.send(json.dumps(message))
     return json.loads(await asyncio.wait_for(ws.recv(), timeout=60))
-
-
-def code(source: str) -> dict:
-    return {
-        "type": "step",
-        "data": {
-            "type": "call_tool",
-            "tool_name": "add_and_execute_code_cell",
-            "arguments": {"code": source},
-        },
-    }
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -66,7 +56,9 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                 assert (await frame(busy, {"type": "reset", "data": {"task_id": TASK}}))[
                     "type"
                 ] == "observation"
-                await busy.send(json.dumps(code("import time\ntime.sleep(3)\nprint('finished')")))
+                await busy.send(
+                    json.dumps(code_step("import time\ntime.sleep(3)\nprint('finished')"))
+                )
                 await asyncio.sleep(0.7)
                 server.proc.send_signal(sig)
                 await asyncio.sleep(0.5)

@@ -18,6 +18,7 @@ import time
 import pytest
 import websockets
 from server.serve_process import ServeProcess
+from support import code_step
 
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
@@ -26,16 +27,8 @@ pytestmark = pytest.mark.live
 
 
 def code(source: str) -> str:
-    return json.dumps(
-        {
-            "type": "step",
-            "data": {
-                "type": "call_tool",
-                "tool_name": "add_and_execute_code_cell",
-                "arguments": {"code": source},
-            },
-        }
-    )
+    """The step frame running ``source`` as a cell, as JSON text."""
+    return json.dumps(code_step(source))
 
 
 async def ask(ws, frame: str) -> dict:

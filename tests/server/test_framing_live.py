@@ -17,6 +17,7 @@ import time
 import httpx
 import pytest
 import websockets
+from support import code_step
 
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
@@ -40,17 +41,6 @@ def ws_url(base: str, path: str = "/ws") -> str:
 async def frame(ws, message) -> dict:
     await ws.send(message if isinstance(message, (str, bytes)) else json.dumps(message))
     return json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
-
-
-def code(source: str) -> dict:
-    return {
-        "type": "step",
-        "data": {
-            "type": "call_tool",
-            "tool_name": "add_and_execute_code_cell",
-            "arguments": {"code": source},
-        },
-    }
 
 
 def text_of(reply: dict) -> str:
@@ -107,18 +97,18 @@ def test_a_malformed_frame_gets_an_error_frame_and_the_episode_goes_on(url, name
             websockets.connect(ws_url(url), max_size=None) as sender,
         ):
             await frame(bystander, {"type": "reset", "data": {"task_id": "tiny-csv"}})
-            await frame(bystander, code("mine = 'intact'"))
+            await frame(bystander, code_step("mine = 'intact'"))
             reset = await frame(sender, {"type": "reset", "data": {"task_id": "tiny-csv"}})
             episode_id = reset["data"]["observation"]["episode_id"]
-            await frame(sender, code("kept = 'still here'"))
+            await frame(sender, code_step("kept = 'still here'"))
             reply = await frame(sender, message)
             assert reply["type"] == "error" and reply["data"]["code"] == expected_code, reply
             assert len(json.dumps(reply)) < 10_000, "an error frame must not echo a huge input"
-            after = await frame(sender, code("print(kept)"))
+            after = await frame(sender, code_step("print(kept)"))
             assert text_of(after) == "still here", "the bad frame ended the episode"
             state = await frame(sender, {"type": "state"})
             assert state["data"]["episode_id"] == episode_id and state["data"]["step_count"] == 2
-            assert text_of(await frame(bystander, code("print(mine)"))) == "intact"
+            assert text_of(await frame(bystander, code_step("print(mine)"))) == "intact"
 
     asyncio.run(main())
 
@@ -216,7 +206,7 @@ def test_mcp_websocket_answers_every_bad_request_and_goes_on(url, name):
             assert listed["id"] == 7 and any(
                 t["name"] == "run_sql" for t in listed["result"]["tools"]
             )
-            assert text_of(await frame(bystander, code("print(6 * 7)"))) == "42"
+            assert text_of(await frame(bystander, code_step("print(6 * 7)"))) == "42"
 
     asyncio.run(main())
 
@@ -299,12 +289,12 @@ def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runti
     async def main(base):
         async with websockets.connect(ws_url(base)) as a, websockets.connect(ws_url(base)) as b:
             first = await frame(a, {"type": "reset", "data": {"task_id": "tiny-csv"}})
-            await frame(a, code("thought = 'long'"))
+            await frame(a, code_step("thought = 'long'"))
             await frame(b, {"type": "reset", "data": {"task_id": "tiny-csv"}})
             await asyncio.sleep(
                 6.5
             )  # "generating" past the idle timeout; the reaper wakes every 5 s
-            after = await frame(a, code("print(thought)"))
+            after = await frame(a, code_step("print(thought)"))
             assert text_of(after) == "long", "the idle reaper killed a session whose socket is open"
             state = await frame(a, {"type": "state"})
             assert state["data"]["episode_id"] == first["data"]["observation"]["episode_id"]

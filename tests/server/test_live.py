@@ -17,6 +17,7 @@ import sys
 import pytest
 import websockets
 from openenv.core import GenericEnvClient, MCPToolClient
+from support import code_step
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import BackgroundServer
@@ -38,17 +39,6 @@ def ws_url(base_url: str) -> str:
 async def ws_frame(ws, message: dict) -> dict:
     await ws.send(json.dumps(message))
     return json.loads(await ws.recv())
-
-
-def code_step(code: str) -> dict:
-    return {
-        "type": "step",
-        "data": {
-            "type": "call_tool",
-            "tool_name": "add_and_execute_code_cell",
-            "arguments": {"code": code},
-        },
-    }
 
 
 def test_generic_env_client_runs_a_full_episode(url):

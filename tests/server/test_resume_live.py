@@ -15,6 +15,7 @@ import json
 import time
 
 import pytest
+from support import code_step
 from tcp_cuts import DroppingProxy
 from tcp_cuts import cut as cut_tcp
 from websockets.sync.client import connect
@@ -31,16 +32,8 @@ GRACE_S = 3.0
 
 
 def code(source: str) -> str:
-    return json.dumps(
-        {
-            "type": "step",
-            "data": {
-                "type": "call_tool",
-                "tool_name": "add_and_execute_code_cell",
-                "arguments": {"code": source},
-            },
-        }
-    )
+    """The step frame running ``source`` as a cell, as JSON text."""
+    return json.dumps(code_step(source))
 
 
 def cut(sock) -> None:
