@@ -130,12 +130,34 @@ async def resume_episode(
 
 
 async def _probe(ws: ClientConnection, timeout_s: float) -> dict[str, Any]:
-    """Send ``state`` and read the first frame (a refused resume sends an error and closes)."""
+    """Send ``state`` and read the first frame (a refused resume sends an error and closes).
+
+    The read does not wait for the send: the server answers a refused resume with an
+    error frame and closes at once, and a send into a closing connection waits for the
+    TCP close (up to websockets' close timeout, 10 s, where a half-open link never
+    delivers it) before it fails, while the error frame is already there to read.
+    """
+    sending = asyncio.ensure_future(_send_state(ws))
+    try:
+        first = json.loads(await asyncio.wait_for(ws.recv(), timeout=timeout_s))
+    except BaseException:
+        sending.cancel()
+        raise
+    if not isinstance(first, dict):
+        sending.cancel()
+        raise ValueError(f"the server's first frame is not a JSON object: {first!r:.200}")
+    if first.get("type") == "error" and (first.get("data") or {}).get("code") in REFUSALS:
+        sending.cancel()
+    else:
+        await asyncio.wait_for(sending, timeout=timeout_s)
+    return first
+
+
+async def _send_state(ws: ClientConnection) -> None:
     try:
         await ws.send(json.dumps({"type": "state"}))
     except ConnectionClosed:
         pass  # the error frame, if any, is still queued: recv() returns it or raises
-    return json.loads(await asyncio.wait_for(ws.recv(), timeout=timeout_s))
 
 
 def _quiet_close(ws: ClientConnection) -> None:

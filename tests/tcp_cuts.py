@@ -28,7 +28,9 @@ class DroppingProxy:
         self.refusing = False
         self.swallowing = False
         self.connections = 0
-        self._partitioned: set[int] = set()  # client sockets whose end of stream is not passed on
+        # Client sockets whose end of stream is not passed on. Held as objects, not file
+        # numbers: a closed socket's number is soon reused by a new connection.
+        self._partitioned: set[socket.socket] = set()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, scheme: str = "http") -> str:
@@ -54,7 +56,7 @@ class DroppingProxy:
             while data := src.recv(65536):
                 if not (from_client and self.swallowing):
                     dst.sendall(data)
-            if src.fileno() not in self._partitioned:
+            if src not in self._partitioned:
                 dst.shutdown(socket.SHUT_WR)
         except OSError:
             pass
@@ -67,7 +69,7 @@ class DroppingProxy:
 
     def partition(self) -> None:
         for client in self.links[::2]:
-            self._partitioned.add(client.fileno())
+            self._partitioned.add(client)
             cut(client)
         self.links.clear()
 
@@ -82,6 +84,8 @@ class DroppingProxy:
 
     def close(self) -> None:
         self.drop()
+        for client in self._partitioned:
+            client.close()
         self.listener.close()
 
 
