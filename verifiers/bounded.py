@@ -21,6 +21,17 @@ at most a few milliseconds and kilobytes: it is scored in the server's
 process. Every other scoring, and every longer answer, still runs in the
 bounded child.
 
+**A child stuck on an inherited lock is forked again.** The server is
+multi-threaded: a fork copies every lock another thread held at that instant,
+locked, with no thread left to release it. SQLite takes an allocator mutex on
+every allocation, so a child forked while a server thread is inside SQLite (a
+reset previewing a task's database, a procedural task being written) blocks on
+its first query forever; measured, 12 % of forks did with two threads querying.
+A single-threaded process asleep on a futex can never be woken, so the parent
+checks the child (``/proc``: one thread, asleep in a futex wait, no CPU used
+since the last check) and, if it is stuck, kills it and forks again, up to
+:data:`FORK_ATTEMPTS` times within the same time limit.
+
 The child cannot use the episode's sandbox connection itself, so
 ``VerifyContext.read_file`` in the child asks the parent over the pipe; the
 parent reads the file through the reader it was given (which refuses
@@ -160,6 +171,12 @@ def _kill(proc) -> None:
     proc.join(5)
 
 
+FORK_ATTEMPTS = 8
+"""Forks per scoring when a child is found stuck on a lock it inherited (see above)."""
+STUCK_CHECK_S = 0.25
+"""How often the parent looks at a child that has not answered yet."""
+
+
 def score_bounded(
     spec: VerifierSpec,
     submitted: str,
@@ -194,15 +211,32 @@ def score_bounded(
             )
         except Exception as exc:  # noqa: BLE001 - the same 0 with its reason as in the child
             return Verdict(0.0, {}, f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
+    deadline = time.monotonic() + limits.timeout_s
+    job = (spec, submitted, gold, dict(task_files or {}), limits, read_file is not None)
+    for _ in range(FORK_ATTEMPTS):
+        verdict = _score_in_child(job, limits, deadline, read_file)
+        if verdict is not None:
+            return verdict
+    return Verdict(
+        0.0,
+        {},
+        f"the scorer's process was stuck on a lock it inherited from the server "
+        f"{FORK_ATTEMPTS} times; not scored",
+    )
+
+
+def _score_in_child(
+    job: tuple, limits: ScoringLimits, deadline: float, read_file: Callable[[str], bytes] | None
+) -> Verdict | None:
+    """One forked child's verdict; None if the child was stuck on an inherited lock."""
     parent, child = multiprocessing.get_context("fork").Pipe()
     proc = multiprocessing.get_context("fork").Process(
-        target=_child,
-        args=(child, spec, submitted, gold, dict(task_files or {}), limits, read_file is not None),
-        daemon=True,
+        target=_child, args=(child, *job), daemon=True
     )
     proc.start()
     child.close()
-    deadline = time.monotonic() + limits.timeout_s
+    assert proc.pid is not None  # started
+    watch = _StuckWatch(proc.pid)
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -211,15 +245,19 @@ def score_bounded(
                 return Verdict(
                     0.0, {}, f"scoring took longer than {limits.timeout_s:g} s; not scored"
                 )
-            if not parent.poll(min(remaining, 1.0)):
+            if not parent.poll(min(remaining, STUCK_CHECK_S)):
                 if not proc.is_alive() and not parent.poll(0):
                     return Verdict(0.0, {}, _death(proc, limits))
+                if watch.stuck():
+                    _kill(proc)
+                    return None
                 continue
             try:
                 kind, payload = parent.recv()
             except (EOFError, OSError):
                 proc.join(5)
                 return Verdict(0.0, {}, _death(proc, limits))
+            watch.reset()
             if kind == "read":
                 parent.send(_serve_read(read_file, payload))
             elif kind == "done":
@@ -233,6 +271,43 @@ def score_bounded(
             _kill(proc)
         else:
             proc.join(1)
+
+
+class _StuckWatch:
+    """Tells a child that can never wake: one thread, asleep on a futex, twice with no CPU used.
+
+    A lone thread waits on a futex only for a lock (or condition) another thread of
+    its process would release, and a forked child has no other thread. What it waits
+    for was held in the server when it forked.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._last: int | None = None  # CPU ticks at the last check that found it waiting
+
+    def reset(self) -> None:
+        self._last = None
+
+    def stuck(self) -> bool:
+        ticks = _futex_waiter_ticks(self.pid)
+        seen_before, self._last = self._last, ticks
+        return ticks is not None and ticks == seen_before
+
+
+def _futex_waiter_ticks(pid: int) -> int | None:
+    """The CPU ticks of ``pid`` if it is single-threaded and asleep in a futex wait, else None."""
+    try:
+        with open(f"/proc/{pid}/wchan") as wchan:
+            if "futex" not in wchan.read():
+                return None
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # after the command: state is field 3, utime/stime 14/15, num_threads 20 (proc(5))
+    if fields[0] != "S" or fields[17] != "1":
+        return None
+    return int(fields[11]) + int(fields[12])
 
 
 def _serve_read(read_file: Callable[[str], bytes] | None, name: Any) -> tuple[str, Any]:

@@ -7,6 +7,8 @@ submits or leaves in its working directory, and must always end the episode.
 from __future__ import annotations
 
 import resource
+import sqlite3
+import threading
 import time
 
 from support import call
@@ -16,7 +18,12 @@ from analyst_env.server.settings import Settings
 from analyst_env.server.verification import answer_too_large
 from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import Verdict, register
-from analyst_env.verifiers.bounded import IN_PROCESS_SCORERS, ScoringLimits, score_bounded
+from analyst_env.verifiers.bounded import (
+    FORK_ATTEMPTS,
+    IN_PROCESS_SCORERS,
+    ScoringLimits,
+    score_bounded,
+)
 
 
 @register("test_hog_memory")
@@ -165,3 +172,66 @@ def test_short_text_answers_skip_the_fork_and_everything_else_keeps_it(monkeypat
     never = ScoringLimits(in_process_max_bytes=0)
     assert score_bounded(VerifierSpec(name="numeric"), "1", 1, never).detail != here
     assert "sql_execution" not in IN_PROCESS_SCORERS and "workbook_match" not in IN_PROCESS_SCORERS
+
+
+SERVER_LOCK = threading.Lock()  # stands for any lock a server thread holds when the scorer forks
+
+
+@register("test_takes_server_lock")
+def _takes_server_lock(submitted, gold):
+    with SERVER_LOCK:
+        return 1.0
+
+
+def test_a_child_stuck_on_a_lock_held_in_the_server_at_fork_time_is_forked_again():
+    SERVER_LOCK.acquire()
+    threading.Timer(0.5, SERVER_LOCK.release).start()  # its holder lets go soon, in the server
+    started = time.monotonic()
+    verdict = score_bounded(
+        VerifierSpec(name="test_takes_server_lock"), "x", None, ScoringLimits(timeout_s=30)
+    )
+    assert verdict.reward == 1.0, verdict.detail
+    assert time.monotonic() - started < 15
+
+
+def test_a_child_stuck_every_time_scores_0_with_the_reason_before_the_time_limit():
+    with SERVER_LOCK:
+        started = time.monotonic()
+        verdict = score_bounded(
+            VerifierSpec(name="test_takes_server_lock"), "x", None, ScoringLimits(timeout_s=60)
+        )
+    assert verdict.reward == 0.0
+    assert f"stuck on a lock it inherited from the server {FORK_ATTEMPTS} times" in verdict.detail
+    assert time.monotonic() - started < 30
+
+
+def test_sql_scoring_while_server_threads_use_sqlite_always_gets_its_verdict(tmp_path):
+    db = tmp_path / "shop.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (a INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(2000)])
+    con.close()
+    stop = threading.Event()
+
+    def previews() -> None:  # what resets do in the server: read task databases
+        while not stop.is_set():
+            reader = sqlite3.connect(db)
+            reader.execute("SELECT sum(a), group_concat(a) FROM t").fetchall()
+            reader.close()
+
+    threading.Thread(target=previews, daemon=True).start()
+    spec = VerifierSpec(name="sql_execution", params={"db": "shop.sqlite"})
+    try:
+        verdicts = [
+            score_bounded(
+                spec,
+                "SELECT count(*) FROM t",
+                "SELECT count(a) FROM t",
+                ScoringLimits(timeout_s=30),
+                task_files={"shop.sqlite": str(db)},
+            )
+            for _ in range(20)
+        ]
+    finally:
+        stop.set()
+    assert [v.detail for v in verdicts if v.reward != 1.0] == []
