@@ -50,6 +50,7 @@ class StandIn:
         native_tools: bool = True,
         delay_s: float = 0.0,
         fail_first: list[int] = (),
+        hold_after: int | None = None,
     ) -> None:
         """Answer with ``script`` from now on; forget earlier requests.
 
@@ -58,12 +59,17 @@ class StandIn:
                 started without a tool parser).
             delay_s: Sleep this long before the first attempt at each turn.
             fail_first: HTTP statuses to answer the first attempts at each turn with.
+            hold_after: Answer the first ``hold_after`` tasks asked about; hold every
+                request about a later one unanswered until the next :meth:`use` (a
+                run stopped there, whatever the machine's speed).
         """
         with self.lock:
             self.script = script
             self.native_tools = native_tools
             self.delay_s = delay_s
             self.fail_first = list(fail_first)
+            self.hold_after = hold_after
+            self.tasks_asked: list[str] = []
             self.requests = []
             self.attempts: Counter[str] = Counter()
 
@@ -102,6 +108,14 @@ class StandIn:
             self.requests.append(body)
             attempt = self.attempts[key]
             self.attempts[key] += 1
+            task_key = _task_text(messages)[:200]
+            if task_key not in self.tasks_asked:
+                self.tasks_asked.append(task_key)
+            held = self.hold_after is not None and (
+                self.tasks_asked.index(task_key) >= self.hold_after
+            )
+        while held and self.hold_after is not None:
+            await asyncio.sleep(0.05)
         if attempt < len(self.fail_first):
             status = self.fail_first[attempt]
             headers = {"Retry-After": "0"} if status == 429 else {}

@@ -124,9 +124,8 @@ def check_oracle_and_null(url, tasks):
     good = {t.id for t in tasks if t.metadata["gold_status"] == "ok"}
     oracle = run_policy(url, tasks, "oracle")
     assert [r for r in oracle if "error" in r and r["task_id"] in good] == []
-    assert {r["task_id"]: r["reward"] for r in oracle if r["task_id"] in good} == {
-        t: 1.0 for t in good
-    }
+    assert {r["task_id"] for r in oracle} >= good
+    assert [r for r in oracle if r["task_id"] in good and r["reward"] != 1.0] == []
     null = run_policy(url, tasks, "null")
     assert [r for r in null if "error" in r] == []
     assert all(r["reward"] == 0.0 for r in null)
