@@ -124,6 +124,11 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     runtime = app.state.runtime
     count = "unbounded" if runtime.unbounded else len(runtime.tasks)
     print(f"analyst_env serving {count} task(s) from {settings.dataset!r}")
+    if runtime.quarantined and not settings.serve_quarantined:
+        print(
+            f"  {len(runtime.quarantined)} of them quarantined (broken upstream gold): served by "
+            "task_id only, never drawn (ANALYST_ENV_SERVE_QUARANTINED=1 draws them)"
+        )
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
     print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
     print(
@@ -210,6 +215,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         retry_backoff_s=args.retry_backoff,
         run_name=args.run_name,
         fresh=args.fresh,
+        include_quarantined=args.include_quarantined,
         runs_dir=args.runs_dir or str(runs_dir(_settings(args).state_dir)),
     )
     try:
@@ -220,7 +226,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 f"{args.dataset!r} is unbounded; freeze a range first "
                 "(analyst-env generate ... --out DIR) and evaluate tasks:DIR"
             )
-        tasks = select_tasks(dataset.tasks, args.split, args.limit)
+        tasks = select_tasks(dataset.tasks, args.split, args.limit, args.include_quarantined)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -527,6 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--runs-dir", help="Where runs live (default: <state_dir>/runs)")
     ev.add_argument("--run-name", help="Name the run (default: derived from its settings)")
     ev.add_argument("--fresh", action="store_true", help="Start the run over instead of resuming")
+    ev.add_argument(
+        "--include-quarantined",
+        action="store_true",
+        help="Also play upstream tasks whose gold is known to be broken (skipped by default)",
+    )
     ev.set_defaults(func=cmd_eval)
 
     va = sub.add_parser(

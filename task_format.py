@@ -26,6 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+GOLD_OK = "ok"
+"""The ``metadata["gold_status"]`` of an upstream task whose gold passed every check."""
+
 
 class VerifierSpec(BaseModel):
     """Which scorer turns the submitted answer into a reward, and its parameters."""
@@ -93,6 +96,19 @@ class Task(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Public facts: source benchmark, level, input kind"
     )
+
+    @property
+    def quarantine_reason(self) -> str | None:
+        """Why this task's gold is not trusted, or None: its ``metadata["gold_status"]``.
+
+        Loaders of upstream benchmarks record the evidence there (a gold query that
+        fails, reference values that contradict the task; ``datasets/gold_audit.py``).
+        A quarantined task is never drawn by a reset unless the server is told to serve
+        them (``ANALYST_ENV_SERVE_QUARANTINED``), and ``eval`` skips it unless asked:
+        its reward would train or grade against a wrong answer.
+        """
+        status = self.metadata.get("gold_status")
+        return None if status in (None, GOLD_OK) else str(status)
 
     def public_view(self) -> dict[str, Any]:
         """The task as the Task API and observations may show it: no answer, no verifier."""

@@ -62,6 +62,7 @@ class EvalSettings:
     runs_dir: str = "runs"
     run_name: str | None = None
     fresh: bool = False
+    include_quarantined: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -113,14 +114,29 @@ class EvalSettings:
             "samples": self.samples,
             "max_turns": self.max_turns,
             "token_budget": self.token_budget,
+            **({"include_quarantined": True} if self.include_quarantined else {}),
         }
 
 
-def select_tasks(tasks: list[Task], split: str | None, limit: int | None) -> list[Task]:
-    """The tasks of ``split`` (all when None), the first ``limit`` of them."""
+def select_tasks(
+    tasks: list[Task], split: str | None, limit: int | None, include_quarantined: bool = False
+) -> list[Task]:
+    """The tasks of ``split`` (all when None), the first ``limit`` of them.
+
+    Quarantined tasks (a broken upstream gold, :attr:`Task.quarantine_reason`) are left
+    out unless ``include_quarantined``: a model that answers them right scores 0.
+    """
     chosen = [t for t in tasks if split is None or t.split == split]
     if not chosen:
         raise ValueError(f"no tasks in split {split!r}")
+    if not include_quarantined:
+        kept = [t for t in chosen if not t.quarantine_reason]
+        if not kept:
+            raise ValueError(
+                f"all {len(chosen)} task(s) are quarantined (broken upstream gold); "
+                "--include-quarantined plays them"
+            )
+        chosen = kept
     return chosen[:limit] if limit else chosen
 
 

@@ -41,8 +41,7 @@ from typing import Any
 import openpyxl
 from openpyxl.utils.cell import column_index_from_string, range_boundaries
 
-GOLD_OK = "ok"
-"""The ``metadata["gold_status"]`` of an upstream task whose gold passed every check."""
+from analyst_env.task_format import GOLD_OK  # re-exported: loaders set it
 
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _LOOKUP = re.compile(r"\b(VLOOKUP|HLOOKUP|MATCH)\s*\(", re.I)

@@ -179,6 +179,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                     "task_id": task.id,
                     "instruction": task.instruction,
                     **image.metadata(),
+                    # a broken upstream gold, served because its id was asked for; the
+                    # evidence stays in the task catalogue (it may quote the gold)
+                    **({"quarantined": True} if task.quarantine_reason else {}),
                 },
             )
             if self._trajectories is not None:

@@ -93,9 +93,19 @@ class Runtime:
         self._by_id = {t.id: t for t in self.tasks}
         if len(self._by_id) != len(self.tasks):
             raise ValueError("task ids must be unique across the served datasets")
+        self.quarantined: list[Task] = [t for t in self.tasks if t.quarantine_reason]
+        """Upstream tasks with a broken gold: listed and served by id, drawn only if allowed."""
+        self.drawable: list[Task] = (
+            self.tasks
+            if settings.serve_quarantined or not self.quarantined
+            else [t for t in self.tasks if not t.quarantine_reason]
+        )
+        """What a reset without ``task_id`` draws from (by seed, or by split and index)."""
         self._splits: dict[str, list[Task]] = {}
         for t in self.tasks:
-            self._splits.setdefault(t.split, []).append(t)
+            self._splits.setdefault(t.split, [])
+        for t in self.drawable:
+            self._splits[t.split].append(t)
         self.limits = Limits(
             cell_timeout_s=settings.cell_timeout_s,
             shell_timeout_s=settings.shell_timeout_s,
@@ -124,10 +134,13 @@ class Runtime:
         return Chain([self._splits.get(name, []), *lazy])
 
     def all_tasks(self) -> Sequence[Task]:
-        """Every served task, bounded sets first (lazy when an unbounded dataset is served)."""
+        """Every task a reset may draw, bounded sets first (lazy when an unbounded set is served).
+
+        Quarantined tasks are left out unless ``serve_quarantined`` (see :attr:`drawable`).
+        """
         if not self.unbounded:
-            return self.tasks
-        return Chain([self.tasks, *(ds.split(s) for ds in self.unbounded for s in ds.splits())])
+            return self.drawable
+        return Chain([self.drawable, *(ds.split(s) for ds in self.unbounded for s in ds.splits())])
 
     def task(self, task_id: str) -> Task:
         try:
@@ -157,6 +170,14 @@ class Runtime:
             return self.task(task_id)
         pool = self.split(split) if split is not None else self.all_tasks()
         if not pool:
+            held = [t for t in self.quarantined if split is None or t.split == split]
+            where = f" in split {split!r}" if split is not None else ""
+            if held:
+                raise TaskNotFoundError(
+                    f"no task{where} can be drawn: its {len(held)} task(s) are quarantined "
+                    "(broken upstream gold, metadata gold_status); reset one by task_id, or "
+                    "set ANALYST_ENV_SERVE_QUARANTINED=1 to draw them"
+                )
             raise TaskNotFoundError("the server has no tasks to serve")
         if index is not None:
             if not 0 <= index < len(pool):

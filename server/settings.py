@@ -55,6 +55,13 @@ class Settings(BaseModel):
             "published"
         ),
     )
+    serve_quarantined: bool = Field(
+        default=False,
+        description=(
+            "Let resets draw upstream tasks whose gold is known to be broken (metadata "
+            "gold_status); by task_id they are served either way"
+        ),
+    )
     max_scored_file_mb: int = Field(
         default=64,
         ge=1,
