@@ -47,9 +47,7 @@ from analyst_env.models import (  # noqa: E402
 )
 from analyst_env.server.envs_binding import resolve_image  # noqa: E402
 from analyst_env.server.episode import Episode  # noqa: E402
-from analyst_env.server.live import LiveHub  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
-    ServerMetrics,
     metered_reset,
     metered_tool_call,
 )
@@ -57,7 +55,7 @@ from analyst_env.server.process_reward import score_step  # noqa: E402
 from analyst_env.server.reset_options import ResetOptions  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
-from analyst_env.server.trajectories import EpisodeRecorder, TrajectoryStore, last_cell  # noqa: E402
+from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
@@ -100,9 +98,9 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self._mcp_server: Any = None
-        self._trajectories = TrajectoryStore.for_settings(runtime.settings)
+        self._trajectories = runtime.trajectories
         self._recorder: EpisodeRecorder | None = None
-        self._live = LiveHub.for_runtime(runtime)  # what /web shows of this session, live
+        self._live = runtime.live  # what /web shows of this session, live
         self._live_id = self._live.new_session_id()
         self._closed = False  # set by close(): a closed session never starts a sandbox again
 
@@ -159,7 +157,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 if failed:
                     status, message = "error", f"Setup command failed: {failed}"
             except SandboxError as exc:
-                ServerMetrics.for_runtime(runtime).sandbox_failures.labels("reset").inc()
+                runtime.metrics.sandbox_failures.labels("reset").inc()
                 status, message = "error", f"Sandbox failed to start: {exc}"
             if status == "error":
                 episode.finish(0.0, "setup_failed")
@@ -339,7 +337,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
             try:
                 output = tool.run(episode, **args)
             except SandboxError as exc:
-                ServerMetrics.for_runtime(self._runtime).sandbox_failures.labels("step").inc()
+                self._runtime.metrics.sandbox_failures.labels("step").inc()
                 output = ToolOutput(text=f"Error: the sandbox failed: {exc}", is_error=True)
         finally:
             self._enforce_step_limit(episode)

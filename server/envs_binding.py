@@ -37,7 +37,7 @@ def resolve_image(runtime, task, environment: str | None) -> EpisodeImage:
         UnknownEnvironment: The reset option names no environment.
         ValueError: The reset option is given but the server has no environments.
     """
-    service = getattr(runtime, "environments", None)
+    service = runtime.environments
     if service is None:
         if environment is not None:
             raise ValueError(

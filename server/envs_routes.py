@@ -71,7 +71,7 @@ def _detail(service: EnvironmentService, name: str) -> dict[str, Any]:
 def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     """Add the ``/envs`` routes to ``app`` and bind ``runtime``'s episodes to its environments."""
     backend = runtime.backend
-    service = getattr(runtime, "environments", None)
+    service = runtime.environments
     if not isinstance(service, EnvironmentService):
         # One service per runtime: apps sharing a runtime share its builds. Remote backends
         # build their own artifacts (bake/is_built); the local one gets a baked package dir.

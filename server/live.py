@@ -21,7 +21,6 @@ import asyncio
 import itertools
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +28,6 @@ from typing import Any
 MAX_EVENTS_PER_SESSION = 500
 KEEP_FINISHED = 20
 QUEUE_SIZE = 1000
-
-_hubs: weakref.WeakKeyDictionary[Any, LiveHub] = weakref.WeakKeyDictionary()
-_hubs_lock = threading.Lock()
 
 
 @dataclass
@@ -119,15 +115,6 @@ class LiveHub:
         self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
         self._subscribers: set[_Subscriber] = set()
         self._ids = itertools.count(1)
-
-    @classmethod
-    def for_runtime(cls, runtime: Any) -> LiveHub:
-        """The hub shared by every session of one server (one per ``Runtime``)."""
-        with _hubs_lock:
-            hub = _hubs.get(runtime)
-            if hub is None:
-                hub = _hubs[runtime] = cls()
-            return hub
 
     # ── publishing (episode worker threads) ─────────────────────────────────
     def new_session_id(self) -> str:

@@ -29,7 +29,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -63,9 +62,6 @@ LATENCY_BUCKETS = (
     180.0,
 )
 OTHER = "other"  # the label value for anything outside a known set
-
-_by_runtime: weakref.WeakKeyDictionary[Any, ServerMetrics] = weakref.WeakKeyDictionary()
-_by_runtime_lock = threading.Lock()
 
 
 class ServerMetrics:
@@ -123,17 +119,6 @@ class ServerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=reg,
         )
-
-    @classmethod
-    def for_runtime(cls, runtime: Any) -> ServerMetrics:
-        """The metrics shared by every session of one server (one per ``Runtime``)."""
-        with _by_runtime_lock:
-            metrics = _by_runtime.get(runtime)
-            if metrics is None:
-                from analyst_env.server.tools import TOOLS
-
-                metrics = _by_runtime[runtime] = cls(TOOLS)
-            return metrics
 
     def tool_label(self, name: Any) -> str:
         return name if isinstance(name, str) and name in self.known_tools else OTHER
@@ -224,7 +209,7 @@ def metered_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(reset)
     def wrapper(self, *args: Any, **kwargs: Any) -> Any:
-        metrics = ServerMetrics.for_runtime(self._runtime)
+        metrics = self._runtime.metrics
         started = time.perf_counter()
         try:
             observation = reset(self, *args, **kwargs)
@@ -244,7 +229,7 @@ def metered_tool_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(invoke)
     def wrapper(self, name: Any, *args: Any, **kwargs: Any) -> Any:
-        metrics = ServerMetrics.for_runtime(self._runtime)
+        metrics = self._runtime.metrics
         metrics.steps.labels(metrics.tool_label(name)).inc()
         started = time.perf_counter()
         try:
@@ -312,7 +297,7 @@ def mount_metrics(app: Any, runtime: Any) -> None:
     """``GET /metrics`` on ``app``, guarded by the bearer token like every route but the probes."""
     from fastapi import Response
 
-    metrics = ServerMetrics.for_runtime(runtime)
+    metrics = runtime.metrics
     gauges = server_gauges(app, runtime)
 
     async def share_gauges() -> None:  # serve --workers: publish this worker's gauges

@@ -1,4 +1,5 @@
-"""What all sessions of one server share: settings, the task catalogue and the sandbox backend.
+"""What all sessions of one server share: settings, the task catalogue, the sandbox backend,
+and the parts every session feeds (live view, metrics, trajectory store, environments).
 
 Environments are created per session (and per stateless HTTP request), so they
 must be cheap; everything expensive to build lives here and is built once.
@@ -8,14 +9,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.datasets import Dataset, Task, describe_file, load_dataset
 from analyst_env.envs.backends import make_backend
 from analyst_env.envs.sandbox import SandboxBackend
 from analyst_env.models import FileInfo
 from analyst_env.server.episode import Limits
+from analyst_env.server.live import LiveHub
+from analyst_env.server.metrics import ServerMetrics
 from analyst_env.server.settings import Settings
+from analyst_env.server.tools import TOOLS
+from analyst_env.server.trajectories import TrajectoryStore
+
+if TYPE_CHECKING:
+    from analyst_env.envs.recipes.service import EnvironmentService
 
 
 def raise_open_files_limit() -> int:
@@ -70,7 +78,16 @@ class Chain(Sequence):
 
 
 class Runtime:
-    """Shared, thread-safe (read-only after construction) server state."""
+    """Shared, thread-safe server state: read-only after construction, but for the parts
+    sessions feed, each thread-safe itself.
+
+    Attributes:
+        live: What ``/web``'s live view shows of every session.
+        metrics: The counters and histograms of ``/metrics``.
+        trajectories: Where finished episodes are recorded (None: recording is off).
+        environments: The sandbox environments of ``/envs`` (set by ``mount_envs``;
+            None: tasks run in the image they name).
+    """
 
     def __init__(
         self,
@@ -80,6 +97,10 @@ class Runtime:
         datasets: list[Dataset] | None = None,
     ) -> None:
         self.settings = settings
+        self.live = LiveHub()
+        self.metrics = ServerMetrics(TOOLS)
+        self.trajectories = TrajectoryStore.for_settings(settings)
+        self.environments: EnvironmentService | None = None
         raise_open_files_limit()
         self.backend = backend if backend is not None else make_backend(settings)
         if datasets is None:

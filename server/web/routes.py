@@ -26,7 +26,6 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from analyst_env.datasets import describe_file
-from analyst_env.server.live import LiveHub
 from analyst_env.server.runtime import Runtime, TaskNotFoundError
 from analyst_env.server.web.browse import browse_router, unbounded_info
 from analyst_env.server.web.previews import head_preview
@@ -124,7 +123,7 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
     app.include_router(router)
     app.include_router(runs_router(settings.state_dir), tags=["Web UI"])
     app.include_router(browse_router(runtime, _task_row))
-    app.include_router(live_router(LiveHub.for_runtime(runtime)), tags=["Web UI"])
+    app.include_router(live_router(runtime.live), tags=["Web UI"])
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
 
 

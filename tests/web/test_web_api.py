@@ -258,10 +258,18 @@ def test_hub_keeps_history_drops_slow_viewers_and_trims_finished_sessions(monkey
         pool.submit(asyncio.run, scenario()).result(timeout=30)
 
 
-def test_one_hub_per_runtime():
-    a, b = object.__new__(type("R", (), {})), object.__new__(type("R", (), {}))
-    assert LiveHub.for_runtime(a) is LiveHub.for_runtime(a)
-    assert LiveHub.for_runtime(a) is not LiveHub.for_runtime(b)
+def test_one_hub_per_runtime_shared_by_its_sessions(settings, runtime, tiny_dataset):
+    from analyst_env.server.environment import AnalystEnvironment
+    from analyst_env.server.runtime import Runtime
+
+    other = Runtime(settings, backend=runtime.backend, datasets=[tiny_dataset])
+    first, second = AnalystEnvironment(runtime), AnalystEnvironment(runtime)
+    try:
+        assert first._live is second._live is runtime.live
+        assert other.live is not runtime.live and other.metrics is not runtime.metrics
+    finally:
+        first.close()
+        second.close()
 
 
 def test_hub_numbers_keep_rising_when_a_session_starts_another_episode():
