@@ -21,6 +21,10 @@ and when the socket drops it reconnects with backoff and resumes the same episod
 again); a step that never reached the server is sent again. If the episode cannot be
 resumed within the server's grace period, the call raises ``EpisodeLostError``.
 ``resume=False`` gives OpenEnv's plain behaviour.
+
+``base_url`` may name several replicas (a list, or comma-separated): each new
+connection goes to the least-loaded one and fails over on a connection error or a
+full or draining server (``endpoints.py``); an episode stays on its replica.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from openenv.core.env_server.types import Action, Observation
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State as SocketState
 
+from analyst_env.client.endpoints import EndpointPool, split_urls
 from analyst_env.client.resume import DROPS, Backoff, ResumeTicket, resume_episode
 from analyst_env.models import (
     AnalystResetObservation,
@@ -56,6 +61,8 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
     ``AnalystToolObservation``; ``observation.text`` is what the model would read.
 
     Args:
+        base_url: The server, or several replicas (a list, or comma-separated URLs): a new
+            connection goes to the least-loaded and fails over to the next.
         resume: Reconnect and resume the episode when the connection drops (default).
         resume_grace_s: How long to keep trying if the server does not say (it does).
         backoff: Delays between reconnect attempts.
@@ -65,6 +72,7 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
     # The base's attributes, declared here because this class reassigns them.
     _ws_url: str | None
     _ws: ClientConnection | None
+    _ws_loop: asyncio.AbstractEventLoop | None
 
     def __init__(
         self,
@@ -79,7 +87,49 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         self._backoff = backoff or Backoff()
         self._ticket: ResumeTicket | None = None
         self.resumes = 0  # how many times a dropped connection was resumed
+        base_url = args[0] if args else kwargs.get("base_url")
+        self._endpoints: EndpointPool | None = None
+        if base_url is not None:
+            urls = split_urls(base_url)
+            if len(urls) > 1:
+                self._endpoints = EndpointPool.shared(urls, kwargs.get("headers"))
+            if args:
+                args = (urls[0], *args[1:])
+            else:
+                kwargs["base_url"] = urls[0]
         super().__init__(*args, **kwargs)
+
+    # ── several replicas ────────────────────────────────────────────────────
+    async def _connect_async(self) -> AnalystEnv:
+        pool = self._endpoints
+        if pool is None or self._ticket is not None or not self._socket_is_gone():
+            await super()._connect_async()  # one server, or the episode's own replica
+            return self
+        problems = []
+        for url in await asyncio.to_thread(pool.order):
+            self._set_base_url(url)
+            try:
+                await super()._connect_async()
+            except ConnectionError as exc:
+                pool.failed(url)
+                problems.append(str(exc))
+                continue
+            pool.sent(url)
+            return self
+        raise ConnectionError(f"no server accepted the connection: {'; '.join(problems)}")
+
+    async def _reset_elsewhere(self, message: dict[str, Any], response: dict[str, Any]):
+        """The reset's reply, from another replica while this one is full or draining."""
+        pool = self._endpoints
+        for _ in range(len(pool.urls) - 1 if pool is not None else 0):
+            if not _refused_session(response) or pool is None or self._base_url is None:
+                break
+            pool.failed(self._base_url)
+            if self._ws is not None:
+                self._schedule_socket_close(self._ws)
+            self._ws, self._ws_loop = None, None
+            response = await self._exchange(message)
+        return response
 
     # ── resuming a dropped connection ───────────────────────────────────────
     def _set_base_url(self, base_url: str) -> None:
@@ -163,6 +213,8 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             # either way (one the server ran meanwhile is closed after its grace period).
             self._ws, self._ws_loop = None, None
             response = await self._exchange(message)
+        if message.get("type") == "reset" and self._endpoints is not None:
+            response = await self._reset_elsewhere(message, response)
         if message.get("type") == "reset" and response.get("type") == "observation":
             self._ticket = ResumeTicket.from_reset(response.get("data", {}), self._default_grace_s)
         return response
@@ -241,3 +293,13 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
 
     def final_answer(self, answer: str) -> Any:
         return self.call_tool("final_answer", answer=answer)
+
+
+def _refused_session(response: dict[str, Any]) -> bool:
+    """Whether a reply says this server takes no new session now (full, or shutting down)."""
+    if response.get("type") != "error":
+        return False
+    data = response.get("data") or {}
+    return data.get("code") == "CAPACITY_REACHED" or (
+        data.get("code") == "SESSION_ERROR" and "shutting down" in str(data.get("message"))
+    )

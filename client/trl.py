@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 
 from analyst_env.client.analyst_client import AnalystEnv
+from analyst_env.client.endpoints import split_urls
 from analyst_env.client.prompts import SYSTEM_PROMPT, task_prompt
 
 ENV_NAME = "analyst_env"
@@ -70,7 +71,7 @@ class AnalystToolEnv:
     def __init__(
         self, base_url: str, *, token: str | None = None, message_timeout_s: float = 300.0
     ) -> None:
-        self._base_url = base_url.rstrip("/")
+        self._base_url = ",".join(split_urls(base_url))  # one server, or several replicas
         self._headers = {"Authorization": f"Bearer {token}"} if token else None
         self._timeout = message_timeout_s
         self._client: Any = None
@@ -140,22 +141,27 @@ class AnalystToolEnv:
 
 def fetch_tool_specs(base_url: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The server's tool catalog (``name``, ``description``, ``input_schema``) over ``/mcp``
-    ``tools/list``.
+    ``tools/list`` (from the first replica that answers, when ``base_url`` names several).
 
     Raises:
-        RuntimeError: The server did not answer with a tool list.
+        RuntimeError: No server answered with a tool list.
     """
-    reply = httpx.post(
-        f"{base_url.rstrip('/')}/mcp",
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-        headers=headers,
-        timeout=30,
-    )
-    try:
-        reply.raise_for_status()
-        tools = reply.json()["result"]["tools"]
-    except (httpx.HTTPError, KeyError, ValueError) as exc:
-        raise RuntimeError(f"could not read the tool catalog from {base_url}/mcp: {exc}") from None
+    problems = []
+    for url in split_urls(base_url):
+        try:
+            reply = httpx.post(
+                f"{url}/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                headers=headers,
+                timeout=30,
+            )
+            reply.raise_for_status()
+            tools = reply.json()["result"]["tools"]
+            break
+        except (httpx.HTTPError, KeyError, ValueError) as exc:
+            problems.append(f"{url}/mcp: {exc}")
+    else:
+        raise RuntimeError(f"could not read the tool catalog from {'; '.join(problems)}")
     return [
         {
             "name": t["name"],
@@ -272,7 +278,8 @@ class AnalystSpec:
     """Training rows, environment factory and reward functions for one analyst_env server.
 
     Args:
-        base_url: The server, e.g. ``http://127.0.0.1:8000``.
+        base_url: The server, e.g. ``http://127.0.0.1:8000``, or several replicas
+            (comma-separated): each environment's episodes go to the least-loaded.
         dataset: Only tasks whose ``metadata.source`` is this (a server may serve
             several datasets); None for all.
         split: The split to train on.
@@ -292,7 +299,7 @@ class AnalystSpec:
         seed: int = 0,
         token: str | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = ",".join(split_urls(base_url))  # one server, or several replicas
         self.dataset = dataset
         self.split = split
         self.num_tasks = num_tasks
@@ -306,7 +313,8 @@ class AnalystSpec:
             ValueError: The split is unknown, or no task matches.
         """
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
-        with httpx.Client(base_url=self.base_url, headers=headers, timeout=60) as http:
+        first = split_urls(self.base_url)[0]  # replicas serve the same tasks
+        with httpx.Client(base_url=first, headers=headers, timeout=60) as http:
             splits = [s["name"] for s in http.get(f"/{ENV_NAME}/splits").raise_for_status().json()]
             if self.split not in splits:
                 raise ValueError(f"the server has no split {self.split!r}; splits: {splits}")

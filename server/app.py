@@ -108,16 +108,17 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     @app.get("/ready", tags=["Health"])
     async def readiness() -> JSONResponse:
-        """Readiness: 200 ``{"status": "ready"}``; 503 ``{"status": "draining"}`` once shutdown
-        began, or ``{"status": "full", ...}`` at ``--max-sessions`` (a load balancer then sends
-        new sessions to other replicas)."""
-        if sockets.draining:
-            return JSONResponse({"status": "draining"}, status_code=503)
+        """Readiness: 200 ``{"status": "ready", "live_sessions": n, "max_sessions": m}``; 503
+        with ``"status": "draining"`` once shutdown began, or ``"full"`` at ``--max-sessions``
+        (a load balancer, or a client given several replicas, then sends new sessions
+        elsewhere; the counts let a client pick the least-loaded)."""
         live, limit = len(app.state.env_server._sessions), settings.max_sessions
+        counts = {"live_sessions": live, "max_sessions": limit}
+        if sockets.draining:
+            return JSONResponse({"status": "draining", **counts}, status_code=503)
         if live >= limit:
-            full = {"status": "full", "live_sessions": live, "max_sessions": limit}
-            return JSONResponse(full, status_code=503)
-        return JSONResponse({"status": "ready"})
+            return JSONResponse({"status": "full", **counts}, status_code=503)
+        return JSONResponse({"status": "ready", **counts})
 
     async def close_sessions() -> (
         None

@@ -75,7 +75,11 @@ def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
                 assert refused["type"] == "error"
                 during = scrape(server.url)
                 assert during[("analyst_env_sessions_live", ())] == 1
-                assert httpx.get(f"{server.url}/ready").json() == {"status": "ready"}
+                assert httpx.get(f"{server.url}/ready").json() == {
+                    "status": "ready",
+                    "live_sessions": 1,
+                    "max_sessions": 2,
+                }
                 async with websockets.connect(ws_url) as second:
                     await frame(second, {"type": "reset", "data": {"task_id": TASK}})
                     full = httpx.get(f"{server.url}/ready")
