@@ -88,7 +88,14 @@ def test_an_interrupted_run_resumes_where_it_stopped(standin, tmp_path):
     standin.use("oracle", hold_after=2)  # the third episode waits for its model's reply
     env = {**os.environ, "ANALYST_ENV_STATE_DIR": str(tmp_path)}
     args = eval_cmd(standin, tmp_path, "--limit", "5", "--concurrency", "1")
-    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # A command started in the background (`cmd &`, nohup) ignores SIGINT, and so does
+    # every process it starts: this eval would never see the Ctrl-C. Start it with the
+    # default disposition, as from a terminal.
+    inherited = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     try:
         deadline = time.monotonic() + 240
         logs: list[Path] = []
