@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -99,6 +101,40 @@ def cli(url: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def follow_build_then_open(url: str, name: str, index_open) -> subprocess.CompletedProcess:
+    """``envs build NAME`` following a build in progress: the index that the build waits on
+    opens only once the command shows its progress bar (opened earlier, a fast build is
+    over before the command asks, and it reports the image as already built)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyst_env.cli", "envs", "build", name, "--url", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd="/",
+    )
+    seen = bytearray()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        while chunk := os.read(proc.stderr.fileno(), 4096):
+            seen.extend(chunk)
+            if f"building {name}".encode() in seen:
+                index_open.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=300)
+    finally:
+        index_open.set()
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    assert proc.stdout is not None
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.read().decode(), bytes(seen).decode()
+    )
+
+
 def wait_status(url: str, name: str, timeout_s: float = 300) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -135,8 +171,7 @@ def test_create_refuse_while_building_build_bind_delete(runtime_and_url, index):
     by_option, _ = reset_and_run(url, {"task_id": "tiny-csv", "environment": "bound-env"}, "")
     assert by_option["data"]["message"] == REFUSAL.format("building")
 
-    index.open.set()
-    built = cli(url, "build", "bound-env")
+    built = follow_build_then_open(url, "bound-env", index.open)
     assert built.returncode == 0, built.stderr
     assert (
         "bound-env: ready in" in built.stdout and "building bound-env" in built.stderr
