@@ -83,7 +83,19 @@ class Settings(BaseModel):
         description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
     )
     standbys: int = Field(
-        default=4, ge=0, le=64, description="Pre-forked kernels kept ready per image"
+        default=4,
+        ge=0,
+        le=4096,
+        description="Pre-forked kernels kept ready per image however quiet it is (0: none)",
+    )
+    max_standbys: int = Field(
+        default=256,
+        ge=0,
+        le=4096,
+        description=(
+            "Pre-forked kernels kept ready per image at most: the pool grows to the largest "
+            "burst of resets of the last 10 minutes, up to this"
+        ),
     )
     uid_base: int | None = Field(
         default=None,

@@ -39,6 +39,7 @@ from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.rootview import hidden_interpreter_paths
 from analyst_env.envs.local.slot_workers import KernelSlot, SlotWorkers
 from analyst_env.envs.local.socket_link import LocalSandbox
+from analyst_env.envs.local.standby_pool import HOLD_S, StandbyDemand
 from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
 from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
@@ -65,7 +66,12 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         sizing: Per-episode resources (memory, cpus, pids, disk); overrides
             ``memory_limit_mb`` when given.
         isolation: ``auto``, ``full``, ``userns`` or ``none`` (see ``isolation``).
-        standbys: Kernels kept forked and ready per image (0 disables).
+        standbys: Kernels kept forked and ready per image however quiet it is (0
+            disables standbys).
+        max_standbys: Kernels kept ready per image at most: the pool grows to the
+            largest burst of resets seen in the last ten minutes, up to this
+            (``standby_pool``). ``None``: ``standbys`` (a fixed pool).
+        standby_hold_s: How long a burst's size keeps the pool that large.
         uid_base: First per-slot uid (``full`` mode); slots use
             ``uid_base .. uid_base + max_slots - 1``. ``None`` claims the first
             range no other server on the host holds (``uid_ranges``); a given
@@ -95,6 +101,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         sizing: Sizing | None = None,
         isolation: str = "auto",
         standbys: int = 4,
+        max_standbys: int | None = None,
+        standby_hold_s: float = HOLD_S,
         uid_base: int | None = None,
         max_slots: int = 1024,
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
@@ -102,8 +110,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         boot_timeout_s: float = 120.0,
         hidden_paths: tuple[str, ...] | None = None,
     ) -> None:
-        if standbys < 0 or max_slots < 1:
-            raise ValueError("standbys must be >= 0 and max_slots >= 1")
+        if standbys < 0 or (max_standbys or 0) < 0 or max_slots < 1:
+            raise ValueError("standbys and max_standbys must be >= 0 and max_slots >= 1")
         self.mode, self.isolation_report = choose_mode(isolation)
         log.info(
             "local sandbox isolation: %s%s",
@@ -143,6 +151,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         if self._degraded():
             log.warning("local sandbox runs degraded: %s", self._degraded())
         self.standbys = standbys
+        self.max_standbys = max(standbys, max_standbys if max_standbys is not None else standbys)
+        self._standby_hold_s = standby_hold_s
         self._owns_root = root_dir is None
         if root_dir is None:
             root_dir = tempfile.mkdtemp(prefix="analyst-env-local-")
@@ -180,6 +190,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         )  # standbys being made, per image
         self._live: collections.Counter[str] = collections.Counter()  # episodes running, per image
         self._forgotten: set[str] = set()  # baked images whose zygote stops once their episodes end
+        self._demand: dict[str, StandbyDemand] = {}  # each image's pool size, from its bursts
         # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
         # grace period, ~12 ms of waiting), the other warms or tears down.
         self._workers = [
@@ -216,7 +227,11 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 [f"uid {facts['uid']}"]
                 + [name for name in ("seccomp", "no_new_privs") if facts.get(name)]
             )
-        info["standbys"] = str(self.standbys)
+        info["standbys"] = (
+            str(self.standbys)
+            if self.max_standbys == self.standbys
+            else f"{self.standbys}-{self.max_standbys}"
+        )
         if self._uid_range is not None:
             info["uid_range"] = (
                 f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
@@ -272,6 +287,8 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             raise SandboxError("the backend is closed")
         self._check_image(image)
         fds = _open_files(files)
+        with self._lock:
+            self._demand_of(image).began()
         try:
             for attempt in range(3):
                 kernel, slot, workdir = self._take_standby(image) or self._spawn(image, warm=False)
@@ -291,6 +308,9 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         finally:
             for fd in fds:
                 os.close(fd)
+            with self._lock:
+                self._demand_of(image).ended()
+                self._lock.notify_all()  # a burst may be over: refilling can resume
         activation_seed, activation_env = seed, dict(env or {})
 
         def respawn() -> KernelHandle:
@@ -519,15 +539,26 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
     def _discard_orphaned_standbys(self, image: str) -> None:
         """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
         it)."""
+        current = self._zygotes.get(image)
+        serving = current if current is not None and current.alive() else None
         with self._lock:
             ready = self._ready.get(image)
             if not ready:
                 return
-            orphaned = [s for s in ready if s[1].zygote is None or not s[1].zygote.alive()]
+            # One liveness check, not one per standby: a pool holds hundreds in a burst.
+            orphaned = [s for s in ready if s[1].zygote is None or s[1].zygote is not serving]
             for standby in orphaned:
                 ready.remove(standby)
         for kernel, slot, _ in orphaned:
             self._discard(kernel, slot)
+
+    def _demand_of(self, image: str) -> StandbyDemand:
+        """``image``'s pool sizing (call with ``_lock`` held)."""
+        demand = self._demand.get(image)
+        if demand is None:
+            demand = StandbyDemand(self.standbys, self.max_standbys, self._standby_hold_s)
+            self._demand[image] = demand
+        return demand
 
     def _take_standby(self, image: str) -> tuple[KernelHandle, KernelSlot, str] | None:
         self._discard_orphaned_standbys(image)  # a killed zygote's standbys died with it
@@ -583,6 +614,7 @@ def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
         sizing=sizing,
         isolation=settings.isolation,
         standbys=settings.standbys,
+        max_standbys=settings.max_standbys,
         uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
     )
