@@ -272,6 +272,37 @@ class CgroupManager:
                 pass
         return found
 
+    def freeze(self, uid: int) -> bool:
+        """Stop every process in the slot where it stands (v2 ``cgroup.freeze``); True if done.
+
+        A frozen process runs nothing and can still be killed: ``kill`` ends it later.
+        Killing right away costs the CPU of each process's exit at once (unmapping the
+        zygote's ~120 MB it shares, ~4-8 ms an episode here), in the middle of whatever
+        made the kill (a burst of resets ending the previous batch's episodes).
+        """
+        if uid not in self._made or not self.can_kill():
+            return False
+        try:
+            _write(os.path.join(self._bases["kill"], f"u{uid}", "cgroup.freeze"), "1")
+        except OSError as exc:
+            log.warning("cgroup.freeze failed for slot u%d: %s", uid, exc)
+            return False
+        return True
+
+    def signal_kill(self, uid: int) -> None:
+        """Kill every process in the slot (v2 ``cgroup.kill``), frozen ones included; no wait."""
+        if uid not in self._made or not self.can_kill():
+            return
+        slot = os.path.join(self._bases["kill"], f"u{uid}")
+        try:
+            _write(os.path.join(slot, "cgroup.kill"), "1")
+        except OSError as exc:
+            log.warning("cgroup.kill failed for slot u%d: %s", uid, exc)
+        try:
+            _write(os.path.join(slot, "cgroup.freeze"), "0")  # thawed, the killed can exit
+        except OSError:
+            pass
+
     def kill(self, uid: int, timeout_s: float = 5.0) -> bool:
         """Kill every process in the slot (v2 ``cgroup.kill``) and wait until it is empty.
 
@@ -280,11 +311,7 @@ class CgroupManager:
         """
         if uid not in self._made:
             return True
-        if self.can_kill():
-            try:
-                _write(os.path.join(self._bases["kill"], f"u{uid}", "cgroup.kill"), "1")
-            except OSError as exc:
-                log.warning("cgroup.kill failed for slot u%d: %s", uid, exc)
+        self.signal_kill(uid)
         deadline = time.monotonic() + timeout_s
         while self.pids(uid):
             if time.monotonic() > deadline:
