@@ -227,27 +227,37 @@ async def grpo_batch_s(ws_url: str, reset_frame: str, clients: int = 64, cells: 
     return time.perf_counter() - start
 
 
-async def burst(ws_url: str, reset_frame: str, clients: int, rounds: int) -> dict[str, float]:
+async def _reset_together(sessions: list[Session]) -> list[float]:
+    """Every session's reset sent at the same moment; their latencies in milliseconds."""
+    go = asyncio.Event()
+
+    async def reset(session: Session) -> float:
+        await go.wait()
+        return await session.reset()
+
+    pending = [asyncio.ensure_future(reset(s)) for s in sessions]
+    await asyncio.sleep(0.1)
+    go.set()
+    return list(await asyncio.gather(*pending))
+
+
+async def burst(
+    ws_url: str, reset_frame: str, clients: int, rounds: int, settle_max_s: float = 60.0
+) -> dict[str, float]:
     """Figures of ``clients`` sessions acting at once (trainers reset a whole batch together).
 
     ``clients`` sockets are opened first (untimed). Then every one sends its reset at
     the same moment: ``burst_reset_p50_ms``/``p99``. Then every one runs ``rounds``
     trivial cells back to back, all sessions at once: ``burst_step_p99_ms`` and the
-    server's throughput ``burst_steps_per_s`` (all steps over the wall time).
+    server's throughput ``burst_steps_per_s`` (all steps over the wall time). Then,
+    once the machine is quiet again (as it is while a trainer's model writes), all
+    reset together once more, as the next training step does:
+    ``burst_again_reset_p50_ms``/``p99`` (each reset also ends the session's episode).
     """
     opening = (Session(ws_url, reset_frame).open() for _ in range(clients))
     sessions = list(await asyncio.gather(*opening))
     try:
-        go = asyncio.Event()
-
-        async def reset(session: Session) -> float:
-            await go.wait()
-            return await session.reset()
-
-        pending = [asyncio.ensure_future(reset(s)) for s in sessions]
-        await asyncio.sleep(0.1)
-        go.set()
-        resets = await asyncio.gather(*pending)
+        resets = await _reset_together(sessions)
         trivial = cell("1+1")
 
         async def steps(session: Session) -> list[float]:
@@ -257,12 +267,16 @@ async def burst(ws_url: str, reset_frame: str, clients: int, rounds: int) -> dic
         per_session = await asyncio.gather(*(steps(s) for s in sessions))
         wall = time.perf_counter() - start
         step_ms = [ms for samples in per_session for ms in samples]
+        await settle(max_wait_s=settle_max_s)
+        again = await _reset_together(sessions)
         return {
             "burst_reset_p50_ms": statistics.median(resets),
             "burst_reset_p99_ms": quantile(resets, 0.99),
             "burst_step_p50_ms": statistics.median(step_ms),
             "burst_step_p99_ms": quantile(step_ms, 0.99),
             "burst_steps_per_s": len(step_ms) / wall,
+            "burst_again_reset_p50_ms": statistics.median(again),
+            "burst_again_reset_p99_ms": quantile(again, 0.99),
         }
     finally:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
