@@ -300,6 +300,7 @@ def _refused_session(response: dict[str, Any]) -> bool:
     if response.get("type") != "error":
         return False
     data = response.get("data") or {}
-    return data.get("code") == "CAPACITY_REACHED" or (
-        data.get("code") == "SESSION_ERROR" and "shutting down" in str(data.get("message"))
-    )
+    if data.get("code") == "CAPACITY_REACHED" or data.get("draining") is True:
+        return True
+    # Servers before the ``draining`` field said it only in words.
+    return data.get("code") == "SESSION_ERROR" and "shutting down" in str(data.get("message"))

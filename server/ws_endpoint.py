@@ -216,7 +216,9 @@ class SessionSockets:
         error frame."""
         await websocket.accept()
         if self.draining:
-            await _send(websocket, _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR))
+            # ``draining`` says it in data: a client moves to another replica without reading prose.
+            refusal = _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR, draining=True)
+            await _send(websocket, refusal)
             await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id, owned = None, False

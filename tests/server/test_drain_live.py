@@ -83,6 +83,7 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                     assert (
                         refused["type"] == "error" and "shutting down" in refused["data"]["message"]
                     )
+                    assert refused["data"]["draining"] is True  # machine-readable, not only prose
                     with pytest.raises(websockets.ConnectionClosed):
                         await asyncio.wait_for(late.recv(), timeout=10)
                     assert late.close_code == 1001
