@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -82,8 +83,16 @@ class BenchConfig:
         )
 
 
+#: The server the burst figures of analyst_env are measured on: the standby pool may grow to a
+#: burst (``ANALYST_ENV_MAX_STANDBYS``, off by default so an idle server holds only its floor).
+BURST_SERVER_ENV = {"ANALYST_ENV_MAX_STANDBYS": "256"}
+
+
 def _measure_target(
-    server: ServerProcess, cfg: BenchConfig, target: str
+    server: ServerProcess,
+    cfg: BenchConfig,
+    target: str,
+    burst_server: Callable[[], ServerProcess] | None = None,
 ) -> dict[str, float | None]:
     ws_url = server.url.replace("http://", "ws://") + "/ws"
     reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
@@ -97,9 +106,19 @@ def _measure_target(
         if slow:  # a kernel per session: 256 of them at once is not a figure, it is a swap storm
             return dict.fromkeys(BURST_FIGURES)
         await measure.settle(max_wait_s=cfg.settle_max_s)
-        return await measure.burst(
-            ws_url, reset, cfg.burst_clients, cfg.burst_rounds, settle_max_s=cfg.settle_max_s
-        )
+        if burst_server is None:
+            return await measure.burst(
+                ws_url, reset, cfg.burst_clients, cfg.burst_rounds, settle_max_s=cfg.settle_max_s
+            )
+        with burst_server() as other:
+            await measure.settle(max_wait_s=cfg.settle_max_s)
+            return await measure.burst(
+                other.url.replace("http://", "ws://") + "/ws",
+                reset,
+                cfg.burst_clients,
+                cfg.burst_rounds,
+                settle_max_s=cfg.settle_max_s,
+            )
 
     async def run() -> dict[str, float | None]:
         if cfg.burst_only:
@@ -146,8 +165,13 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
     sessions_needed = 16 + max(
         cfg.max_probe, cfg.idle_episodes, cfg.grpo_clients, cfg.burst_clients
     )
+    burst_server = {"analyst_env": lambda: analyst_server(sessions_needed, BURST_SERVER_ENV)}
+    if cfg.burst_only:  # one server is enough: the one the bursts need
+        burst_server = {}
     servers = {
-        "analyst_env": lambda: analyst_server(sessions_needed),
+        "analyst_env": lambda: analyst_server(
+            sessions_needed, BURST_SERVER_ENV if cfg.burst_only else None
+        ),
         "jupyter_kernel": lambda: baseline_server(
             "jupyter_app", sessions_needed, _task_csv(cfg.task_id)
         ),
@@ -161,7 +185,7 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
         # the cold start and the import are timed on a quiet machine too
         asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))
         with servers[target]() as server:
-            per_target[target] = _measure_target(server, cfg, target)
+            per_target[target] = _measure_target(server, cfg, target, burst_server.get(target))
         asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))
         if not cfg.burst_only:
             per_target[target]["client_import_s"] = import_time_s(CLIENT_IMPORTS[target])
@@ -177,7 +201,9 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
             f"{cfg.jupyter_idle_episodes} idle episodes, concurrency probed up to "
             f"{cfg.jupyter_max_probe}",
             "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
-            "burst": f"{cfg.burst_clients} sessions at once: resets sent together, then "
+            "burst": "analyst_env on a server of its own with "
+            + " ".join(f"{k}={v}" for k, v in BURST_SERVER_ENV.items())
+            + f"; {cfg.burst_clients} sessions at once: resets sent together, then "
             f"{cfg.burst_rounds} trivial cells each, back to back, then (machine quiet again) "
             "all reset together once more (burst_again); the client is one asyncio process on "
             "the same machine",

@@ -114,7 +114,7 @@ class ServerProcess:
             self.proc.wait()
 
 
-def analyst_server(max_sessions: int) -> ServerProcess:
+def analyst_server(max_sessions: int, env: dict[str, str] | None = None) -> ServerProcess:
     exe = str(Path(sys.executable).with_name("analyst-env"))
     argv = [
         exe,
@@ -126,7 +126,7 @@ def analyst_server(max_sessions: int) -> ServerProcess:
         "--log-level",
         "warning",
     ]
-    return ServerProcess(argv)
+    return ServerProcess(argv, env=env)
 
 
 def baseline_server(factory: str, max_sessions: int, csv_path: str | None) -> ServerProcess:

@@ -34,7 +34,7 @@ class BackendSettings(Protocol):
     disk_limit_mb: int
     isolation: str
     standbys: int
-    max_standbys: int
+    max_standbys: int | None
     uid_base: int | None
     docker_runtime: str | None
     modal_app: str

@@ -88,13 +88,14 @@ class Settings(BaseModel):
         le=4096,
         description="Pre-forked kernels kept ready per image however quiet it is (0: none)",
     )
-    max_standbys: int = Field(
-        default=256,
+    max_standbys: int | None = Field(
+        default=None,
         ge=0,
         le=4096,
         description=(
             "Pre-forked kernels kept ready per image at most: the pool grows to the largest "
-            "burst of resets of the last 10 minutes, up to this"
+            "burst of resets of the last 10 minutes, up to this (unset: a fixed pool of "
+            "'standbys')"
         ),
     )
     uid_base: int | None = Field(
