@@ -33,6 +33,7 @@ class BackendSettings(Protocol):
     pids_limit: int
     disk_limit_mb: int
     isolation: str
+    max_sessions: int
     standbys: int
     max_standbys: int | None
     uid_base: int | None

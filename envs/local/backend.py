@@ -615,6 +615,11 @@ def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
         isolation=settings.isolation,
         standbys=settings.standbys,
         max_standbys=settings.max_standbys,
+        # Every session's episode, a parked one per session (a dropped socket's, kept for
+        # its resume), the standbys, and room for teardowns; 1,024 at least.
+        max_slots=max(
+            1024, 2 * settings.max_sessions + 2 * max(settings.standbys, settings.max_standbys or 0)
+        ),
         uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
     )

@@ -199,3 +199,16 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
             assert creates[-1][2]["image"]._name == published
     finally:
         runtime.close()
+
+
+def test_local_slots_follow_max_sessions(tmp_path):
+    """2,000 sessions need more than the 1,024 slots a bare backend has (episodes, parked
+    episodes, standbys and teardowns all hold one)."""
+    small = make_backend(Settings(state_dir=str(tmp_path), max_sessions=64))
+    large = make_backend(Settings(state_dir=str(tmp_path), max_sessions=2000, max_standbys=256))
+    try:
+        assert small._max_slots == 1024
+        assert large._max_slots >= 2 * 2000 + 256
+    finally:
+        small.close()
+        large.close()
