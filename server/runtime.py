@@ -15,6 +15,7 @@ from analyst_env.datasets import Dataset, Task, describe_file, load_dataset
 from analyst_env.envs.backends import make_backend
 from analyst_env.envs.sandbox import SandboxBackend
 from analyst_env.models import FileInfo
+from analyst_env.server.allocator import return_freed_memory
 from analyst_env.server.episode import Limits
 from analyst_env.server.live import LiveHub
 from analyst_env.server.metrics import ServerMetrics
@@ -102,6 +103,7 @@ class Runtime:
         self.trajectories = TrajectoryStore.for_settings(settings)
         self.environments: EnvironmentService | None = None
         raise_open_files_limit()
+        return_freed_memory()
         self.backend = backend if backend is not None else make_backend(settings)
         if datasets is None:
             datasets = [
