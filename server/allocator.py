@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import logging
 import threading
-
-log = logging.getLogger(__name__)
+import time
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -60,10 +58,10 @@ def return_freed_memory(every_s: float = TRIM_EVERY_S) -> bool:
             return True
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
         libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
-        stop = threading.Event()
 
         def trim() -> None:
-            while not stop.wait(every_s):
+            while True:
+                time.sleep(every_s)
                 libc.malloc_trim(0)
 
         _trimmer = threading.Thread(target=trim, name="analyst-env-malloc-trim", daemon=True)

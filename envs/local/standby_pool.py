@@ -3,7 +3,7 @@
 A trainer resets its whole batch at once (a GRPO step resets 64-1,024 episodes
 together), then waits for its model for seconds or minutes. A standby serves a
 reset in about a millisecond of server work; without one, the reset forks a
-kernel, and the zygote forks one at a time (~8 ms each here, mostly the kernel
+kernel, and the zygote forks one at a time (~6 ms each here, mostly the kernel
 copying its page tables), so the 256th reset of a burst waits for 255 forks.
 A fixed pool is either too small for the batch or large for nothing.
 
