@@ -13,45 +13,48 @@ returning its uid to the pool happen on the same background thread.
 
 ``protections()`` reports which protections are active; ``isolation="auto"``
 picks the strongest mode the process can use (see ``isolation``). Linux only.
+
+Its parts: ``zygotes`` (one per image), ``slots`` (directories and uids),
+``activation`` (task files into a kernel), ``slot_workers`` with
+``standby_pool`` (standbys and teardown, on the background threads) and
+``protection_report``.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import heapq
 import logging
 import os
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from analyst_env.envs.local import procctl, uid_ranges
+from analyst_env.envs.local.activation import activate, open_task_files, request
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.local.cgroups import CgroupManager
 from analyst_env.envs.local.frame_socket import ConnectionClosed
 from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
-from analyst_env.envs.local.isolation import Sizing, choose_mode, protections, uses_slot_uids
+from analyst_env.envs.local.isolation import Sizing, choose_mode, uses_slot_uids
 from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.local.protection_report import degradation, protection_report
 from analyst_env.envs.local.rootview import hidden_interpreter_paths
-from analyst_env.envs.local.slot_workers import KernelSlot, SlotWorkers
+from analyst_env.envs.local.slot_workers import SlotWorkers
+from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
 from analyst_env.envs.local.socket_link import LocalSandbox
 from analyst_env.envs.local.standby_pool import HOLD_S, StandbyDemand
-from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
+from analyst_env.envs.local.zygotes import Zygotes
 from analyst_env.envs.sandbox import SandboxBackend, SandboxError
-from analyst_env.envs.task_files import check_task_file_name
 from analyst_env.paths import cache_root
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
 
 log = logging.getLogger(__name__)
-_ACTIVATE_TIMEOUT_S = 60.0
 _WARM_TIMEOUT_S = 60.0
-_FDS_PER_MESSAGE = 250
 _WORKERS = 2
 
 
@@ -138,18 +141,18 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         self._cgroups = (
             CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
         )
-        if isolation == "full" and self._degraded():
+        if isolation == "full" and degradation(self._cgroups):
             # Both exist here: only slot-uid modes have cgroups, so only they can degrade.
             if self._cgroups is not None:
                 self._cgroups.close()
             if self._uid_range is not None:
                 self._uid_range.release()
             raise ValueError(
-                f"isolation 'full' cannot be honoured: {self._degraded()}; "
+                f"isolation 'full' cannot be honoured: {degradation(self._cgroups)}; "
                 "use 'auto' to run degraded"
             )
-        if self._degraded():
-            log.warning("local sandbox runs degraded: %s", self._degraded())
+        if degradation(self._cgroups):
+            log.warning("local sandbox runs degraded: %s", degradation(self._cgroups))
         self.standbys = standbys
         self.max_standbys = max(standbys, max_standbys if max_standbys is not None else standbys)
         self._standby_hold_s = standby_hold_s
@@ -172,12 +175,17 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 os.makedirs(path, exist_ok=True)
             except OSError:
                 pass
-        self._free_uids = list(self._uid_range.uids) if self._uid_range else []
-        self._slot_counter = 0
-        self._max_slots = max_slots
-        self._live_slots = 0
-        self._zygotes: dict[str, ZygoteProcess] = {}
-        self._zygote_lock = threading.Lock()  # serializes requests to the zygotes
+        self._slots = SlotAllocator(max_slots, self._uid_range.uids if self._uid_range else None)
+        self._zygotes = Zygotes(
+            self._check_image,
+            mode=self.mode,
+            host_root=self.root_dir,
+            hidden=self.hidden_paths,
+            boot_timeout_s=boot_timeout_s,
+            on_boot=lambda image: log.info(
+                "local sandbox zygote for %r ready; protections: %s", image, self.protections()
+            ),
+        )
         self._sandboxes: set[LocalSandbox] = set()
         self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
         self._teardowns: collections.deque[tuple[KernelHandle, KernelSlot]] = collections.deque()
@@ -208,49 +216,19 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
     # ── public API ──────────────────────────────────────────────────────────
     def protections(self) -> dict[str, bool | str]:
         """Which protections episodes get, e.g. ``{"isolation": "full", "seccomp": True, ...}``."""
-        info = protections(self.mode)
-        if self._cgroups is not None:
-            info.update(self._cgroups.describe())
-            info["kill"] = "cgroup.kill" if self._cgroups.can_kill() else "per-uid scan"
-        else:
-            info.update(cgroup_memory=False, cgroup_pids=False, cgroup_cpu=False, cgroup_kill=False)
-            info["kill"] = "process-tree scan"
-        if not info["cgroup_memory"]:
-            info["memory_limit"] = "per process (RLIMIT_AS)"
-        info["degraded"] = self._degraded()
-        info["stronger_modes_unavailable"] = "; ".join(
-            f"{m}: {why}" for m, why in self.isolation_report["tried"].items()
-        )
-        facts = self.isolation_report["facts"]
-        if facts:  # what a kernel confined this way saw of itself when the mode was tried
-            info["verified"] = ", ".join(
-                [f"uid {facts['uid']}"]
-                + [name for name in ("seccomp", "no_new_privs") if facts.get(name)]
-            )
-        info["standbys"] = (
+        shown = (
             str(self.standbys)
             if self.max_standbys == self.standbys
             else f"{self.standbys}-{self.max_standbys}"
         )
-        if self._uid_range is not None:
-            info["uid_range"] = (
-                f"{self._uid_range.base}-{self._uid_range.base + self._uid_range.size - 1}"
-            )
-        return info
+        return protection_report(
+            self.mode, self.isolation_report, self._cgroups, self._uid_range, shown
+        )
 
     def standby_count(self) -> int:
         """Kernels forked, isolated and ready to hand out now, over all images (``/metrics``)."""
         with self._lock:
             return sum(len(ready) for ready in self._ready.values())
-
-    def _degraded(self) -> str:
-        """What this mode normally gives but this host could not (empty when nothing is missing)."""
-        if self._cgroups is not None and self._cgroups.failure:
-            return (
-                f"{self._cgroups.failure}: memory is limited per process (RLIMIT_AS) and the pids "
-                "limit per uid (RLIMIT_NPROC), not per episode"
-            )
-        return ""
 
     def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
         """Serve baked recipes: ``resolve`` maps an image name to its package directory."""
@@ -263,8 +241,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             SandboxError: The image is unknown or its zygote failed to start.
         """
         self._check_image(image)
-        with self._zygote_lock:
-            self._zygote_locked(image)
+        self._zygotes.boot(image)
         with self._lock:
             self._ready.setdefault(image, collections.deque())
             self._lock.notify_all()
@@ -286,14 +263,14 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         if self._closed:
             raise SandboxError("the backend is closed")
         self._check_image(image)
-        fds = _open_files(files)
+        fds = open_task_files(files)
         with self._lock:
             self._demand_of(image).began()
         try:
             for attempt in range(3):
                 kernel, slot, workdir = self._take_standby(image) or self._spawn(image, warm=False)
                 try:
-                    self._activate(kernel, files, fds, seed, env or {})
+                    activate(kernel, files, fds, seed, env or {})
                     break
                 except ConnectionClosed:
                     # The standby died (e.g. its zygote was killed); tear it down, and every other
@@ -315,7 +292,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
 
         def respawn() -> KernelHandle:
             fresh, _ = self._fork(slot, fresh=False)
-            self._activate(fresh, {}, [], activation_seed, activation_env)
+            activate(fresh, {}, [], activation_seed, activation_env)
             return fresh
 
         sandbox = LocalSandbox(
@@ -334,8 +311,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
 
     def running_images(self) -> list[str]:
         """Images whose zygote is running."""
-        with self._zygote_lock:
-            return sorted(image for image, zygote in self._zygotes.items() if zygote.alive())
+        return self._zygotes.running()
 
     def forget_image(self, image: str) -> None:
         """Stop serving a baked image no environment names any more (deleted, or rebuilt as
@@ -365,10 +341,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             if image not in self._forgotten or busy:
                 return
             self._forgotten.discard(image)
-        with self._zygote_lock:
-            zygote = self._zygotes.pop(image, None)
-        if zygote is not None:
-            zygote.stop()
+        if self._zygotes.stop(image):
             log.info("stopped the zygote of forgotten image %r", image)
 
     def close(self) -> None:
@@ -390,10 +363,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             self._kill(kernel, slot)
             self._teardowns.append((kernel, slot))
         self._run_teardowns()
-        with self._zygote_lock:
-            for zygote in self._zygotes.values():
-                zygote.stop()
-            self._zygotes.clear()
+        self._zygotes.stop_all()
         if self._cgroups is not None:
             self._cgroups.close()
         if self._uid_range is not None:
@@ -418,46 +388,10 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         }
         return dataclasses.replace(self.sizing, **own) if own else self.sizing
 
-    def _zygote_locked(self, image: str) -> ZygoteProcess:
-        zygote = self._zygotes.get(image)
-        if zygote is None or not zygote.alive():
-            if zygote is not None:
-                zygote.stop()
-            zygote = ZygoteProcess(
-                image,
-                spec=self._check_image(image),
-                mode=self.mode,
-                host_root=self.root_dir,
-                hidden=self.hidden_paths,
-                boot_timeout_s=self.boot_timeout_s,
-            )
-            self._zygotes[image] = zygote
-            log.info(
-                "local sandbox zygote for %r ready; protections: %s", image, self.protections()
-            )
-        return zygote
-
-    def _new_slot(self, image: str) -> KernelSlot:
-        with self._lock:
-            if self._live_slots >= self._max_slots:
-                raise SandboxError(f"all {self._max_slots} sandbox slots are in use")
-            self._live_slots += 1
-            self._slot_counter += 1
-            if self._uid_range is not None:
-                uid = heapq.heappop(self._free_uids)
-                return KernelSlot(name=f"u{uid}", uid=uid, image=image)
-            return KernelSlot(name=f"e{self._slot_counter}", uid=None, image=image)
-
-    def _free_slot(self, slot: KernelSlot) -> None:
-        with self._lock:
-            self._live_slots -= 1
-            if slot.uid is not None:
-                heapq.heappush(self._free_uids, slot.uid)
-
     def _fork(self, slot: KernelSlot, *, fresh: bool) -> tuple[KernelHandle, str]:
         if self._closed:
             raise SandboxError("the backend is closed")
-        request = {
+        fork_request = {
             "op": "fork",
             "slot": slot.name,
             "uid": slot.uid,
@@ -465,20 +399,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             "sizing": self._sizing(slot.image).to_json(),
             "output_limit_bytes": self.output_limit_bytes,
         }
-        with self._zygote_lock:
-            for attempt in range(2):
-                zygote = self._zygote_locked(slot.image)
-                # A slot lives in its zygote's namespace: a new zygote must create it again.
-                request["fresh"] = fresh or slot.zygote is not zygote
-                try:
-                    kernel, workdir = zygote.fork(request)
-                    slot.zygote = zygote
-                    break
-                except ZygoteDied:
-                    # It may have died after the liveness check; retry once on a new one.
-                    self._zygotes.pop(slot.image).stop()
-                    if attempt:
-                        raise
+        kernel, workdir = self._zygotes.fork(slot, fork_request)
         if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
             try:
                 self._cgroups.add(slot.uid, kernel.pid)
@@ -489,7 +410,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
 
     def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]:
         """Fork a kernel in a new slot (cgroups prepared), optionally warmed up."""
-        slot = self._new_slot(image)
+        slot = self._slots.take(image)
         try:
             if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
                 s = self._sizing(image)
@@ -500,7 +421,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             raise
         if warm:
             try:
-                _request(
+                request(
                     kernel,
                     {"op": "warm", "code": self._check_image(image).standby_warm_up},
                     _WARM_TIMEOUT_S,
@@ -509,97 +430,6 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 self._discard(kernel, slot)
                 raise
         return kernel, slot, workdir
-
-    def _activate(
-        self,
-        kernel: KernelHandle,
-        files: dict[str, str],
-        fds: list[int],
-        seed: int | None,
-        env: dict[str, str],
-    ) -> None:
-        names = list(files)
-        for start in range(0, max(len(names), 1), _FDS_PER_MESSAGE):
-            chunk = slice(start, start + _FDS_PER_MESSAGE)
-            last = start + _FDS_PER_MESSAGE >= len(names)
-            request = {
-                "op": "activate",
-                "names": names[chunk],
-                "seed": seed,
-                # env and seeds are applied with every chunk; the last one wins
-                "env": env if last else {},
-            }
-            kernel.conn.send(request, fds[chunk])
-            reply = kernel.conn.recv(time.monotonic() + _ACTIVATE_TIMEOUT_S)
-            if reply is None:
-                raise SandboxError("the kernel did not accept the task files in time")
-            if "failure" in reply:
-                raise SandboxError(f"could not stage the task files: {reply['failure']['message']}")
-
-    def _discard_orphaned_standbys(self, image: str) -> None:
-        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
-        it)."""
-        current = self._zygotes.get(image)
-        serving = current if current is not None and current.alive() else None
-        with self._lock:
-            ready = self._ready.get(image)
-            if not ready:
-                return
-            # One liveness check, not one per standby: a pool holds hundreds in a burst.
-            orphaned = [s for s in ready if s[1].zygote is None or s[1].zygote is not serving]
-            for standby in orphaned:
-                ready.remove(standby)
-        for kernel, slot, _ in orphaned:
-            self._discard(kernel, slot)
-
-    def _demand_of(self, image: str) -> StandbyDemand:
-        """``image``'s pool sizing (call with ``_lock`` held)."""
-        demand = self._demand.get(image)
-        if demand is None:
-            demand = StandbyDemand(self.standbys, self.max_standbys, self._standby_hold_s)
-            self._demand[image] = demand
-        return demand
-
-    def _take_standby(self, image: str) -> tuple[KernelHandle, KernelSlot, str] | None:
-        self._discard_orphaned_standbys(image)  # a killed zygote's standbys died with it
-        with self._lock:
-            ready = self._ready.setdefault(image, collections.deque())
-            taken = ready.popleft() if ready else None
-            self._lock.notify_all()
-        return taken
-
-
-def _request(kernel: KernelHandle, request: dict, timeout_s: float) -> dict:
-    kernel.conn.send(request)
-    reply = kernel.conn.recv(time.monotonic() + timeout_s)
-    if reply is None or "failure" in reply:
-        raise SandboxError(f"kernel request {request['op']!r} failed: {reply}")
-    return reply
-
-
-def _open_files(files: dict[str, str]) -> list[int]:
-    """Open every task file read-only; the kernel copies from these descriptors.
-
-    Raises:
-        SandboxError: A file cannot be opened.
-    """
-    fds: list[int] = []
-    try:
-        for name, source in files.items():
-            try:
-                check_task_file_name(name)
-            except ValueError as exc:
-                raise SandboxError(str(exc)) from None
-            fds.append(os.open(source, os.O_RDONLY | os.O_CLOEXEC))
-    except OSError as exc:
-        for fd in fds:
-            os.close(fd)
-        raise SandboxError(f"could not open task file {exc.filename!r}: {exc.strerror}") from exc
-    except SandboxError:
-        for fd in fds:
-            os.close(fd)
-        raise
-    return fds
 
 
 def from_settings(settings: BackendSettings) -> LocalSandboxBackend:

@@ -1,9 +1,9 @@
-"""The local backend's background work: tearing down ended episodes, refilling standbys.
+"""The local backend's standby pool and teardown: handing out, refilling and trimming standbys.
 
 ``SlotWorkers`` is the part of ``LocalSandboxBackend`` its worker threads run
 (``_maintain``), and the teardown an episode's ``close`` queues for them. It
 works on the backend's state (``_lock``, ``_ready``, ``_teardowns``, the
-zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
+slots, zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
 """
 
 from __future__ import annotations
@@ -11,42 +11,34 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from analyst_env.envs.local import procctl
 from analyst_env.envs.local.kernel import KernelHandle
-from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
+from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
+from analyst_env.envs.local.standby_pool import StandbyDemand
 
 if TYPE_CHECKING:
     from analyst_env.envs.local.cgroups import CgroupManager
     from analyst_env.envs.local.socket_link import LocalSandbox
-    from analyst_env.envs.local.standby_pool import StandbyDemand
+    from analyst_env.envs.local.zygotes import Zygotes
 
 log = logging.getLogger("analyst_env.envs.local.backend")
 
 
-@dataclass
-class KernelSlot:
-    """Where one kernel lives: its slot directory name and uid (``full`` mode)."""
-
-    name: str
-    uid: int | None
-    image: str
-    zygote: ZygoteProcess | None = None  # the zygote whose namespace holds the slot
-
-
 class SlotWorkers:
-    """Teardown and standby refilling, mixed into ``LocalSandboxBackend``."""
+    """The standby pool (hand out, refill, trim) and teardown, mixed into the backend."""
 
     # The backend's state these methods work on, declared for the type checker only:
     # ``LocalSandboxBackend.__init__`` creates it (annotations alone set no attribute).
     standbys: int
+    max_standbys: int
+    _standby_hold_s: float
     _demand: dict[str, StandbyDemand]
     _lock: threading.Condition
     _closed: bool
-    _zygote_lock: threading.Lock
-    _zygotes: dict[str, ZygoteProcess]
+    _zygotes: Zygotes
+    _slots: SlotAllocator
     _cgroups: CgroupManager | None
     _sandboxes: set[LocalSandbox]
     _ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]]
@@ -54,18 +46,12 @@ class SlotWorkers:
     _spawning: collections.Counter[str]
     _live: collections.Counter[str]
     _forgotten: set[str]
-    _live_slots: int
-    _max_slots: int
 
     if TYPE_CHECKING:
         # Defined by ``LocalSandboxBackend``.
-        def _free_slot(self, slot: KernelSlot) -> None: ...
-
         def _stop_if_forgotten(self, image: str) -> None: ...
 
         def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]: ...
-
-        def _demand_of(self, image: str) -> StandbyDemand: ...
 
     def _kill(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         """Stop the slot's processes now: one ``cgroup.kill`` write, or the tree scan.
@@ -85,7 +71,7 @@ class SlotWorkers:
     def _hold_teardowns(self) -> bool:
         """Whether teardowns wait for the burst being served (unless slots run short)."""
         with self._lock:  # re-entrant: also called with it held
-            return self._burst_in_progress() and self._live_slots < self._max_slots * 3 // 4
+            return self._burst_in_progress() and self._slots.in_use < self._slots.capacity * 3 // 4
 
     def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: KernelSlot) -> None:
         with self._lock:
@@ -104,14 +90,8 @@ class SlotWorkers:
 
     def _release_slot(self, slot: KernelSlot) -> None:
         """Remove the slot's directory (if its zygote still has it) and free its uid."""
-        with self._zygote_lock:
-            zygote = slot.zygote
-            if zygote is not None and zygote is self._zygotes.get(slot.image) and zygote.alive():
-                try:
-                    zygote.release(slot.name)
-                except ZygoteDied:
-                    pass
-        self._free_slot(slot)
+        self._zygotes.release(slot)
+        self._slots.give_back(slot)
 
     def _teardown(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
@@ -144,7 +124,7 @@ class SlotWorkers:
 
     def _wanted_image(self) -> str | None:
         """An image whose pool is below its target, unless a burst of resets is being served."""
-        if self._live_slots >= self._max_slots or self._burst_in_progress():
+        if self._slots.in_use >= self._slots.capacity or self._burst_in_progress():
             return None
         for image, ready in self._ready.items():
             if len(ready) + self._spawning[image] < self._demand_of(image).target():
@@ -218,3 +198,34 @@ class SlotWorkers:
                     self._lock.notify_all()
                 else:
                     self._ready[image].append(standby)
+
+    def _discard_orphaned_standbys(self, image: str) -> None:
+        """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
+        it)."""
+        serving = self._zygotes.serving(image)
+        with self._lock:
+            ready = self._ready.get(image)
+            if not ready:
+                return
+            # One liveness check, not one per standby: a pool holds hundreds in a burst.
+            orphaned = [s for s in ready if s[1].zygote is None or s[1].zygote is not serving]
+            for standby in orphaned:
+                ready.remove(standby)
+        for kernel, slot, _ in orphaned:
+            self._discard(kernel, slot)
+
+    def _demand_of(self, image: str) -> StandbyDemand:
+        """``image``'s pool sizing (call with ``_lock`` held)."""
+        demand = self._demand.get(image)
+        if demand is None:
+            demand = StandbyDemand(self.standbys, self.max_standbys, self._standby_hold_s)
+            self._demand[image] = demand
+        return demand
+
+    def _take_standby(self, image: str) -> tuple[KernelHandle, KernelSlot, str] | None:
+        self._discard_orphaned_standbys(image)  # a killed zygote's standbys died with it
+        with self._lock:
+            ready = self._ready.setdefault(image, collections.deque())
+            taken = ready.popleft() if ready else None
+            self._lock.notify_all()
+        return taken

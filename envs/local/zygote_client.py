@@ -160,6 +160,11 @@ class ZygoteProcess:
         self.pid: int = ready["pid"]
         self.exposed: list[str] = ready.get("exposed", [])
 
+    @property
+    def host_pid(self) -> int:
+        """The zygote's process id as the server sees it (``pid`` is its own view)."""
+        return self._proc.pid
+
     def alive(self) -> bool:
         """Return whether the zygote process is still running."""
         return self._proc.poll() is None

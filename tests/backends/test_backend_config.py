@@ -207,8 +207,8 @@ def test_local_slots_follow_max_sessions(tmp_path):
     small = make_backend(Settings(state_dir=str(tmp_path), max_sessions=64))
     large = make_backend(Settings(state_dir=str(tmp_path), max_sessions=2000, max_standbys=256))
     try:
-        assert small._max_slots == 1024
-        assert large._max_slots >= 2 * 2000 + 256
+        assert small._slots.capacity == 1024
+        assert large._slots.capacity >= 2 * 2000 + 256
     finally:
         small.close()
         large.close()

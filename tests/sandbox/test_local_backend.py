@@ -304,7 +304,7 @@ def test_dead_zygote_is_restarted() -> None:
     try:
         first = backend.start("default", files={})
         kernel_pid = first.kernel_pid
-        zygote_pid = backend._zygotes["default"]._proc.pid
+        zygote_pid = backend._zygotes.pid("default")
         os.kill(zygote_pid, 9)
         # Its kernels die with it; the next call forks from a new zygote.
         assert wait_dead(zygote_pid) and wait_dead(kernel_pid)

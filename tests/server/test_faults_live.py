@@ -55,7 +55,7 @@ def test_a_killed_zygote_restarts_the_kernels_of_live_episodes_with_a_clear_mess
             for ws in (a, b):
                 await ask(ws, RESET)
                 await ask(ws, code("kept = 1"))
-            zygote = next(iter(runtime.backend._zygotes.values()))._proc.pid
+            zygote = runtime.backend._zygotes.pid("default")
             os.kill(zygote, signal.SIGKILL)
             for ws in (a, b):
                 after = text_of(await ask(ws, code("print(globals().get('kept', 'gone'))")))
