@@ -13,7 +13,7 @@ GYM_ID = "analyst_env/DataAnalyst-v0"
 
 def _register(gymnasium) -> None:
     if GYM_ID not in gymnasium.registry:
-        gymnasium.register(id=GYM_ID, entry_point="analyst_env.client.gym_env:AnalystGymEnv")
+        gymnasium.register(id=GYM_ID, entry_point="analyst_env.server.in_process:make_gym_env")
 
 
 class _RegisterWhenImported:

@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -125,6 +125,10 @@ class Task(BaseModel):
 
 class Dataset(BaseModel):
     """A named, ordered collection of tasks, grouped into splits."""
+
+    unbounded: ClassVar[bool] = False
+    """False: every task is in ``tasks``. A set whose tasks are made on demand (the
+    procedural one) says True and is indexed by split and position instead."""
 
     name: str
     tasks: list[Task]

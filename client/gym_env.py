@@ -5,8 +5,10 @@ Observations and actions are text. An action is one tool call written as JSON,
 the text the tool returned. The reward is 0 until ``final_answer`` ends the
 episode (``terminated``); running out of steps ends it with ``truncated``.
 
-The environment runs in-process (its own local sandboxes and tasks) or, with
-``base_url``, against a running ``analyst-env serve``.
+``gymnasium.make`` runs the environment in-process (its own local sandboxes and
+tasks: ``server.in_process``) or, with ``base_url``, against a running
+``analyst-env serve``. ``AnalystGymEnv`` itself only speaks to an ``EpisodeLink``:
+the network one here, or one given to it.
 
 Example::
 
@@ -51,7 +53,7 @@ class AnalystGymEnv(gym.Env[str, str]):
         self,
         base_url: str | None = None,
         *,
-        dataset: str | None = None,
+        link: EpisodeLink | None = None,
         headers: dict[str, str] | None = None,
         max_text_length: int = 1_000_000,
         render_mode: str | None = None,
@@ -60,10 +62,15 @@ class AnalystGymEnv(gym.Env[str, str]):
         self.action_space = UnicodeText(max_length=max_text_length)
         self.render_mode = render_mode
         self._last_text = ""
-        if base_url is None:
-            self._backend: _Backend = _InProcess(dataset)
-        else:
-            self._backend = _Remote(base_url, headers)
+        if (base_url is None) == (link is None):
+            raise ValueError(
+                "give base_url (a running analyst-env serve) or link; to run episodes in this "
+                f"process, use gymnasium.make({ENV_ID!r})"
+            )
+        if link is None:
+            assert base_url is not None  # one of the two, checked above
+            link = _Remote(base_url, headers)
+        self._backend: EpisodeLink = link
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode. ``options`` may hold ``task_id`` or ``split``/``index``."""
@@ -119,35 +126,15 @@ class AnalystGymEnv(gym.Env[str, str]):
         self._backend.close()
 
 
-class _Backend(Protocol):
+class EpisodeLink(Protocol):
+    """Where the episodes run: ``reset`` and ``step`` return observations as dicts."""
+
     def reset(self, **kwargs: Any) -> dict[str, Any]: ...
     def step(self, action: CallToolAction) -> dict[str, Any]: ...
     def close(self) -> None: ...
 
 
-class _InProcess(_Backend):
-    """The server's own environment class, without a network hop."""
-
-    def __init__(self, dataset: str | None) -> None:
-        from analyst_env.server.environment import AnalystEnvironment
-        from analyst_env.server.runtime import Runtime
-        from analyst_env.server.settings import Settings
-
-        self._runtime = Runtime(Settings.from_env(dataset=dataset))
-        self._env = AnalystEnvironment(self._runtime)
-
-    def reset(self, **kwargs: Any) -> dict[str, Any]:
-        return self._env.reset(**kwargs).model_dump()
-
-    def step(self, action: CallToolAction) -> dict[str, Any]:
-        return self._env.step(action).model_dump()
-
-    def close(self) -> None:
-        self._env.close()
-        self._runtime.close()
-
-
-class _Remote(_Backend):
+class _Remote(EpisodeLink):
     """A WebSocket session with a running server."""
 
     def __init__(self, base_url: str, headers: dict[str, str] | None) -> None:

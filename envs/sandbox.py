@@ -206,6 +206,11 @@ class SandboxBackend(Protocol):
         """
         return {}
 
+    def standby_count(self) -> int | None:
+        """Sandboxes started ahead of time and ready to hand out now (``/metrics``), or None
+        (the default) when the backend keeps no such pool."""
+        return None
+
     def forget_image(self, image: str) -> None:
         """Stop serving a baked image no environment names any more. The default does nothing."""
         return None

@@ -53,7 +53,7 @@ from analyst_env.server.metrics import (  # noqa: E402
 )
 from analyst_env.server.process_reward import score_step  # noqa: E402
 from analyst_env.server.reset_options import ResetOptions  # noqa: E402
-from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.runtime import Chain, Runtime  # noqa: E402
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
 
@@ -426,7 +426,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
-        if getattr(tasks, "unbounded", False):
+        if isinstance(tasks, Chain) and tasks.unbounded:
             # IndexError is what the Task API answers with 400
             raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range")
         return self.get_task_range(split, 0, len(tasks))
@@ -442,7 +442,7 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
 
     def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         tasks = self._tasks_of(split)
-        if getattr(tasks, "unbounded", False) and stop - start > MAX_UNBOUNDED_RANGE:
+        if isinstance(tasks, Chain) and tasks.unbounded and stop - start > MAX_UNBOUNDED_RANGE:
             raise IndexError(
                 f"split {split!r} makes its tasks on demand: ask for at most "
                 f"{MAX_UNBOUNDED_RANGE} at a time"

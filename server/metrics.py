@@ -269,12 +269,12 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
         yield _gauge(
             "analyst_env_draining", "1 once shutdown began (no new sessions)", int(sockets.draining)
         )
-        standbys = getattr(runtime.backend, "standby_count", None)
+        standbys = runtime.backend.standby_count()
         if standbys is not None:
             yield _gauge(
-                "analyst_env_standby_kernels", "Pre-forked kernels ready to hand out", standbys()
+                "analyst_env_standby_kernels", "Pre-forked kernels ready to hand out", standbys
             )
-        service = getattr(app.state, "environments", None)
+        service = runtime.environments
         if service is not None:
             builds = GaugeMetricFamily(
                 "analyst_env_environment_builds",

@@ -109,9 +109,9 @@ class Runtime:
             datasets = [
                 load_dataset(spec.strip()) for spec in settings.dataset.split(",") if spec.strip()
             ]
-        self.unbounded: list[Any] = [ds for ds in datasets if getattr(ds, "unbounded", False)]
+        self.unbounded: list[Any] = [ds for ds in datasets if ds.unbounded]
         """Datasets that make their tasks on demand (``procedural``): never listed, only indexed."""
-        bounded = [ds for ds in datasets if not getattr(ds, "unbounded", False)]
+        bounded = [ds for ds in datasets if not ds.unbounded]
         self.tasks: list[Task] = [t for ds in bounded for t in ds.tasks]
         self._by_id = {t.id: t for t in self.tasks}
         if len(self._by_id) != len(self.tasks):

@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -285,15 +286,11 @@ def shared_text() -> str:
     """What every episode shows whatever its task: the reset message, the tools, the prompts.
 
     A label gold that is a word of it would be "shown" to every episode (``validate``
-    counts that as a leak), so such a task is dropped.
+    counts that as a leak), so such a task is dropped. Read from a snapshot shipped
+    beside this module (``server.shown_text`` makes it; a test keeps the two equal).
     """
-    from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt
-    from analyst_env.server.environment import READY_MESSAGE
-    from analyst_env.server.tools import TOOLS
-
-    specs = [t.spec() for t in TOOLS.values()]
-    catalogue = json.dumps([s.model_dump(mode="json") for s in specs])
-    return "\n".join([READY_MESSAGE, catalogue, SYSTEM_PROMPT, hermes_tools_prompt(specs)])
+    text = resources.files(__package__).joinpath("shown_text.txt").read_text("utf-8")
+    return text.removesuffix("\n")
 
 
 def in_shared_text(answer: Any) -> bool:

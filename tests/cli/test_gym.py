@@ -51,6 +51,22 @@ def test_registered_id_makes_an_in_process_env(tiny_dataset, monkeypatch, tmp_pa
 
 
 @pytest.mark.live
+def test_an_env_needs_a_server_or_a_link():
+    with pytest.raises(ValueError, match="gymnasium.make"):
+        AnalystGymEnv()
+
+
+@pytest.mark.live
+def test_registered_id_with_base_url_plays_against_a_live_server(app):
+    with BackgroundServer(app) as url:
+        env = gym.make("analyst_env/DataAnalyst-v0", base_url=url)
+        try:
+            play(env)
+        finally:
+            env.close()
+
+
+@pytest.mark.live
 def test_gym_env_against_a_live_server(app):
     with BackgroundServer(app) as url:
         env = AnalystGymEnv(base_url=url)
@@ -85,4 +101,4 @@ def test_id_is_registered_whatever_the_import_order(statements):
         [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "analyst_env.client.gym_env:AnalystGymEnv"
+    assert done.stdout.strip() == "analyst_env.server.in_process:make_gym_env"

@@ -22,20 +22,6 @@ FORBIDDEN = {
     "client": {"server"},
 }
 
-# Known exceptions, each a lazy import inside one function, to be removed rather than added to:
-KNOWN = {
-    # Gymnasium's in-process mode runs the server's environment class without a network hop.
-    ("client/gym_env.py", "analyst_env.server.environment"),
-    ("client/gym_env.py", "analyst_env.server.runtime"),
-    ("client/gym_env.py", "analyst_env.server.settings"),
-    # The procedural generator drops tasks whose label is a word of the text every episode
-    # shows (reset message, tool catalogue, trainer prompts).
-    ("datasets/procedural/generator.py", "analyst_env.client.prompts"),
-    ("datasets/procedural/generator.py", "analyst_env.server.environment"),
-    ("datasets/procedural/generator.py", "analyst_env.server.tools"),
-}
-
-
 def _imports(path: Path) -> list[str]:
     names = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -58,4 +44,4 @@ def _violations(part: str) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("part", sorted(FORBIDDEN))
 def test_imports_go_one_way(part):
-    assert _violations(part) - KNOWN == set()
+    assert _violations(part) == set()
