@@ -10,9 +10,9 @@ package does not depend on the server.
 
 from __future__ import annotations
 
-import importlib
 from typing import Protocol
 
+from analyst_env.entry_points import load_entry_point
 from analyst_env.envs.sandbox import SandboxBackend
 
 BACKENDS: dict[str, str] = {
@@ -42,12 +42,6 @@ class BackendSettings(Protocol):
     e2b_template: str | None
     backend_connect_timeout_s: float
     remote_warm_slots: int
-
-
-def load_entry_point(spec: str):
-    """The object ``spec`` (``"package.module:attribute"``) names, importing its module."""
-    module_name, _, attribute = spec.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

@@ -257,6 +257,20 @@ class SplitView(Sequence):
         raise TypeError(f"split {self.name!r} of {NAME} is unbounded: index it or slice it")
 
 
+def from_seed(seed: str | None = None) -> ProceduralDataset:
+    """The set ``procedural`` (seed from ``$ANALYST_ENV_PROCEDURAL_SEED``) or ``procedural:SEED``.
+
+    Raises:
+        ValueError: ``seed`` is not an integer.
+    """
+    if seed is None:
+        return ProceduralDataset(seed_from_env())
+    try:
+        return ProceduralDataset(int(seed))
+    except ValueError:
+        raise ValueError(f"procedural:SEED needs an integer seed, got {seed!r}") from None
+
+
 def seed_from_env(default: int = 0) -> int:
     """The deployment seed from ``$ANALYST_ENV_PROCEDURAL_SEED`` (the default when unset)."""
     text = os.environ.get(SEED_ENV, "").strip()
