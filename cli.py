@@ -4,16 +4,22 @@
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
 environment-variable twin (see ``server/settings.py``).
+
+This module is the entry point (``main``, the ``analyst-env`` console script) and the
+top-level parser, with the server-side commands (``serve``, ``tasks``, ``bench``,
+``soak``). The commands that play or ship tasks (``eval``, ``validate``, ``export``) are
+in ``eval_cli.py``, ``envs`` in ``envs_cli.py`` and ``generate`` in
+``datasets/procedural/cli.py``; each registers its own subparsers.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import json
 import sys
-from typing import Any
+
+from analyst_env.eval_cli import add_eval_parsers, add_export_parser
 
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
@@ -27,22 +33,10 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _settings(args: argparse.Namespace):
+def cmd_serve(args: argparse.Namespace) -> int:
     from analyst_env.server.settings import Settings
 
-    return Settings.from_env(
-        dataset=getattr(args, "dataset", None),
-        max_sessions=getattr(args, "max_sessions", None),
-        cell_timeout_s=getattr(args, "cell_timeout", None),
-        output_limit_chars=getattr(args, "output_limit", None),
-        backend=getattr(args, "backend", None),
-        token=getattr(args, "token", None),
-        allow_builds=getattr(args, "allow_builds", None) or None,
-    )
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = Settings.from_args(args)
     if not _is_loopback(args.host) and not settings.token and not args.insecure:
         print(
             f"error: refusing to serve on non-loopback address {args.host!r} without a token. "
@@ -184,237 +178,6 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
-    from tqdm import tqdm
-
-    from analyst_env.client.chat_client import ChatError
-    from analyst_env.client.eval_run import EvalSettings, run_eval, select_tasks
-    from analyst_env.client.run_log import RunMismatch, runs_dir
-    from analyst_env.datasets import load_dataset
-
-    settings = EvalSettings(
-        dataset=args.dataset,
-        policy=args.policy,
-        model=args.model,
-        model_url=args.model_url,
-        api_key_env=args.api_key_env,
-        tool_format=args.tool_format,
-        samples=args.samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        max_turns=args.max_turns,
-        token_budget=args.token_budget,
-        split=args.split,
-        limit=args.limit,
-        concurrency=args.concurrency,
-        request_timeout_s=args.request_timeout,
-        retries=args.retries,
-        retry_backoff_s=args.retry_backoff,
-        run_name=args.run_name,
-        fresh=args.fresh,
-        include_quarantined=args.include_quarantined,
-        runs_dir=args.runs_dir or str(runs_dir(_settings(args).state_dir)),
-    )
-    try:
-        settings.check()
-        dataset = load_dataset(args.dataset)
-        if getattr(dataset, "unbounded", False):
-            raise ValueError(
-                f"{args.dataset!r} is unbounded; freeze a range first "
-                "(analyst-env generate ... --out DIR) and evaluate tasks:DIR"
-            )
-        tasks = select_tasks(dataset.tasks, args.split, args.limit, args.include_quarantined)
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-    who = args.model or args.policy
-    bar = tqdm(
-        total=len(tasks) * args.samples, desc=f"{who} on {args.dataset}", unit="ep", file=sys.stderr
-    )
-    tally = {"n": 0, "solved": 0, "reward": 0.0}
-
-    def progress(row: dict[str, Any]) -> None:
-        tally["n"] += 1
-        tally["solved"] += row["reward"] >= 1.0
-        tally["reward"] += row["reward"]
-        bar.set_postfix(
-            acc=f"{tally['solved'] / tally['n']:.3f}",
-            reward=f"{tally['reward'] / tally['n']:.3f}",
-            refresh=False,
-        )
-        bar.update(1)
-
-    def run(url: str):
-        return asyncio.run(
-            run_eval(
-                settings,
-                tasks,
-                url,
-                headers=headers,
-                on_result=progress,
-                on_start=bar.update,
-                json_path=args.json,
-            )
-        )
-
-    try:
-        if args.url:
-            result, run_dir = run(args.url)
-        else:
-            from analyst_env.client.local_server import BackgroundServer
-            from analyst_env.server.app import build_app
-
-            served = _settings(args).model_copy(update={"max_sessions": args.concurrency + 2})
-            with BackgroundServer(build_app(served)) as url:
-                result, run_dir = run(url)
-    except (RunMismatch, ChatError, ValueError) as exc:
-        bar.close()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        bar.close()
-        print(
-            f"interrupted: the {tally['n']} episode(s) finished in this run are kept in its log "
-            f"under {settings.runs_dir}; run the same command again to resume",
-            file=sys.stderr,
-        )
-        return 130
-    bar.close()
-    for task in [t for t in result["tasks"] if "error" in t][:10]:
-        print(f"  {task['task_id']}: {task['error']}", file=sys.stderr)
-    pass_k = " ".join(f"pass@{k}={v:.4f}" for k, v in result["pass_at_k"].items())
-    print(
-        f"{who} on {args.dataset}: n={result['n']} mean_reward={result['mean_reward']:.4f} "
-        f"{pass_k} errors={result['errors']}"
-    )
-    print(f"run {result['run_id']}: {run_dir}/report.html", file=sys.stderr)
-    return 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
-    from tqdm import tqdm
-
-    from analyst_env.client.validation import (
-        format_probes,
-        format_table,
-        report,
-        summary,
-        validate,
-    )
-    from analyst_env.datasets import load_dataset
-
-    if args.concurrency < 1:
-        print(f"error: --concurrency must be at least 1, got {args.concurrency}", file=sys.stderr)
-        return 2
-    try:
-        dataset = load_dataset(args.dataset)
-    except (ValueError, OSError) as exc:
-        print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
-        return 2
-    generation = None
-    if getattr(dataset, "unbounded", False):
-        from analyst_env.datasets.procedural.validate_sample import sample_for_validation
-
-        tasks, generation = sample_for_validation(dataset, args.split, args.start, args.sample)
-    else:
-        tasks = dataset.tasks
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-    bar = tqdm(total=len(tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
-
-    def run(url: str) -> list[dict[str, Any]]:
-        return asyncio.run(
-            validate(
-                url,
-                tasks,
-                concurrency=args.concurrency,
-                headers=headers,
-                on_result=lambda _: bar.update(1),
-            )
-        )
-
-    if args.url:
-        rows = run(args.url)
-    else:
-        from analyst_env.client.local_server import BackgroundServer
-        from analyst_env.server.app import build_app
-        from analyst_env.server.runtime import Runtime
-
-        settings = _settings(args).model_copy(update={"max_sessions": args.concurrency + 4})
-        runtime = Runtime(settings, datasets=[dataset])
-        try:
-            with BackgroundServer(build_app(settings, runtime=runtime)) as url:
-                rows = run(url)
-        finally:
-            runtime.close()
-    bar.close()
-    result = report(args.dataset, rows)
-    if generation is not None:
-        result["generation"] = generation
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-    print(format_table(rows))
-    for failure in result["failed"]:
-        print(
-            f"  FAIL {failure['task_id']} [{failure['check']}]: {failure['reason']}",
-            file=sys.stderr,
-        )
-    for broken in result["broken_upstream"]:
-        print(f"  broken upstream {broken['task_id']}: {broken['gold_status']}", file=sys.stderr)
-    print(format_probes(result))
-    print(summary(result))
-    if generation is not None:
-        print(f"generation: {json.dumps(generation, sort_keys=True)}")
-        if generation["nondeterministic"]:
-            return 1
-    return 1 if result["failed"] else 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
-    records)."""
-    if args.what == "harbor":
-        from analyst_env.client.harbor_export import export
-        from analyst_env.datasets import load_dataset
-
-        try:
-            dataset = load_dataset(args.dataset)
-            if getattr(dataset, "unbounded", False):
-                raise ValueError("it is unbounded; freeze a range first (analyst-env generate)")
-            tasks = dataset.tasks
-        except (ValueError, OSError) as exc:
-            print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
-            return 2
-        tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
-        try:
-            dirs = export(
-                tasks,
-                args.out,
-                grader_requirement=args.grader_requirement,
-                base_image=args.base_image,
-                wheelhouse=args.wheelhouse,
-            )
-        except (RuntimeError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
-        return 0
-    from analyst_env.client.trajectory_export import export, trajectory_files
-
-    state_dir = args.state_dir or _settings(args).state_dir
-    if not trajectory_files(state_dir):
-        print(f"error: no trajectories under {state_dir}/trajectories", file=sys.stderr)
-        return 1
-    written = export(state_dir, args.format, args.out)
-    print(f"wrote {len(written)} file(s) to {args.out}")
-    return 0
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from analyst_env.benchmarks.run import BenchConfig, format_markdown, run_bench
 
@@ -491,73 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tasks.set_defaults(func=cmd_tasks)
 
-    ev = sub.add_parser("eval", help="Evaluate a model (or the oracle/null policy) on a dataset")
-    ev.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
-    who = ev.add_mutually_exclusive_group(required=True)
-    who.add_argument("--policy", choices=["oracle", "null"], help="A scripted policy")
-    who.add_argument("--model", help="The model name sent to --model-url")
-    ev.add_argument("--model-url", help="OpenAI-compatible endpoint base, e.g. http://host:8000/v1")
-    ev.add_argument("--api-key-env", help="Environment variable holding the endpoint's API key")
-    ev.add_argument(
-        "--tool-format",
-        default="auto",
-        choices=["auto", "native", "text"],
-        help="native tool calls, the text <tool_call> form, or auto (probe)",
-    )
-    ev.add_argument("--samples", type=int, default=1, help="Episodes per task, for pass@k")
-    ev.add_argument("--temperature", type=float)
-    ev.add_argument("--top-p", type=float)
-    ev.add_argument("--max-tokens", type=int, help="Completion tokens per reply")
-    ev.add_argument("--seed", type=int, help="Sampling seed (sent to the endpoint) and reset seed")
-    ev.add_argument("--max-turns", type=int, default=20, help="Replies per episode (default 20)")
-    ev.add_argument("--token-budget", type=int, help="Completion tokens per episode")
-    ev.add_argument("--split", help="Only this split")
-    ev.add_argument("--limit", type=int, help="Only the first N tasks")
-    ev.add_argument("--url", help="Evaluate against this server (default: start one in-process)")
-    ev.add_argument("--token", help="Bearer token for --url")
-    ev.add_argument("--json", help="Also write the report here (and the HTML report beside it)")
-    ev.add_argument("--concurrency", type=int, default=8, help="Episodes in flight (default 8)")
-    ev.add_argument(
-        "--request-timeout",
-        type=float,
-        default=300.0,
-        help="Seconds per model request (default 300)",
-    )
-    ev.add_argument("--retries", type=int, default=4, help="Retries of a 429, 5xx or timeout")
-    ev.add_argument(
-        "--retry-backoff",
-        type=float,
-        default=1.0,
-        help="First retry wait in seconds, doubled each retry (default 1)",
-    )
-    ev.add_argument("--runs-dir", help="Where runs live (default: <state_dir>/runs)")
-    ev.add_argument("--run-name", help="Name the run (default: derived from its settings)")
-    ev.add_argument("--fresh", action="store_true", help="Start the run over instead of resuming")
-    ev.add_argument(
-        "--include-quarantined",
-        action="store_true",
-        help="Also play upstream tasks whose gold is known to be broken (skipped by default)",
-    )
-    ev.set_defaults(func=cmd_eval)
-
-    va = sub.add_parser(
-        "validate", help="Check every task: oracle scores 1, null 0, the same twice, no gold leaks"
-    )
-    va.add_argument("dataset", help="Shipped set name or FORMAT:PATH")
-    va.add_argument("--url", help="Validate against this server (default: start one in-process)")
-    va.add_argument("--json", help="Write the report here")
-    va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
-    va.add_argument("--token", help="Bearer token for --url")
-    va.add_argument(
-        "--sample", type=int, default=100, help="Tasks checked of an unbounded set (default 100)"
-    )
-    va.add_argument(
-        "--split", default="train", help="Split sampled of an unbounded set (default train)"
-    )
-    va.add_argument(
-        "--start", type=int, default=0, help="First index sampled of an unbounded set (default 0)"
-    )
-    va.set_defaults(func=cmd_validate)
+    add_eval_parsers(sub)  # eval, validate
 
     bench = sub.add_parser(
         "bench",
@@ -590,49 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--json", help="Write the report here")
     soak.set_defaults(func=cmd_soak)
 
-    export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
-    what = export.add_subparsers(dest="what", required=True)
-    harbor = what.add_parser(
-        "harbor", help="One Harbor task directory per task, graded by our scorer"
-    )
-    harbor.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
-    harbor.add_argument("--out", required=True, help="Output directory (tasks/ is written inside)")
-    harbor.add_argument("--split", help="Only this split")
-    harbor.add_argument("--limit", type=int, help="Only the first N tasks")
-    harbor.add_argument(
-        "--grader-requirement",
-        default=None,
-        help="the grader bundled into each task's tests/: a local wheel (copied in) or a pip "
-        "requirement (installed at verification; needs network). Default: a wheel built from the "
-        "running package",
-    )
-    harbor.add_argument(
-        "--base-image",
-        default="python:3.11-slim",
-        help="the image each task's Dockerfile builds FROM (default python:3.11-slim; "
-        "e.g. the local tag deploy/image/base.sh makes where Docker Hub is out of reach)",
-    )
-    harbor.add_argument(
-        "--wheelhouse",
-        default=None,
-        help="a folder of wheels for the image's packages: copied into each task's build "
-        "context and installed from there only (no package index at build time)",
-    )
-    harbor.set_defaults(func=cmd_export)
-    traj = what.add_parser(
-        "trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)"
-    )
-    traj.add_argument("--format", required=True, choices=["ipynb", "sft"])
-    traj.add_argument(
-        "--out",
-        default="trajectories-export",
-        help="Output directory (default trajectories-export)",
-    )
-    traj.add_argument(
-        "--state-dir",
-        help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)",
-    )
-    traj.set_defaults(func=cmd_export)
+    add_export_parser(sub)  # export harbor|trajectories
 
     from analyst_env.datasets.procedural.cli import add_parser as add_generate_parser
     from analyst_env.envs_cli import add_parser as add_envs_parser

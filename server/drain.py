@@ -28,7 +28,8 @@ import time
 
 import uvicorn
 
-from analyst_env.server.ws_endpoint import DRAINING_CLOSE_CODE, DRAINING_REASON, SessionSockets
+from analyst_env.server.ws_endpoint import SessionSockets
+from analyst_env.server.ws_frames import DRAINING_CLOSE_CODE, DRAINING_REASON
 
 log = logging.getLogger("uvicorn.error")
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

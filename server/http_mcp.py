@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 
-from analyst_env.server.ws_endpoint import DRAINING_REASON
+from analyst_env.server.ws_frames import DRAINING_REASON
 
 
 def _creates_session(body: bytes) -> tuple[bool, object]:

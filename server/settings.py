@@ -1,15 +1,19 @@
 """Server settings, read once from ``ANALYST_ENV_*`` environment variables.
 
-The CLI flags of ``analyst-env serve`` override the same fields, so the
-Dockerfile, a Space's variables and a terminal all configure one object.
+The CLI flags of ``analyst-env serve`` override the same fields (``Settings.from_args``),
+so the Dockerfile, a Space's variables and a terminal all configure one object.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, field_validator
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class Settings(BaseModel):
@@ -207,6 +211,23 @@ class Settings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Settings:
+        """Settings from the environment, then the flags of a parsed ``analyst-env`` command.
+
+        A flag the command does not have, or did not get, leaves the field to the
+        environment (``serve``, ``eval``, ``validate`` and ``export`` share this).
+        """
+        return cls.from_env(
+            dataset=getattr(args, "dataset", None),
+            max_sessions=getattr(args, "max_sessions", None),
+            cell_timeout_s=getattr(args, "cell_timeout", None),
+            output_limit_chars=getattr(args, "output_limit", None),
+            backend=getattr(args, "backend", None),
+            token=getattr(args, "token", None),
+            allow_builds=getattr(args, "allow_builds", None) or None,
+        )
 
 
 def _default_state_dir() -> str:

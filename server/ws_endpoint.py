@@ -20,15 +20,17 @@ two ways besides framing:
   1001 and a reason, and steps in flight are counted so the drain can wait.
 * A socket opened with ``?resume=1`` whose connection drops parks its episode for a
   grace period instead of closing it (``resume.py``).
+
+This module holds ``SessionSockets`` (the state both endpoints share, and the ``/ws``
+session loop) and ``install_ws_endpoints``; the ``/mcp`` endpoint is ``ws_mcp.py`` and
+frame parsing and error replies are ``ws_frames.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
-import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -59,108 +61,18 @@ from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
 from analyst_env.server.resume import Attachment, Parked, Parking, ResumeError, ResumeState
-
-log = logging.getLogger(__name__)
-
-#: Deepest nesting a frame may have. Real frames nest 4-6 levels; the limit keeps
-#: validation, serialisation and trajectory recording far from the recursion limit.
-MAX_DEPTH = 64
-#: Close code for sockets refused while the server drains (RFC 6455 "going away").
-DRAINING_CLOSE_CODE = 1001
-DRAINING_REASON = "server is shutting down; reconnect to start a new session"
-_ECHO_LIMIT = 100  # characters of a client's value echoed back in an error message
-
-
-class FrameError(Exception):
-    """A frame that cannot be read as a JSON object; ``code`` is the ``WSErrorCode`` to answer
-    with."""
-
-    def __init__(self, message: str, code: WSErrorCode) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def parse_frame(message: Mapping[str, Any]) -> Any:
-    """The JSON value of one received ASGI WebSocket message.
-
-    Raises:
-        FrameError: A binary frame, text that is not JSON, nesting deeper than
-            ``MAX_DEPTH`` or an integer too long to convert (``INVALID_JSON``).
-    """
-    text = message.get("text")
-    if text is None:
-        raise FrameError(
-            "Invalid JSON: binary frames are not accepted; send JSON text frames",
-            WSErrorCode.INVALID_JSON,
-        )
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
-    except RecursionError:
-        raise FrameError(
-            f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON
-        ) from None
-    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
-        raise FrameError(f"Invalid JSON: {exc}", WSErrorCode.INVALID_JSON) from None
-    if _depth_exceeds(value, MAX_DEPTH):
-        raise FrameError(
-            f"Invalid JSON: nested deeper than {MAX_DEPTH} levels", WSErrorCode.INVALID_JSON
-        )
-    return value
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """True if ``value`` nests lists/objects more than ``limit`` levels deep (iterative: no
-    recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, dict)):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend(
-                (child, depth + 1) for child in children if isinstance(child, (list, dict))
-            )
-    return False
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= _ECHO_LIMIT else text[:_ECHO_LIMIT] + "..."
-
-
-def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    """pydantic's errors as JSON values, inputs cut short (an error frame must not echo 100 MB)."""
-    errors = json.loads(exc.json(include_url=False))
-    for err in errors:
-        if "input" in err and len(json.dumps(err["input"])) > 1000:
-            err["input"] = _short(json.dumps(err["input"]))
-    return errors
-
-
-def _error_frame(message: str, code: WSErrorCode, **extra: Any) -> str:
-    return WSErrorResponse(data={"message": message, "code": code, **extra}).model_dump_json()
-
-
-async def _send(websocket: WebSocket, text: str) -> bool:
-    """Send one frame; False if the client is gone (never raises for a closed socket)."""
-    try:
-        await websocket.send_text(text)
-        return True
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        return False
-    except Exception as exc:  # websockets' ConnectionClosed and similar transport errors
-        log.debug("send failed: %s", exc)
-        return False
-
-
-async def _close(websocket: WebSocket, code: int = 1000, reason: str = "") -> None:
-    try:
-        await websocket.close(code=code, reason=reason)
-    except Exception:
-        pass
+from analyst_env.server.ws_frames import (
+    DRAINING_CLOSE_CODE,
+    DRAINING_REASON,
+    FrameError,
+    close,
+    error_frame,
+    parse_frame,
+    send,
+    short,
+    validation_errors,
+)
+from analyst_env.server.ws_mcp import McpEndpoint
 
 
 class SessionSockets:
@@ -168,11 +80,11 @@ class SessionSockets:
 
     def __init__(self, server: HTTPEnvServer, mcp_handler, resume_grace_s: float = 120.0) -> None:
         self.server = server
-        self.mcp_handler = mcp_handler
         self.draining = False
         self.in_flight = 0  # frames being handled now
         self.sockets: set[WebSocket] = set()
         self.parking = Parking(resume_grace_s, lambda sid: self.release_session(sid, owned=True))
+        self.mcp = McpEndpoint(self, mcp_handler)  # /mcp, and the ``mcp`` frames of /ws
 
     # ── session ownership ───────────────────────────────────────────────────
     async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
@@ -187,7 +99,7 @@ class SessionSockets:
             async with server._session_lock:
                 env = server._sessions.get(requested, _MISSING)
                 if env is _MISSING:
-                    raise RuntimeError(f"Unknown session_id: {_short(requested)}")
+                    raise RuntimeError(f"Unknown session_id: {short(requested)}")
                 if env is None:
                     raise RuntimeError(f"Session {requested} is still initializing")
                 if requested in server._session_websocket_attachments:
@@ -217,9 +129,9 @@ class SessionSockets:
         await websocket.accept()
         if self.draining:
             # ``draining`` says it in data: a client moves to another replica without reading prose.
-            refusal = _error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR, draining=True)
-            await _send(websocket, refusal)
-            await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
+            refusal = error_frame(DRAINING_REASON, WSErrorCode.SESSION_ERROR, draining=True)
+            await send(websocket, refusal)
+            await close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id, owned = None, False
         query = websocket.query_params
@@ -245,12 +157,12 @@ class SessionSockets:
                     session_id, env, owned = await self.open_session(websocket)
             except ResumeError as exc:
                 extra = {"retry": True} if exc.retry else {}
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR, **extra))
+                await send(websocket, error_frame(str(exc), WSErrorCode.SESSION_ERROR, **extra))
                 return
             except SessionCapacityError as exc:
-                await _send(
+                await send(
                     websocket,
-                    _error_frame(
+                    error_frame(
                         str(exc),
                         WSErrorCode.CAPACITY_REACHED,
                         active_sessions=exc.active_sessions,
@@ -259,15 +171,13 @@ class SessionSockets:
                 )
                 return
             except EnvironmentFactoryError as exc:
-                await _send(
+                await send(
                     websocket,
-                    _error_frame(
-                        str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name
-                    ),
+                    error_frame(str(exc), WSErrorCode.FACTORY_ERROR, factory_name=exc.factory_name),
                 )
                 return
             except Exception as exc:
-                await _send(websocket, _error_frame(str(exc), WSErrorCode.SESSION_ERROR))
+                await send(websocket, error_frame(str(exc), WSErrorCode.SESSION_ERROR))
                 return
             async with AsyncExitStack() as stack:
                 mcp_session = getattr(env, "mcp_session", None)
@@ -276,7 +186,7 @@ class SessionSockets:
                 if (
                     pending is not None
                 ):  # the reply to a step that finished while the client was away
-                    if await _send(websocket, pending):
+                    if await send(websocket, pending):
                         pending = None
                 while pending is None:
                     message = await self._receive(websocket, attachment)
@@ -290,7 +200,7 @@ class SessionSockets:
                     if reply is None:  # a close frame
                         closed_cleanly = True
                         break
-                    if attachment.taken_over or not await _send(websocket, reply):
+                    if attachment.taken_over or not await send(websocket, reply):
                         pending = reply
                         break
         except WebSocketDisconnect:
@@ -312,7 +222,7 @@ class SessionSockets:
                     )  # stays attached: never reaped
                 else:
                     await self.release_session(session_id, owned)
-            await _close(websocket)
+            await close(websocket)
 
     @staticmethod
     async def _receive(websocket: WebSocket, attachment: Attachment) -> MutableMapping[str, Any]:
@@ -344,7 +254,7 @@ class SessionSockets:
         try:
             frame = parse_frame(message)
         except FrameError as exc:
-            return _error_frame(str(exc), exc.code)
+            return error_frame(str(exc), exc.code)
         if not isinstance(frame, dict):
             return WSErrorResponse(
                 data={
@@ -432,152 +342,22 @@ class SessionSockets:
                         JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}"
                     )
                 else:
-                    response = await self._rpc(request, env, session_id)
+                    response = await self.mcp.rpc(request, env, session_id)
                 return WSMCPResponse(data=response.model_dump()).model_dump_json()
-            return _error_frame(
-                f"Unknown message type: {_short(msg_type)}", WSErrorCode.UNKNOWN_TYPE
-            )
+            return error_frame(f"Unknown message type: {short(msg_type)}", WSErrorCode.UNKNOWN_TYPE)
         except ValidationError as exc:
             return WSErrorResponse(
                 data={
                     "message": "Invalid message",
                     "code": WSErrorCode.VALIDATION_ERROR,
-                    "errors": _validation_errors(exc),
+                    "errors": validation_errors(exc),
                 }
             ).model_dump_json()
         except Exception as exc:
-            return _error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
-
-    async def _rpc(
-        self, request: JsonRpcRequest, env: Environment, session_id: str
-    ) -> JsonRpcResponse:
-        try:
-            return await self.mcp_handler(request, session_env=env, session_id=session_id)
-        except Exception as exc:
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id
-            )
-
-    # ── /mcp (JSON-RPC over WebSocket, one session per socket) ───────────────
-    async def mcp(self, websocket: WebSocket) -> None:
-        """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an
-        error response."""
-        await websocket.accept()
-        if self.draining:
-            await _send(
-                websocket,
-                JsonRpcResponse.error_response(
-                    JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON
-                ).model_dump_json(),
-            )
-            await _close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
-            return
-        session_id = None
-        self.sockets.add(websocket)
-        try:
-            try:
-                session_id, env, _ = await self._open_mcp_session()
-            except SessionCapacityError as exc:
-                await _send(
-                    websocket,
-                    JsonRpcResponse.error_response(
-                        JsonRpcErrorCode.SERVER_ERROR,
-                        str(exc),
-                        data={
-                            "active_sessions": exc.active_sessions,
-                            "max_sessions": exc.max_sessions,
-                        },
-                    ).model_dump_json(),
-                )
-                return
-            except EnvironmentFactoryError as exc:
-                await _send(
-                    websocket,
-                    JsonRpcResponse.error_response(
-                        JsonRpcErrorCode.SERVER_ERROR,
-                        str(exc),
-                        data={"factory_name": exc.factory_name},
-                    ).model_dump_json(),
-                )
-                return
-            except Exception as exc:
-                await _send(
-                    websocket,
-                    JsonRpcResponse.error_response(
-                        JsonRpcErrorCode.SERVER_ERROR, str(exc)
-                    ).model_dump_json(),
-                )
-                return
-            async with AsyncExitStack() as stack:
-                mcp_session = getattr(env, "mcp_session", None)
-                if callable(mcp_session):
-                    await stack.enter_async_context(mcp_session())
-                while True:
-                    message = await websocket.receive()
-                    if message["type"] == "websocket.disconnect":
-                        break
-                    self.in_flight += 1
-                    try:
-                        reply = await self._mcp_frame(message, env, session_id)
-                    finally:
-                        self.in_flight -= 1
-                    if not await _send(websocket, reply):
-                        break
-        except WebSocketDisconnect:
-            pass
-        finally:
-            self.sockets.discard(websocket)
-            if session_id is not None:
-                await self.release_session(session_id, owned=True)
-            await _close(websocket)
-
-    async def _open_mcp_session(self) -> tuple[str, Environment, bool]:
-        session_id, env = await self.server._create_session()
-        async with self.server._session_lock:
-            if session_id in self.server._sessions:
-                self.server._session_websocket_attachments.add(session_id)
-        return session_id, env, True
-
-    async def _mcp_frame(
-        self, message: MutableMapping[str, Any], env: Environment, session_id: str
-    ) -> str:
-        try:
-            value = parse_frame(message)
-        except FrameError as exc:
-            text = str(exc).removeprefix("Invalid JSON: ")
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.PARSE_ERROR, f"Parse error: {text}"
-            ).model_dump_json()
-        if not isinstance(value, dict):
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INVALID_REQUEST,
-                f"Invalid request: a request must be a JSON object, got {type(value).__name__}",
-            ).model_dump_json()
-        try:
-            request = JsonRpcRequest(**value)
-        except ValidationError as exc:
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {_short_errors(exc)}"
-            ).model_dump_json()
-        except TypeError as exc:  # keys that are not identifiers cannot be keyword arguments
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {exc}"
-            ).model_dump_json()
-        response = await self._rpc(request, env, session_id)
-        try:
-            return response.model_dump_json()
-        except Exception as exc:
-            return JsonRpcResponse.error_response(
-                JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id
-            ).model_dump_json()
+            return error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
 
 
 _MISSING = object()
-
-
-def _short_errors(exc: ValidationError) -> str:
-    text = str(exc)
-    return text if len(text) <= 2000 else text[:2000] + "..."
 
 
 def _closure_var(fn, name: str) -> Any:
@@ -608,7 +388,7 @@ def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> Session
         if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
     ]
     app.add_api_websocket_route("/ws", sockets.ws)
-    app.add_api_websocket_route("/mcp", sockets.mcp)
+    app.add_api_websocket_route("/mcp", sockets.mcp.serve)
     app.state.env_server = server
     app.state.sockets = sockets
     return sockets

@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from analyst_env.server.live import LiveHub
-from analyst_env.server.ws_endpoint import DRAINING_CLOSE_CODE, DRAINING_REASON
+from analyst_env.server.ws_frames import DRAINING_CLOSE_CODE, DRAINING_REASON
 
 HEARTBEAT_S = 15.0
 

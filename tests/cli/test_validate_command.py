@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import registered_datasets
 from support import SECRET_TOTAL, make_tiny_dataset
 
 from analyst_env import cli
@@ -32,15 +33,10 @@ def tiny(tmp_path_factory) -> dict[str, Task]:
 @pytest.fixture
 def served(monkeypatch):
     """Register datasets under ``hvtest:NAME`` for the duration of a test."""
-    datasets: dict[str, Dataset] = {}
-
-    def load(path: str) -> Dataset:
-        return datasets[Path(path).name]
-
-    monkeypatch.setitem(registry.FORMATS, "hvtest", load)
+    monkeypatch.setitem(registry.FORMATS, "hvtest", "registered_datasets:load")
 
     def serve(name: str, tasks: list[Task]) -> str:
-        datasets[name] = Dataset(name=name, tasks=tasks)
+        monkeypatch.setitem(registered_datasets.DATASETS, name, Dataset(name=name, tasks=tasks))
         return f"hvtest:{name}"
 
     return serve

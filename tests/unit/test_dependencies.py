@@ -22,6 +22,7 @@ FORBIDDEN = {
     "client": {"server"},
 }
 
+
 def _imports(path: Path) -> list[str]:
     names = []
     for node in ast.walk(ast.parse(path.read_text())):
