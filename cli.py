@@ -162,7 +162,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         print("Show the tasks of one with: analyst-env tasks --dataset NAME")
         return 0
     dataset = load_dataset(args.dataset)
-    if getattr(dataset, "unbounded", False):  # made on demand: show the first few of each split
+    if dataset.unbounded:  # made on demand: show the first few of each split
         splits = [args.split] if args.split else dataset.splits()
         tasks = [dataset.task(s, i) for s in splits for i in range(args.limit or 10)]
     else:

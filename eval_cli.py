@@ -25,9 +25,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
     from tqdm import tqdm
 
-    from analyst_env.client.chat_client import ChatError
-    from analyst_env.client.eval_run import EvalSettings, run_eval, select_tasks
-    from analyst_env.client.run_log import RunMismatch, runs_dir
+    from analyst_env.client.evaluation.chat_client import ChatError
+    from analyst_env.client.evaluation.run import EvalSettings, run_eval, select_tasks
+    from analyst_env.client.evaluation.run_log import RunMismatch, runs_dir
     from analyst_env.datasets import load_dataset
     from analyst_env.server.settings import Settings
 
@@ -59,7 +59,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         settings.check()
         dataset = load_dataset(args.dataset)
-        if getattr(dataset, "unbounded", False):
+        if dataset.unbounded:
             raise ValueError(
                 f"{args.dataset!r} is unbounded; freeze a range first "
                 "(analyst-env generate ... --out DIR) and evaluate tasks:DIR"
@@ -139,7 +139,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
     from tqdm import tqdm
 
-    from analyst_env.client.validation import (
+    from analyst_env.client.evaluation.validation import (
         format_probes,
         format_table,
         report,
@@ -158,7 +158,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
         return 2
     generation = None
-    if getattr(dataset, "unbounded", False):
+    if dataset.unbounded:
         from analyst_env.datasets.procedural.validate_sample import sample_for_validation
 
         tasks, generation = sample_for_validation(dataset, args.split, args.start, args.sample)
@@ -222,12 +222,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
     records)."""
     if args.what == "harbor":
-        from analyst_env.client.harbor_export import export
+        from analyst_env.client.trainers.harbor_export import export
         from analyst_env.datasets import load_dataset
 
         try:
             dataset = load_dataset(args.dataset)
-            if getattr(dataset, "unbounded", False):
+            if dataset.unbounded:
                 raise ValueError("it is unbounded; freeze a range first (analyst-env generate)")
             tasks = dataset.tasks
         except (ValueError, OSError) as exc:
@@ -247,7 +247,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             return 2
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
-    from analyst_env.client.trajectory_export import export, trajectory_files
+    from analyst_env.client.trainers.trajectory_export import export, trajectory_files
     from analyst_env.server.settings import Settings
 
     state_dir = args.state_dir or Settings.from_args(args).state_dir

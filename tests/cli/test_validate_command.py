@@ -16,8 +16,13 @@ import registered_datasets
 from support import SECRET_TOTAL, make_tiny_dataset
 
 from analyst_env import cli
+from analyst_env.client.evaluation.validation import (
+    find_leak,
+    gold_values,
+    leak_patterns,
+    value_pattern,
+)
 from analyst_env.client.local_server import BackgroundServer
-from analyst_env.client.validation import find_leak, gold_values, leak_patterns, value_pattern
 from analyst_env.datasets import registry
 from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers import scorers
@@ -308,7 +313,7 @@ def _catalogue() -> list[dict]:
 
 def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
     """The catalogue and prompts reach every episode: one task's answer there scores for free."""
-    from analyst_env.client.validation import prompt_frame
+    from analyst_env.client.evaluation.validation import prompt_frame
     from analyst_env.datasets.shipped import load_starter
 
     catalogue = _catalogue()
@@ -322,7 +327,7 @@ def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
 
 
 def test_a_gold_written_into_shared_text_is_a_leak():
-    from analyst_env.client.validation import _leak
+    from analyst_env.client.evaluation.validation import _leak
 
     task = Task(
         id="t-fare",

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from analyst_env.client import AnalystEnv
+from analyst_env.client.evaluation.validation import validate
 from analyst_env.client.local_server import BackgroundServer
-from analyst_env.client.validation import validate
 from analyst_env.server.app import build_app
 from analyst_env.server.settings import Settings
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from analyst_env.cli import main
-from analyst_env.client.evaluation import evaluate
+from analyst_env.client.evaluation.engine import evaluate
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.procedural import ProceduralDataset
 from analyst_env.datasets.procedural.sampling import fingerprint

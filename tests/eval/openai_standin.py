@@ -23,7 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from analyst_env.client.local_server import BackgroundServer
-from analyst_env.client.tool_calls import parse_tool_calls
+from analyst_env.client.trainers.tool_calls import parse_tool_calls
 from analyst_env.datasets import Task
 
 

@@ -8,8 +8,8 @@ from math import comb
 
 import pytest
 
-from analyst_env.client.eval_html import render_html
-from analyst_env.client.eval_report import build_report, pass_at_k, task_facets
+from analyst_env.client.evaluation.html_report import render_html
+from analyst_env.client.evaluation.report import build_report, pass_at_k, task_facets
 from analyst_env.datasets import load_dataset
 
 

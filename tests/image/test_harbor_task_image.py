@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from image.test_published_image import REPO, engine  # noqa: F401  (the shared engine fixture)
 
-from analyst_env.client.harbor_export import export
+from analyst_env.client.trainers.harbor_export import export
 from analyst_env.datasets import load_dataset
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(2400)]  # the first build installs from PyPI

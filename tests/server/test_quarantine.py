@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyst_env.client.eval_run import select_tasks
+from analyst_env.client.evaluation.run import select_tasks
 from analyst_env.datasets import Dataset
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime, TaskNotFoundError

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analyst_env.client.evaluation import evaluate
+from analyst_env.client.evaluation.engine import evaluate
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.registry import load_dataset
 from analyst_env.server.app import build_app

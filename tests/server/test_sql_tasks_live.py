@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.evaluation import evaluate
+from analyst_env.client.evaluation.engine import evaluate
 from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.kaggledbqa import load_kaggledbqa
 from analyst_env.datasets.spider import load_spider

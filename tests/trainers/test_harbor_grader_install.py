@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analyst_env.client.harbor_export import build_grader_wheel, export
+from analyst_env.client.trainers.harbor_export import build_grader_wheel, export
 from analyst_env.datasets import load_dataset
 
 

@@ -14,8 +14,8 @@ import pytest
 from playwright.sync_api import expect
 from webui_support import open_web
 
-from analyst_env.client.eval_run import EvalSettings, run_eval
-from analyst_env.client.run_log import runs_dir
+from analyst_env.client.evaluation.run import EvalSettings, run_eval
+from analyst_env.client.evaluation.run_log import runs_dir
 from analyst_env.datasets import load_dataset
 
 pytestmark = pytest.mark.live

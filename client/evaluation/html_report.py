@@ -102,7 +102,7 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """The whole report page for a :func:`~analyst_env.client.eval_report.build_report` report."""
+    """The whole report page for a :func:`.report.build_report` report."""
     model = report.get("model") or {}
     who = model.get("name") or report.get("policy") or "?"
     tokens = report.get("tokens") or {}

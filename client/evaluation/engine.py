@@ -15,11 +15,11 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from analyst_env.client.agent_loop import Policy, play_episode
 from analyst_env.client.analyst_client import AnalystEnv
-from analyst_env.client.eval_report import task_facets
-from analyst_env.client.policies import ScriptedPolicy
-from analyst_env.client.run_log import RunLog, episode_id_for
+from analyst_env.client.evaluation.agent_loop import Policy, play_episode
+from analyst_env.client.evaluation.policies import ScriptedPolicy
+from analyst_env.client.evaluation.report import task_facets
+from analyst_env.client.evaluation.run_log import RunLog, episode_id_for
 from analyst_env.datasets import Task
 from analyst_env.task_format import ToolCall
 
@@ -138,7 +138,7 @@ async def evaluate(
     Args:
         base_url: The environment server.
         tasks: The tasks (read locally: the scripted policies need their gold).
-        policy: ``"oracle"``, ``"null"`` or a :class:`~analyst_env.client.agent_loop.Policy`.
+        policy: ``"oracle"``, ``"null"`` or a :class:`.agent_loop.Policy`.
         concurrency: Episodes in flight.
         on_result: Called with each row as its episode finishes (a progress bar).
         samples: Episodes per task (sample ``k`` of a task is row ``sample=k``).

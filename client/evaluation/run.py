@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyst_env.client.chat_client import ChatClient
-from analyst_env.client.eval_html import render_html
-from analyst_env.client.eval_report import build_report
-from analyst_env.client.evaluation import evaluate
-from analyst_env.client.policies import SCRIPTS, ModelPolicy
-from analyst_env.client.run_log import (
+from analyst_env.client.evaluation.chat_client import ChatClient
+from analyst_env.client.evaluation.engine import evaluate
+from analyst_env.client.evaluation.html_report import render_html
+from analyst_env.client.evaluation.policies import SCRIPTS, ModelPolicy
+from analyst_env.client.evaluation.report import build_report
+from analyst_env.client.evaluation.run_log import (
     LOG_NAME,
     REPORT_HTML,
     REPORT_JSON,

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from math import comb
 from typing import Any
 
-from analyst_env.client.agent_loop import SOLVED_AT
+from analyst_env.client.evaluation.agent_loop import SOLVED_AT
 
 FACETS = ("dataset", "kind", "level", "category")
 _LEVEL_KEYS = ("level", "difficulty", "hardness")

@@ -19,7 +19,7 @@ A dataset is sound when, for each task, through the real server:
 The report counts, per scorer, the adversarial answers tried and the natural
 forms tried, and how many scored as they must.
 
-Episodes run with :func:`analyst_env.client.evaluation.run_episode`, which
+Episodes run with :func:`analyst_env.client.evaluation.engine.run_episode`, which
 hands every frame to the leak scan; a task's three runs go one after another
 (oracle, null, repeat), tasks run concurrently.
 
@@ -41,7 +41,7 @@ design: its id, instruction, ``max_steps`` and the reset's file descriptions
 Text shared by every task is **not** counted as shown by design, because one
 task's gold written into it is a gift to every episode: the tool catalogue
 (it is in the reset frame, so the null run scans it) and the trainer prompts
-(``client.prompts``: the system prompt and the tool-calling template), which
+(``client.trainers.prompts``: the system prompt and the tool-calling template), which
 are scanned as a frame of their own.
 
 **Matching** is case-insensitive on whole tokens: a value that starts or ends
@@ -81,7 +81,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
-from analyst_env.client.evaluation import run_episode
+from analyst_env.client.evaluation.engine import run_episode
 from analyst_env.datasets import Task, describe_file
 from analyst_env.datasets.gold_audit import GOLD_OK
 from analyst_env.task_format import ToolCall
@@ -185,7 +185,7 @@ def public_text(task: Task) -> str:
 
 def prompt_frame(tool_catalogue: Any) -> dict[str, str]:
     """The trainer-facing texts every task shares: the system prompt and the tool-calling prompt."""
-    from analyst_env.client.prompts import SYSTEM_PROMPT, hermes_tools_prompt
+    from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, hermes_tools_prompt
 
     return {
         "system_prompt": SYSTEM_PROMPT,

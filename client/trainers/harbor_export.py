@@ -199,7 +199,7 @@ def _task_toml(task: Task, timeout_s: int) -> str:
 
 
 def _instruction(task: Task) -> str:
-    from analyst_env.client.prompts import describe_files
+    from analyst_env.client.trainers.prompts import describe_files
     from analyst_env.datasets import describe_file
 
     files = [describe_file(name, path) for name, path in sorted(task.files.items())]
