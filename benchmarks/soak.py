@@ -1,14 +1,18 @@
 """``analyst-env soak``: many sessions doing random valid and invalid things, then a leak check.
 
 Trainers hold thousands of sessions for hours. The soak starts a real ``analyst-env
-serve`` process, warms it up with one episode per session, takes a snapshot of what
-the server holds (processes of its tree, open fds, the main process's RSS, mounts,
-cgroups, the backend's scratch directories), and then runs ``--sessions`` clients for
-``--minutes``. Each client plays episodes made of random actions: valid cells, SQL,
-file listings, and everything a clumsy or hostile client does (binary and malformed
-frames, unknown tools and wrong arguments, cells that crash the kernel, loop past the
-cell timeout or eat memory, connections dropped mid-step and resumed, or dropped for
-good). Every frame must get a reply; a client that gets none counts as a failure.
+serve`` process and runs ``--sessions`` clients on it: first for a warm-up (a tenth of
+the run, 10 s to 60 s), then for ``--minutes``. Between the two it takes a snapshot of
+what the server holds (processes of its tree, open fds, the main process's RSS, mounts,
+cgroups, the backend's scratch directories). The warm-up plays the same random
+actions as the soak: what the first of each kind loads once (a scorer's module, the
+allocator's arenas at full concurrency) belongs to the baseline, and what grows after
+it is what a long run would keep growing (``rss_mib_samples`` shows which: a plateau
+or a slope). Each client plays episodes made of random actions: valid cells, SQL, file
+listings, and everything a clumsy or hostile client does (binary and malformed frames,
+unknown tools and wrong arguments, cells that crash the kernel, loop past the cell
+timeout or eat memory, connections dropped mid-step and resumed, or dropped for good).
+Every frame must get a reply; a client that gets none counts as a failure.
 
 At the end all clients close, the server gets time to tear episodes down, and the
 snapshot is taken again. The report lists the differences; the command exits 1 if
@@ -24,6 +28,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +53,13 @@ class SoakConfig:
     max_rss_growth_pct: float = 5.0
     steps_per_episode: int = 12
     settle_s: float = 30.0  # longest wait for torn-down episodes to release what they held
+    warm_up_s: float | None = None  # None: a tenth of the run, 10 s to 60 s
+    rss_sample_s: float = 15.0  # how often the main process's RSS is recorded
+
+    def warm_up_seconds(self) -> float:
+        if self.warm_up_s is not None:
+            return self.warm_up_s
+        return min(60.0, max(10.0, 6.0 * self.minutes))
 
 
 @dataclass
@@ -113,8 +125,6 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
             fds += len(os.listdir(f"/proc/{pid}/fd"))
         except OSError:
             pass
-    with open(f"/proc/{server.proc.pid}/status") as fh:
-        rss_kib = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
     with open("/proc/self/mountinfo") as fh:
         mounts = sum(1 for _ in fh)
     cgroups = len(glob.glob("/sys/fs/cgroup/**/analyst*", recursive=True))
@@ -122,11 +132,17 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
     return {
         "processes": len(pids),
         "fds": fds,
-        "rss_mib": rss_kib / 1024,
+        "rss_mib": rss_mib(server),
         "mounts": mounts,
         "cgroups": cgroups,
         "scratch_dirs": scratch,
     }
+
+
+def rss_mib(server: ServerProcess) -> float:
+    """The server's main process's resident memory, in MiB."""
+    with open(f"/proc/{server.proc.pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
 
 
 async def _reply(ws) -> dict[str, Any]:
@@ -251,17 +267,44 @@ async def _client(
             tally.problem(f"connection failed: {exc!r}")
 
 
-async def _warm_up(ws_url: str, sessions: int) -> None:
-    """One short episode per client, so the baseline includes what a full server keeps warm."""
+def _clients(
+    ws_url: str, rng: random.Random, cfg: SoakConfig, tally: Tally, seconds: float
+) -> None:
+    """Run ``cfg.sessions`` random clients for ``seconds``."""
+    deadline = time.monotonic() + seconds
 
-    async def one() -> None:
-        async with websockets.connect(ws_url, max_size=None, ping_interval=None) as ws:
-            await ws.send(json.dumps({"type": "reset", "data": {"task_id": TASK_ID}}))
-            await _reply(ws)
-            await ws.send(_cell("1 + 1"))
-            await _reply(ws)
+    async def run() -> None:
+        await asyncio.gather(
+            *(
+                _client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
+                for _ in range(cfg.sessions)
+            )
+        )
 
-    await asyncio.gather(*(one() for _ in range(sessions)))
+    asyncio.run(run())
+
+
+class _RssSampler:
+    """Records the server's RSS every ``period_s`` on a thread, to tell a plateau from a leak."""
+
+    def __init__(self, server: ServerProcess, period_s: float) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._server, self._period_s = server, period_s
+        self._stop = threading.Event()
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="soak-rss", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period_s):
+            self.samples.append(
+                (round(time.monotonic() - self._started, 1), round(rss_mib(self._server), 1))
+            )
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
 
 
 def _settle(server: ServerProcess, baseline: dict[str, Any], wait_s: float) -> dict[str, Any]:
@@ -298,23 +341,18 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     tally = Tally()
     with ServerProcess(argv, env=env) as server:
         ws_url = server.url.replace("http://", "ws://") + "/ws"
-        log(f"warming up {cfg.sessions} sessions ...")
-        asyncio.run(_warm_up(ws_url, cfg.sessions))
-        time.sleep(3.0)  # the warm-up's episodes are torn down
+        warm_up_s = cfg.warm_up_seconds()
+        idle = snapshot(server)
+        log(f"warming up {cfg.sessions} sessions for {warm_up_s:g} s ...")
+        _clients(ws_url, rng, cfg, tally, warm_up_s)
+        _settle(server, idle, cfg.settle_s + RESUME_GRACE_S)  # the warm-up's episodes end
         baseline = snapshot(server)
         log(f"baseline: {baseline}; soaking for {cfg.minutes:g} min ...")
+        warm_episodes = tally.episodes
         started = time.monotonic()
-        deadline = started + cfg.minutes * 60
-
-        async def soak() -> None:
-            await asyncio.gather(
-                *(
-                    _client(ws_url, random.Random(rng.random()), cfg, tally, deadline)
-                    for _ in range(cfg.sessions)
-                )
-            )
-
-        asyncio.run(soak())
+        sampler = _RssSampler(server, cfg.rss_sample_s)
+        _clients(ws_url, rng, cfg, tally, cfg.minutes * 60)
+        samples = sampler.stop()
         elapsed = time.monotonic() - started
         log("closing; waiting for episodes to be torn down ...")
         end = _settle(server, baseline, cfg.settle_s + RESUME_GRACE_S)
@@ -335,7 +373,8 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         "failures": failures,
         "config": asdict(cfg),
         "elapsed_s": elapsed,
-        "episodes": tally.episodes,
+        "episodes": tally.episodes - warm_episodes,
+        "warm_up": {"seconds": warm_up_s, "episodes": warm_episodes},
         "frames_answered": tally.frames,
         "actions": dict(sorted(tally.actions.items())),
         "problems": tally.problems,
@@ -343,5 +382,16 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         "end": end,
         "leaks": leaks,
         "rss_growth_pct": growth,
+        # (seconds into the soak, MiB) while the clients run: flat after a rise is a plateau
+        "rss_mib_samples": samples,
+        "rss_growth_second_half_pct": _second_half_growth(samples),
         "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+
+
+def _second_half_growth(samples: list[tuple[float, float]]) -> float | None:
+    """RSS growth from the sample at mid-run to the last one, in percent (None: too few)."""
+    if len(samples) < 4:
+        return None
+    middle, last = samples[len(samples) // 2][1], samples[-1][1]
+    return round(100 * (last - middle) / middle, 2)
