@@ -18,7 +18,6 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -53,7 +52,8 @@ from analyst_env.server.metrics import (  # noqa: E402
 )
 from analyst_env.server.process_reward import score_step  # noqa: E402
 from analyst_env.server.reset_options import ResetOptions  # noqa: E402
-from analyst_env.server.runtime import Chain, Runtime  # noqa: E402
+from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.task_api import TaskApi  # noqa: E402
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
 
@@ -82,11 +82,8 @@ class SessionClosed(RuntimeError):
 READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
 """The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
 
-MAX_UNBOUNDED_RANGE = 1000
-"""Tasks one Task API range call may ask of a split whose tasks are made on demand."""
 
-
-class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
+class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]):
     """One session's environment. Cheap to construct; the sandbox starts at ``reset``."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
@@ -418,40 +415,3 @@ class AnalystEnvironment(Environment[Action, Observation, AnalystState]):
                 return result
 
         return await self._in_worker(call)
-
-    # ── Task API (OpenEnv TaskProvider) ─────────────────────────────────────
-    # Discovery only: an unknown split is simply empty (``get_task`` then gives 400).
-    def list_splits(self) -> list[str]:
-        return self._runtime.splits()
-
-    def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        tasks = self._tasks_of(split)
-        if isinstance(tasks, Chain) and tasks.unbounded:
-            # IndexError is what the Task API answers with 400
-            raise IndexError(f"split {split!r} is unbounded ({len(tasks)} tasks): ask for a range")
-        return self.get_task_range(split, 0, len(tasks))
-
-    def num_tasks(self, split: str) -> int:
-        return len(self._tasks_of(split))
-
-    def get_task(self, split: str, index: int) -> dict[str, Any]:
-        tasks = self._tasks_of(split)
-        if not 0 <= index < len(tasks):
-            raise IndexError(f"index {index} out of range for split {split!r} ({len(tasks)} tasks)")
-        return self._task_spec(tasks, index)
-
-    def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
-        tasks = self._tasks_of(split)
-        if isinstance(tasks, Chain) and tasks.unbounded and stop - start > MAX_UNBOUNDED_RANGE:
-            raise IndexError(
-                f"split {split!r} makes its tasks on demand: ask for at most "
-                f"{MAX_UNBOUNDED_RANGE} at a time"
-            )
-        return [self._task_spec(tasks, i) for i in range(max(0, start), min(stop, len(tasks)))]
-
-    def _tasks_of(self, split: str) -> Sequence:
-        return self._runtime.split(split) if split in self._runtime.splits() else []
-
-    @staticmethod
-    def _task_spec(tasks: Sequence, index: int) -> dict[str, Any]:
-        return {**tasks[index].public_view(), "index": index}
