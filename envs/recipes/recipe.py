@@ -21,9 +21,25 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from analyst_env.envs.recipes.fields import (
+    APT_OPTIONS_RE,
+    APT_RE,
+    APT_SUITE_RE,
+    IMAGE_RE,
+    MAX_ENTRIES,
+    MAX_ENTRY_CHARS,
+    MAX_URL_CHARS,
+    MODULE_RE,
+    NAME_RE,
+    NPM_RE,
+    RecipeError,
+    check_url,
+    cut,
+    pip_entry,
+    split_list,
+)
 
 #: Bumped when the meaning of the canonical form changes, so old artifacts are not reused.
 CANONICAL_VERSION = 1
@@ -34,137 +50,8 @@ DEFAULT_BASE_IMAGE = "python:3.11-slim-bookworm"
 #: Names a user environment may not take: the built-in image, and a route under /envs.
 RESERVED_NAMES = frozenset({"default", "templates"})
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-_APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$")
-# npm: a name, then an exact version, a ^/~ range of one version, or a dist-tag. No
-# '|', '<', '>', '*', spaces or URLs: one entry installs one thing the hash can name.
-_NPM_RE = re.compile(
-    r"^(@[a-z0-9][a-z0-9._-]{0,100}/)?[a-z0-9][a-z0-9._-]{0,100}(@[~^]?[A-Za-z0-9][A-Za-z0-9.+-]{0,63})?$"
-)
-# Index URLs: scheme, optional user[:password]@, host, optional port, a plain path. No
-# query, fragment, '$', backticks, quotes or spaces: nothing a shell or config file could expand.
-_URL_RE = re.compile(
-    r"^https?://([A-Za-z0-9._~%-]+(:[A-Za-z0-9._~%-]*)?@)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?"
-    r"(/[A-Za-z0-9._~%/+-]*)?$"
-)
-_APT_SUITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
-_APT_OPTIONS_RE = re.compile(r"^\[([a-z-]+=[A-Za-z0-9._/,:-]+)( [a-z-]+=[A-Za-z0-9._/,:-]+)*\]$")
-#: Entries per package list and characters per entry (a 10,000-package list is a DoS, not a recipe).
-MAX_ENTRIES = 200
-MAX_ENTRY_CHARS = 200
-MAX_URL_CHARS = 2048
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
-_VERSION_OPS = "<>=!~"
-
-
 IMAGE_PREFIX = "env-"
 """Image names of sandbox environments: ``env-<image_hash>`` on every backend."""
-
-
-class RecipeError(ValueError):
-    """A recipe that cannot be read or is invalid; the message says which field and why."""
-
-
-def split_list(value: Any) -> list[str]:
-    """Split a user-typed package list on spaces, commas and newlines.
-
-    Commas inside brackets (``pkg[a,b]``) and before a version operator
-    (``pandas>=2,<3``) belong to the entry; an entry that starts with a version operator
-    (``pandas >=2``) is joined to the one before it. A list is taken entry by entry,
-    each entry stripped; blank entries are dropped.
-    """
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        out = []
-        for item in value:
-            if not isinstance(item, str):
-                raise RecipeError(f"list entries must be strings, got {item!r}")
-            if item.strip():
-                out.append(item.strip())
-        return out
-    if not isinstance(value, str):
-        raise RecipeError(f"expected a string or a list of strings, got {value!r}")
-    tokens: list[str] = []
-    current = ""
-    depth = 0
-    i = 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(0, depth - 1)
-        if depth == 0 and ch == ",":
-            rest = value[i + 1 :].lstrip(" \t")
-            if rest[:1] and rest[0] in _VERSION_OPS:
-                current += ","
-            else:
-                tokens.append(current)
-                current = ""
-        elif depth == 0 and ch.isspace():
-            tokens.append(current)
-            current = ""
-        else:
-            current += ch
-        i += 1
-    tokens.append(current)
-    merged: list[str] = []
-    for token in (t.strip() for t in tokens):
-        if not token:
-            continue
-        if merged and (token[0] in _VERSION_OPS or merged[-1][-1] in _VERSION_OPS + ","):
-            merged[-1] += token
-        else:
-            merged.append(token)
-    return merged
-
-
-def _check_url(value: str | None, field: str) -> str | None:
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    if len(value) > MAX_URL_CHARS:
-        raise ValueError(f"must be at most {MAX_URL_CHARS} characters, got {len(value)}")
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(f"must be an http:// or https:// URL, got {_cut(value)!r}")
-    if any(ch.isspace() for ch in value):
-        raise ValueError(f"must not contain spaces, got {_cut(value)!r}")
-    if not _URL_RE.match(value):
-        raise ValueError(
-            "must be a plain http(s) URL (host, optional port and path; no query, '$', "
-            "backticks or quotes), "
-            f"got {_cut(value)!r}"
-        )
-    return value
-
-
-def _cut(value: str, limit: int = 80) -> str:
-    return value if len(value) <= limit else value[:limit] + "..."
-
-
-def _pip_entry(entry: str, field: str) -> str:
-    if entry.startswith("-"):
-        raise ValueError(
-            f"{entry!r} is an installer option; only package requirements are "
-            "accepted (use the index URL fields for registries)"
-        )
-    try:
-        req = Requirement(entry)
-    except InvalidRequirement as exc:
-        raise ValueError(
-            f"{entry!r} is not a valid requirement ({str(exc).splitlines()[0]})"
-        ) from None
-    if req.url and not req.url.startswith(("http://", "https://")):
-        raise ValueError(f"{entry!r} may only reference an http:// or https:// URL")
-    if req.url and not _URL_RE.match(req.url):
-        raise ValueError(
-            f"{_cut(entry)!r} must reference a plain http(s) URL "
-            "(no query, '$', backticks or quotes)"
-        )
-    req.name = canonicalize_name(req.name)
-    return str(req)
 
 
 class Recipe(BaseModel):
@@ -226,7 +113,7 @@ class Recipe(BaseModel):
     @classmethod
     def _base_image(cls, value: str) -> str:
         value = (value or "").strip() or DEFAULT_BASE_IMAGE
-        if not _IMAGE_RE.match(value):
+        if not IMAGE_RE.match(value):
             raise ValueError(f"base_image {value!r} is not an image reference")
         return value
 
@@ -247,14 +134,14 @@ class Recipe(BaseModel):
             raise ValueError(f"at most {MAX_ENTRIES} entries, got {len(entries)}")
         for entry in entries:
             if len(entry) > MAX_ENTRY_CHARS:
-                raise ValueError(f"{_cut(entry)!r} is longer than {MAX_ENTRY_CHARS} characters")
+                raise ValueError(f"{cut(entry)!r} is longer than {MAX_ENTRY_CHARS} characters")
         return entries
 
     @field_validator("apt")
     @classmethod
     def _apt(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if not _APT_RE.match(entry):
+            if not APT_RE.match(entry):
                 raise ValueError(
                     f"{entry!r} is not a Debian package name (optionally name=version)"
                 )
@@ -263,13 +150,13 @@ class Recipe(BaseModel):
     @field_validator("pip", "uv")
     @classmethod
     def _pip(cls, value: list[str], info) -> list[str]:
-        return [_pip_entry(entry, info.field_name) for entry in value]
+        return [pip_entry(entry, info.field_name) for entry in value]
 
     @field_validator("npm")
     @classmethod
     def _npm(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if not _NPM_RE.match(entry):
+            if not NPM_RE.match(entry):
                 raise ValueError(
                     f"{entry!r} is not an npm package (name, name@version, "
                     "@scope/name or @scope/name@version)"
@@ -280,14 +167,14 @@ class Recipe(BaseModel):
     @classmethod
     def _preload(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if not _MODULE_RE.match(entry):
+            if not MODULE_RE.match(entry):
                 raise ValueError(f"{entry!r} is not a dotted module name")
         return value
 
     @field_validator("pip_index_url", "uv_index_url", "npm_registry")
     @classmethod
     def _url(cls, value: str | None, info) -> str | None:
-        return _check_url(value, info.field_name)
+        return check_url(value, info.field_name)
 
     @field_validator("apt_sources")
     @classmethod
@@ -301,22 +188,22 @@ class Recipe(BaseModel):
         value = " ".join(value.split())
         parts = value.split(" ")
         if parts[0] not in ("deb", "deb-src"):
-            raise ValueError(f"must be a 'deb URL suite [components]' line, got {_cut(value)!r}")
+            raise ValueError(f"must be a 'deb URL suite [components]' line, got {cut(value)!r}")
         rest = " ".join(parts[1:])
         options = re.match(r"^\[[^\]]*\]", rest)
         if options:
-            if not _APT_OPTIONS_RE.match(options.group(0)):
+            if not APT_OPTIONS_RE.match(options.group(0)):
                 raise ValueError(
-                    f"options {_cut(options.group(0))!r} must be '[key=value ...]' of plain words"
+                    f"options {cut(options.group(0))!r} must be '[key=value ...]' of plain words"
                 )
             rest = rest[options.end() :]
         words = rest.split()
         if len(words) < 2:
-            raise ValueError(f"needs a URL and a suite, got {_cut(value)!r}")
-        _check_url(words[0], "apt_sources")
+            raise ValueError(f"needs a URL and a suite, got {cut(value)!r}")
+        check_url(words[0], "apt_sources")
         for word in words[1:]:
-            if not _APT_SUITE_RE.match(word):
-                raise ValueError(f"suite and components must be plain words, got {_cut(word)!r}")
+            if not APT_SUITE_RE.match(word):
+                raise ValueError(f"suite and components must be plain words, got {cut(word)!r}")
         return value
 
     # -- identity -------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyst_env.envs.recipes.recipe import MAX_ENTRIES, Recipe, RecipeError
+from analyst_env.envs.recipes.fields import MAX_ENTRIES, RecipeError
+from analyst_env.envs.recipes.recipe import Recipe
 
 REFUSED = {
     "npm-or-range": ({"npm": "left-pad@1.0.0||2.0.0"}, "npm: "),
