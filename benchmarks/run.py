@@ -51,7 +51,7 @@ class BenchConfig:
     n_step: int = 300
     n_describe: int = 50
     idle_episodes: int = 100
-    max_probe: int = 1000
+    max_probe: int = 2000
     grpo_clients: int = 64
     grpo_cells: int = 5
     jupyter_n_reset: int = 10
@@ -123,7 +123,7 @@ def _measure_target(
     async def run() -> dict[str, float | None]:
         if cfg.burst_only:
             return await bursts()
-        # The concurrency probe comes last: it leaves the most work behind (up to a thousand
+        # The concurrency probe comes last: it leaves the most work behind (up to two thousand
         # episodes to tear down); every measurement starts on a quiet machine.
         await measure.settle(max_wait_s=cfg.settle_max_s)
         samples = await measure.latencies(ws_url, reset, n_reset, cfg.n_step, n_describe)
