@@ -30,6 +30,9 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 DROPS = (ConnectionClosed, OSError, EOFError)
 #: Error codes with which the server refuses a socket (a step's own errors have other codes).
 REFUSALS = ("SESSION_ERROR", "CAPACITY_REACHED", "FACTORY_ERROR")
+#: How long past the grace period a client keeps retrying while the server says the old
+#: connection still runs its step (the grace period only starts once that step ends).
+ATTACHED_MAX_WAIT_S = 600.0
 
 
 class EpisodeLostError(ConnectionError):
@@ -85,14 +88,18 @@ async def resume_episode(
 ) -> tuple[ClientConnection, dict[str, Any] | None]:
     """A new socket attached to the ticket's episode, and the missed step reply if there was one.
 
-    Retries (with ``backoff``) while the server is unreachable or still holds the old
-    connection, until the grace period that began at ``dropped_at`` has passed.
+    Retries (with ``backoff``) while the server is unreachable, until the grace period
+    that began at ``dropped_at`` has passed. While the server answers that the old
+    connection still runs a step (a long cell, or a loaded machine), the episode is
+    alive and its grace period has not begun: each such answer moves the deadline to
+    a grace period from then, for ``ATTACHED_MAX_WAIT_S`` at most.
 
     Raises:
         EpisodeLostError: The grace period passed, or the server says the episode is
             gone (expired, closed by a drain or a restart, or the secret is wrong).
     """
     deadline = dropped_at + ticket.grace_s + 1.0
+    latest = deadline + ATTACHED_MAX_WAIT_S
     delay, last_problem = backoff.initial_s, "no attempt made"
     while True:
         try:
@@ -116,6 +123,7 @@ async def resume_episode(
                 if not data.get("retry"):
                     _quiet_close(ws)
                     raise EpisodeLostError(_lost(ticket, last_problem))
+                deadline = min(latest, max(deadline, time.monotonic() + ticket.grace_s + 1.0))
             _quiet_close(ws)
         if time.monotonic() + delay > deadline:
             raise EpisodeLostError(

@@ -60,6 +60,20 @@ def test_a_cut_at_the_client_socket_mid_step_returns_that_steps_observation(serv
     assert not app.state.env_server._sessions, "the closed client left its session behind"
 
 
+def test_a_step_running_longer_than_the_grace_period_is_still_resumed(settings, runtime):
+    """The grace period starts when the old connection lets go (after its step), not at the cut:
+    every "still attached, retry" answer says the episode is alive."""
+    grace_s = 1.0  # the cell (3.5 s, under the 5 s cell limit) outlasts it and the client's slack
+    update = {"resume_grace_s": grace_s, "max_sessions": 3}
+    app = build_app(settings.model_copy(update=update), runtime=runtime)
+    with BackgroundServer(app) as url, AnalystEnv(base_url=url).sync() as env:
+        env.reset(task_id="tiny-csv")
+        later(0.4, cut, client_socket(env))
+        result = env.add_and_execute_code_cell(COUNT_RUNS.format(sleep=3.5))
+        assert text(result) == "1" and env.async_client.resumes == 1
+        assert text(env.add_and_execute_code_cell("print(runs)")) == "1", "the cell ran once"
+
+
 def test_a_proxy_dropping_mid_step_and_while_idle_goes_unnoticed(proxy):
     with AnalystEnv(base_url=proxy.url()).sync() as env:
         env.reset(task_id="tiny-sqlite")
