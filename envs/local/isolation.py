@@ -26,13 +26,12 @@ Three modes, chosen once per backend (``auto`` picks the strongest available):
 * ``none``: no namespaces; rlimits, ``no_new_privs`` and seccomp only.
 
 The child's setup order follows the measured recipe: namespaces and mounts
-while still privileged, then uid, rlimits, ``no_new_privs`` and seccomp last.
+while still privileged, then uid, rlimits, ``no_new_privs`` and seccomp last;
+``confine_child`` keeps that order and each step's system calls are in ``confine_steps``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import fcntl
 import functools
 import os
 import resource
@@ -40,7 +39,6 @@ import shutil
 import signal
 import socket
 import stat
-import struct
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -48,6 +46,13 @@ from typing import Any, Literal
 
 from analyst_env.envs.local import landlock, procctl, rootview, seccomp
 from analyst_env.envs.local import syscalls as sc
+from analyst_env.envs.local.confine_steps import (
+    drop_capabilities,
+    loopback_up,
+    mapped_bytes,
+    only_own_slot,
+    set_limit,
+)
 
 Mode = Literal["full", "userns", "landlock", "none"]
 MODES: tuple[str, ...] = ("auto", "full", "userns", "landlock", "none")
@@ -84,10 +89,6 @@ STRENGTH: tuple[Mode, ...] = ("full", "userns", "landlock", "none")
 """Modes from strongest to weakest: ``auto`` takes the first that works here."""
 NOFILE_LIMIT = 4096
 CPU_TIME_LIMIT_S = 3600
-_SIOCGIFFLAGS = 0x8913
-_SIOCSIFFLAGS = 0x8914
-_IFF_UP = 0x1
-_CAPABILITY_VERSION_3 = 0x20080522
 
 
 @dataclass(frozen=True)
@@ -306,59 +307,6 @@ def remove_slot(mode: Mode, host_root: str, name: str) -> None:
 
 
 # ── child side ──────────────────────────────────────────────────────────────
-def _loopback_up() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        ifreq = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(s, _SIOCGIFFLAGS, ifreq))[1]
-        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
-
-
-def _only_own_slot(slot: str) -> None:
-    """In this kernel's mount namespace, ``/slots`` holds its own slot and no other.
-
-    Slots are mounted for the zygote under one shared ``/slots``; where kernels
-    share a uid (``userns``) permissions would not keep one out of another's, so
-    the directory is covered by an empty tmpfs and only the own slot bound back.
-    """
-    keep = os.open(slot, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        sc.mount(
-            "tmpfs",
-            rootview.SLOTS_DIR,
-            "tmpfs",
-            sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
-            "mode=0711,size=4k",
-        )
-        os.mkdir(slot, 0o711)
-        sc.mount(f"/proc/self/fd/{keep}", slot, None, sc.MS_BIND)
-    finally:
-        os.close(keep)
-
-
-def _drop_capabilities() -> None:
-    header = struct.pack("Ii", _CAPABILITY_VERSION_3, 0)
-    data = bytes(24)  # two zeroed {effective, permitted, inheritable} sets
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.capset(header, data) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"capset: {os.strerror(err)}")
-
-
-def _mapped_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _set_limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(which, (value, value))
-
-
 def confine_child(
     mode: Mode,
     slot: str,
@@ -384,26 +332,26 @@ def confine_child(
     if mode in NAMESPACE_MODES:
         sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWNS | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
         sc.mount(None, "/", None, sc.MS_REC | sc.MS_SLAVE)
-        _only_own_slot(slot)
+        only_own_slot(slot)
         tmp = os.path.join(slot, "tmp")
         sc.mount(tmp, "/tmp", None, sc.MS_BIND)
         if os.path.isdir("/dev/shm"):
             sc.mount(tmp, "/dev/shm", None, sc.MS_BIND)
         socket.sethostname("sandbox")
-        _loopback_up()
+        loopback_up()
     if uid is not None and uses_slot_uids(mode):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # drops every capability
-        _set_limit(resource.RLIMIT_NPROC, sizing.pids)
+        set_limit(resource.RLIMIT_NPROC, sizing.pids)
     elif mode == "userns" or (mode == "landlock" and os.geteuid() == 0):
-        _drop_capabilities()
+        drop_capabilities()
     # The address space already mapped (interpreter, numpy, duckdb...) is mostly
     # shared and untouched, so the backstop allows ``memory_mb`` beyond it.
-    _set_limit(resource.RLIMIT_AS, _mapped_bytes() + sizing.memory_mb * 1024 * 1024)
-    _set_limit(resource.RLIMIT_FSIZE, sizing.disk_mb * 1024 * 1024)
-    _set_limit(resource.RLIMIT_NOFILE, NOFILE_LIMIT)
-    _set_limit(resource.RLIMIT_CPU, CPU_TIME_LIMIT_S)
+    set_limit(resource.RLIMIT_AS, mapped_bytes() + sizing.memory_mb * 1024 * 1024)
+    set_limit(resource.RLIMIT_FSIZE, sizing.disk_mb * 1024 * 1024)
+    set_limit(resource.RLIMIT_NOFILE, NOFILE_LIMIT)
+    set_limit(resource.RLIMIT_CPU, CPU_TIME_LIMIT_S)
     os.umask(0o077)
     seccomp.set_no_new_privs()
     if mode in NAMESPACE_MODES:

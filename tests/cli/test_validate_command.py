@@ -16,7 +16,7 @@ import registered_datasets
 from support import SECRET_TOTAL, make_tiny_dataset
 
 from analyst_env import cli
-from analyst_env.client.evaluation.validation import (
+from analyst_env.client.evaluation.gold_leaks import (
     find_leak,
     gold_values,
     leak_patterns,
@@ -313,7 +313,7 @@ def _catalogue() -> list[dict]:
 
 def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
     """The catalogue and prompts reach every episode: one task's answer there scores for free."""
-    from analyst_env.client.evaluation.validation import prompt_frame
+    from analyst_env.client.evaluation.gold_leaks import prompt_frame
     from analyst_env.datasets.shipped import load_starter
 
     catalogue = _catalogue()
@@ -327,7 +327,7 @@ def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
 
 
 def test_a_gold_written_into_shared_text_is_a_leak():
-    from analyst_env.client.evaluation.validation import _leak
+    from analyst_env.client.evaluation.gold_leaks import scan_runs
 
     task = Task(
         id="t-fare",
@@ -343,7 +343,7 @@ def test_a_gold_written_into_shared_text_is_a_leak():
         "oracle": [],
         "repeat": [],
     }
-    where, checked = _leak(task, frames)
+    where, checked = scan_runs(task, frames)
     assert checked >= 1 and where is not None and "34.65" in where
 
 

@@ -126,8 +126,8 @@ UNPRIVILEGED = textwrap.dedent(
     seccomp.set_no_new_privs()
     # like Docker's default profile: no unshare, no CLONE_NEW*
     seccomp.install(seccomp.build_filter())
-    from analyst_env.envs.local.isolation import _drop_capabilities
-    _drop_capabilities()
+    from analyst_env.envs.local.confine_steps import drop_capabilities
+    drop_capabilities()
     os.environ["HOME"] = "/nonexistent"
     os.environ["ANALYST_ENV_TOKEN"] = "tok-9d2b71"
     from analyst_env.envs.local import LocalSandboxBackend
