@@ -241,6 +241,35 @@ async def _reset_together(sessions: list[Session]) -> list[float]:
     return list(await asyncio.gather(*pending))
 
 
+async def throughput(ws_url: str, reset_frame: str, clients: int, rounds: int) -> dict[str, float]:
+    """Resets and trivial steps per second with ``clients`` sessions busy at once.
+
+    For comparing ``serve --workers N``: the sessions spread over the workers by the
+    kernel's accept queue. ``rounds`` times every session resets (all at the same
+    moment) and then runs one trivial cell; the resets per second are all resets over
+    the time they took, and likewise the steps.
+    """
+    opening = (Session(ws_url, reset_frame).open() for _ in range(clients))
+    sessions = list(await asyncio.gather(*opening))
+    trivial = cell("1+1")
+    reset_s = step_s = 0.0
+    step_ms: list[float] = []
+    try:
+        for _ in range(rounds):
+            reset_s += max(await _reset_together(sessions)) / 1000
+            start = time.perf_counter()
+            replies = await asyncio.gather(*(s.send(trivial) for s in sessions))
+            step_s += time.perf_counter() - start
+            step_ms += [ms for ms, _ in replies]
+        return {
+            "resets_per_s": clients * rounds / reset_s,
+            "steps_per_s": clients * rounds / step_s,
+            "step_p99_ms": quantile(step_ms, 0.99),
+        }
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
 async def burst(
     ws_url: str, reset_frame: str, clients: int, rounds: int, settle_max_s: float = 60.0
 ) -> dict[str, float]:

@@ -62,6 +62,9 @@ class BenchConfig:
     include_jupyter: bool = True
     burst_only: bool = False  # only the burst figures (analyst_env and the protocol floor)
     settle_max_s: float = 60.0  # longest wait for a quiet machine before each measurement
+    worker_counts: tuple[int, ...] = (1, 2)  # `serve --workers N` compared (2 = the cores here)
+    worker_clients: int = 128
+    worker_rounds: int = 10
 
     @classmethod
     def quick(cls) -> BenchConfig:
@@ -80,6 +83,9 @@ class BenchConfig:
             burst_clients=8,
             burst_rounds=3,
             settle_max_s=5.0,
+            worker_counts=(2,),
+            worker_clients=4,
+            worker_rounds=2,
         )
 
 
@@ -212,8 +218,30 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
             + "; ".join(f"{t}: `{s}`" for t, s in CLIENT_IMPORTS.items()),
         },
     }
+    if not cfg.burst_only and cfg.worker_counts:
+        report["workers"] = _worker_figures(cfg, log)
+        report["notes"]["workers"] = (
+            f"analyst-env serve --workers N, {cfg.worker_clients} sessions at once, "
+            f"{cfg.worker_rounds} rounds of (all reset together, then one trivial cell each); "
+            "the client is one asyncio process on the same cores"
+        )
     report["goals"] = check_goals(figures)
     return report
+
+
+def _worker_figures(cfg: BenchConfig, log) -> dict[str, dict[str, float]]:
+    """Resets/s, steps/s and step p99 of analyst_env for each of ``cfg.worker_counts``."""
+    out = {}
+    reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
+    for workers in cfg.worker_counts:
+        log(f"measuring analyst_env with --workers {workers} ...")
+        asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))
+        with analyst_server(16 + cfg.worker_clients, workers=workers) as server:
+            ws_url = server.url.replace("http://", "ws://") + "/ws"
+            out[str(workers)] = asyncio.run(
+                measure.throughput(ws_url, reset, cfg.worker_clients, cfg.worker_rounds)
+            )
+    return out
 
 
 def _load_average() -> str:
@@ -295,4 +323,11 @@ def format_markdown(report: dict[str, Any]) -> str:
     for g in report["goals"]:
         met = "–" if g["met"] is None else ("yes" if g["met"] else "**no**")
         lines.append(f"| {g['goal']} | {cell(g['value'])} | {met} |")
+    if report.get("workers"):
+        lines += ["", "| `--workers` | resets/s | steps/s | step p99 ms |", "|---|---|---|---|"]
+        for workers, row in report["workers"].items():
+            lines.append(
+                f"| {workers} | {cell(row['resets_per_s'])} | {cell(row['steps_per_s'])} "
+                f"| {cell(row['step_p99_ms'])} |"
+            )
     return "\n".join(lines)

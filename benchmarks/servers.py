@@ -114,7 +114,9 @@ class ServerProcess:
             self.proc.wait()
 
 
-def analyst_server(max_sessions: int, env: dict[str, str] | None = None) -> ServerProcess:
+def analyst_server(
+    max_sessions: int, env: dict[str, str] | None = None, workers: int = 1
+) -> ServerProcess:
     exe = str(Path(sys.executable).with_name("analyst-env"))
     argv = [
         exe,
@@ -123,6 +125,8 @@ def analyst_server(max_sessions: int, env: dict[str, str] | None = None) -> Serv
         "{port}",
         "--max-sessions",
         str(max_sessions),
+        "--workers",
+        str(workers),
         "--log-level",
         "warning",
     ]
