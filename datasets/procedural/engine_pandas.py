@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.query import Query, uses_attr
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, unit_col
 

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.query import Query, percentile_linear, uses_attr
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, unit_col
 

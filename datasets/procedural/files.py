@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx
 
 LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")

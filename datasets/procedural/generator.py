@@ -25,7 +25,7 @@ import pandas as pd
 
 from analyst_env.datasets.preview import describe_file
 from analyst_env.datasets.procedural import engine_pandas, engine_plain, files
-from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.query import agree, uses_attr
 from analyst_env.datasets.procedural.splits import global_number, pools
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, apply_mess, draw, unit_col

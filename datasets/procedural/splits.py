@@ -10,7 +10,8 @@ distribution) also holds out whole template families and whole domains:
 
 from __future__ import annotations
 
-from analyst_env.datasets.procedural.domains import DOMAINS, Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.domains import DOMAINS
 from analyst_env.datasets.procedural.templates import Template
 
 SPLITS = ("train", "test", "ood")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.procedural.domains import Domain, Measure
+from analyst_env.datasets.procedural.domain_schema import Domain, Measure
 
 ALT_UNITS = {  # base unit -> (base abbreviation, other abbreviation, other units per base unit)
     "kilograms": ("kg", "g", 1000),

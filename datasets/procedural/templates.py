@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.procedural.domains import Domain
+from analyst_env.datasets.procedural.domain_schema import Domain
 
 CATEGORIES = (
     "filtering",

@@ -1,8 +1,9 @@
 """Question drafts: a computed answer plus how it must be written and scored.
 
-Templates in ``csv_tasks``, ``sqlite_tasks`` and ``excel_tasks`` return
-``Draft`` objects; :func:`to_task` turns one into a ``Task`` by adding the
-file pointer, the answer-format sentence, the oracle text and the verifier.
+The question templates (the ``*_tasks`` modules: ``sales_tasks``,
+``retail_tasks``, ``excel_tasks`` and the rest) return ``Draft`` objects;
+:func:`to_task` turns one into a ``Task`` by adding the file pointer, the
+answer-format sentence, the oracle text and the verifier.
 Keeping the format sentence and the verifier in one place guarantees that the
 rounding the question asks for is the rounding the scorer tolerates.
 """
@@ -237,6 +238,12 @@ def reuse_last(build: Callable[[Any], T]) -> Callable[[Any], T]:
         return result
 
     return wrapper
+
+
+ORDINAL = {1: "first", 2: "second", 3: "third"}
+"""How a question names rank ``k`` (1-3) of an :func:`nth_label` answer: "ranks second"."""
+HIGHEST = {1: "highest", 2: "second-highest", 3: "third-highest"}
+"""The same ranks said of a value: "the second-highest salary"."""
 
 
 def nth_label(values: Any, k: int, ascending: bool = False) -> str | None:

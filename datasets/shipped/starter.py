@@ -1,14 +1,17 @@
 """The ``starter`` set: the project's own generated tasks over CSV, SQLite and Excel files.
 
-Everything comes from code and a seed: synthetic tables (``tables``), written
+Everything comes from code and a seed: synthetic tables, written
 byte-deterministically (``writers``), read back from disk, and asked about by
-templates whose answers are computed with pandas. Tidy files (``tables``) get
+templates whose answers are computed with pandas. Tidy files (``csv_tables``,
+``sqlite_tables``, ``excel_tables``, sharing the pools of ``tables``) get
 filtering, aggregation, group-by, join, window and pivot questions
-(``csv_tasks``, ``sqlite_tasks``, ``excel_tasks``); files with real-world
+(``sales_tasks``, ``employees_tasks``, ``flights_tasks``, ``sensors_tasks``,
+``retail_tasks``, ``university_tasks``, ``excel_tasks``); files with real-world
 defects (``messy_tables``) get questions about dirty types, mixed date
 formats, duplicates, missing values, time zones and cross-sheet lookups
 (``transactions_tasks``, ``events_tasks``, ``support_tasks``, ``budget_tasks``,
-``timesheets_tasks``). Result-workbook templates (``workbook_tasks``) ask
+``timesheets_tasks``). Result-workbook templates (``workbook_sales``,
+``workbook_retail``, ``workbook_financials``, ``workbook_inventory``) ask
 the agent to write ``result.xlsx`` (per-group summaries, cleaned tables,
 pivots) from a CSV file, a SQLite database or a multi-sheet workbook; they are
 scored by ``workbook_match`` against a reference workbook written under
@@ -38,16 +41,25 @@ import pandas as pd
 
 from analyst_env.datasets.shipped import (
     budget_tasks,
-    csv_tasks,
+    csv_tables,
+    employees_tasks,
     events_tasks,
+    excel_tables,
     excel_tasks,
+    flights_tasks,
     messy_tables,
-    sqlite_tasks,
+    retail_tasks,
+    sales_tasks,
+    sensors_tasks,
+    sqlite_tables,
     support_tasks,
-    tables,
     timesheets_tasks,
     transactions_tasks,
-    workbook_tasks,
+    university_tasks,
+    workbook_financials,
+    workbook_inventory,
+    workbook_retail,
+    workbook_sales,
 )
 from analyst_env.datasets.shipped.cache import MANIFEST, cache_root, materialize
 from analyst_env.datasets.shipped.draft import leaks, oracle_and_verifier, to_task
@@ -87,56 +99,56 @@ def _read_xlsx(path: Path) -> dict[str, pd.DataFrame]:
 SOURCES: list[
     tuple[str, str, Callable[..., Any], Callable[..., None], Callable[[Path], Any], list, int]
 ] = [
-    ("sales.csv", "csv", tables.make_sales, write_csv, _read_csv, csv_tasks.TEMPLATES["sales"], 2),
+    ("sales.csv", "csv", csv_tables.make_sales, write_csv, _read_csv, sales_tasks.TEMPLATES, 2),
     (
         "employees.csv",
         "csv",
-        tables.make_employees,
+        csv_tables.make_employees,
         write_csv,
         _read_csv,
-        csv_tasks.TEMPLATES["employees"],
+        employees_tasks.TEMPLATES,
         1,
     ),
     (
         "flights.csv",
         "csv",
-        tables.make_flights,
+        csv_tables.make_flights,
         write_csv,
         _read_csv,
-        csv_tasks.TEMPLATES["flights"],
+        flights_tasks.TEMPLATES,
         2,
     ),
     (
         "sensors.csv",
         "csv",
-        tables.make_sensors,
+        csv_tables.make_sensors,
         write_csv,
         _read_csv,
-        csv_tasks.TEMPLATES["sensors"],
+        sensors_tasks.TEMPLATES,
         1,
     ),
     (
         "retail.sqlite",
         "sqlite",
-        tables.make_retail_db,
+        sqlite_tables.make_retail_db,
         write_sqlite,
         _read_sqlite,
-        sqlite_tasks.TEMPLATES["retail"],
+        retail_tasks.TEMPLATES,
         4,
     ),
     (
         "university.sqlite",
         "sqlite",
-        tables.make_university_db,
+        sqlite_tables.make_university_db,
         write_sqlite,
         _read_sqlite,
-        sqlite_tasks.TEMPLATES["university"],
+        university_tasks.TEMPLATES,
         4,
     ),
     (
         "financials.xlsx",
         "excel",
-        tables.make_financials_wb,
+        excel_tables.make_financials_wb,
         write_xlsx,
         _read_xlsx,
         excel_tasks.TEMPLATES["financials"],
@@ -145,7 +157,7 @@ SOURCES: list[
     (
         "inventory.xlsx",
         "excel",
-        tables.make_inventory_wb,
+        excel_tables.make_inventory_wb,
         write_xlsx,
         _read_xlsx,
         excel_tasks.TEMPLATES["inventory"],
@@ -201,10 +213,10 @@ SOURCES: list[
 # Result-workbook templates over files of SOURCES: (input file name, templates). Append only, as
 # above.
 WORKBOOK_SOURCES: list[tuple[str, list]] = [
-    ("sales.csv", workbook_tasks.TEMPLATES["sales"]),
-    ("retail.sqlite", workbook_tasks.TEMPLATES["retail"]),
-    ("financials.xlsx", workbook_tasks.TEMPLATES["financials"]),
-    ("inventory.xlsx", workbook_tasks.TEMPLATES["inventory"]),
+    ("sales.csv", workbook_sales.TEMPLATES),
+    ("retail.sqlite", workbook_retail.TEMPLATES),
+    ("financials.xlsx", workbook_financials.TEMPLATES),
+    ("inventory.xlsx", workbook_inventory.TEMPLATES),
 ]
 WORKBOOK_STREAM = 2
 """Third element of the seed sequence ``[seed, index, stream]`` that draws result-workbook

@@ -1,8 +1,10 @@
 """Result-workbook drafts: the agent writes ``result.xlsx``, scored by ``workbook_match``.
 
-A workbook template (``workbook_tasks``) returns a :class:`WorkbookDraft`: the
-sheets the agent must write, each a pandas frame computed from the input file
-plus a plain-words definition of every column and of the row order.
+A workbook template (in ``workbook_sales``, ``workbook_retail``,
+``workbook_financials`` or ``workbook_inventory``, one module per input file)
+returns a :class:`WorkbookDraft`: the sheets the agent must write, each a
+pandas frame computed from the input file plus a plain-words definition of
+every column and of the row order.
 :func:`to_workbook_task` turns it into a ``Task``: the instruction is built from
 those definitions (file name, sheet names and order, columns, rounding, sort),
 so what is asked for and what is checked come from one place; the reference
