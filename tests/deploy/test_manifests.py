@@ -123,7 +123,11 @@ def test_hpa_scales_on_a_gauge_the_server_exports():
             sockets=SimpleNamespace(in_flight=0, draining=False),
         )
     )
-    runtime = SimpleNamespace(settings=Settings(max_sessions=256), backend=object())
+    runtime = SimpleNamespace(
+        settings=Settings(max_sessions=256),
+        backend=SimpleNamespace(standby_count=lambda: None),  # a backend keeping no pool
+        environments=None,  # no /envs mounted
+    )
     exported = {family.name: family for family in server_gauges(app, runtime)()}
     assert exported[metric].samples[0].value == 2
     target = float(hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"])
