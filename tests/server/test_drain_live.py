@@ -56,8 +56,10 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                 assert (await frame(busy, {"type": "reset", "data": {"task_id": TASK}}))[
                     "type"
                 ] == "observation"
+                # Long enough that every check below runs while the step is still in
+                # flight, even on a loaded machine (the drain stops listening once it ends).
                 await busy.send(
-                    json.dumps(code_step("import time\ntime.sleep(3)\nprint('finished')"))
+                    json.dumps(code_step("import time\ntime.sleep(8)\nprint('finished')"))
                 )
                 await asyncio.sleep(0.7)
                 server.proc.send_signal(sig)
@@ -101,7 +103,10 @@ def test_a_signal_drains_finishes_running_steps_and_leaves_nothing_behind(tmp_pa
                     await asyncio.wait_for(viewer.recv(), timeout=30)
             assert viewer.close_code == 1001
 
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        except Exception as exc:  # the server's side of the story, for whoever reads the failure
+            raise AssertionError(f"{exc!r}\n--- server log ---\n{server.log()}") from exc
         assert server.proc.wait(timeout=60) == 0, server.log()
         log = server.log()
     assert "Traceback" not in log, log
