@@ -115,6 +115,13 @@ def _grouped(text: str, sep: str) -> str | None:
     return match.group(1) + sep.join(groups) + (match.group(3) or "")
 
 
+def _same_number(text: str, gold: float) -> bool:
+    try:
+        return float(text) == gold
+    except ValueError:
+        return False
+
+
 def numeric_probes(gold_text: str, gold: float) -> tuple[list[Probe], list[Probe]]:
     """(adversarial, natural) answers for a number task whose oracle says ``gold_text``."""
     w = f"{_wrong_number(gold):.2f}".rstrip("0").rstrip(".")
@@ -130,8 +137,9 @@ def numeric_probes(gold_text: str, gold: float) -> tuple[list[Probe], list[Probe
         Probe("wrong", w),
         Probe("digits-run-together", gold_text.replace(".", "")),
     ]
-    if "." not in gold_text and "e" not in gold_text.lower() and gold_text.lstrip("-"):
-        adversarial.pop()  # an integer has no decimal point to drop
+    run_together = gold_text.replace(".", "")
+    if "." not in gold_text or _same_number(run_together, gold):
+        adversarial.pop()  # no decimal point to drop, or dropping it keeps the value ("0.0")
     natural = [
         Probe("plain", gold_text),
         Probe("sentence", f"The answer is {gold_text}."),

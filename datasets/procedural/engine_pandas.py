@@ -45,8 +45,12 @@ def prepare(
         _, other, factor = ALT_UNITS[d.m1.unit]
         m1 = m1.where(fact[unit_col(d)] != other, m1 / factor)
     raw_dates = fact[d.date_col].astype(str)
-    dates = pd.to_datetime(raw_dates, format="%Y-%m-%d", errors="coerce")
-    dates = dates.fillna(pd.to_datetime(raw_dates, format="%d/%m/%Y", errors="coerce"))
+    if mess.timezones:  # local timestamps with offsets: the day is the UTC day
+        instants = pd.to_datetime(raw_dates, format="ISO8601", utc=True, errors="coerce")
+        dates = instants.dt.tz_localize(None).dt.normalize()
+    else:
+        dates = pd.to_datetime(raw_dates, format="%Y-%m-%d", errors="coerce")
+        dates = dates.fillna(pd.to_datetime(raw_dates, format="%d/%m/%Y", errors="coerce"))
     out = pd.DataFrame(
         {
             "id": fact[d.id_col].astype(str),

@@ -46,6 +46,10 @@ def _date(cell: Any) -> dt.date | None:
             return dt.date(int(text[:4]), int(text[5:7]), int(text[8:]))
         if len(text) == 10 and text[2] == "/" and text[5] == "/":
             return dt.date(int(text[6:]), int(text[3:5]), int(text[:2]))
+        if len(text) > 10 and text[10] == "T":  # a local timestamp with its offset: the UTC day
+            instant = dt.datetime.fromisoformat(text)
+            if instant.tzinfo is not None:
+                return instant.astimezone(dt.UTC).date()
     except ValueError:
         return None
     return None

@@ -33,7 +33,7 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_va
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 TARGET_DEPTHS = (1, 2, 3, 4, 5)
@@ -150,6 +150,11 @@ def _defect_notes(d: Domain, mess: Mess, has_dim: bool) -> list[str]:
         )
     if mess.mixed_dates:
         notes.append(f"`{d.date_col}` is written either as YYYY-MM-DD or as DD/MM/YYYY.")
+    if mess.timezones:
+        notes.append(
+            f"`{d.date_col}` is the local time of the site that recorded it, with its UTC "
+            "offset; a record's date is its calendar date in UTC."
+        )
     if has_dim:
         notes.append(
             f"A `{d.key}` missing from the lookup table has no `{d.attr[0]}`: leave its rows "
@@ -166,6 +171,8 @@ def _draw_mess(rng: np.random.Generator, t: Template, d: Domain, has_dim: bool) 
     if d.m1.unit not in ALT_UNITS:
         flags["units"] = False
     flags["orphans"] = flags["orphans"] and has_dim
+    if flags["timezones"] and flags["mixed_dates"]:  # one way of writing dates per file
+        flags["mixed_dates" if "timezones" in t.needs else "timezones"] = False
     if t.name == "clean_text_total":
         flags["units"] = False  # one repair per question of this template
     return Mess(**flags)
@@ -326,29 +333,39 @@ def attempt(
     filters, words, extra_ops = _compose(ctx, t, ask, drawn.n_extra, has_dim)
     depth = min(t.depth + extra_ops, 6)
     query = {"filters": filters, "op": ask.op}
-    fact, dim = apply_mess(truth, drawn.mess, rng)
-    paths = files.write(place, fact, dim, directory)
-    pd_fact, pd_dim = files.read_pandas(place, directory)
-    pl_fact, pl_dim = files.read_plain(place, directory)
-    gold = _answer(query, pd_fact, pd_dim, d, drawn.mess, engine_pandas)
-    check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
-    if gold is None or (isinstance(gold, (list, str)) and not gold):
-        raise Dropped("undefined-answer")
-    if not agree(gold, check):
-        raise Dropped("engines-disagree")
     if uses_attr(query) and not has_dim:
         raise Dropped("no-lookup-table")
     question = ask.question + (
         f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
     )
     question += "?"
-    draft = _draft(ask, gold, question, level_of(depth), d)
     notes = " ".join(_defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
-    instruction = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
-    instruction += f"\n\n{format_sentence(draft)}"
+    describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
+
+    def worded(gold: Any) -> tuple[Draft, str]:
+        """The draft and the instruction for ``gold``; Dropped if either cannot be fair."""
+        if gold is None or (isinstance(gold, (list, str)) and not gold):
+            raise Dropped("undefined-answer")
+        draft = _draft(ask, gold, question, level_of(depth), d)
+        instruction = f"{describe}\n\n{format_sentence(draft)}"
+        if leaks(instruction, oracle_and_verifier(draft)[0], draft.style):
+            raise Dropped("answer-in-question")
+        return draft, instruction
+
+    fact, dim = apply_mess(truth, drawn.mess, rng)
+    # A screen on the tables before they are written: most drops are decided here, without
+    # paying for the files (a workbook costs ~20 ms to write and as much to read each way).
+    # The gold itself still comes from the files as written, read back below.
+    worded(_answer(query, fact, dim, d, drawn.mess, engine_pandas))
+    paths = files.write(place, fact, dim, directory)
+    pd_fact, pd_dim = files.read_pandas(place, directory)
+    pl_fact, pl_dim = files.read_plain(place, directory)
+    gold = _answer(query, pd_fact, pd_dim, d, drawn.mess, engine_pandas)
+    check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
+    draft, instruction = worded(gold)
+    if not agree(gold, check):
+        raise Dropped("engines-disagree")
     oracle, answer, verifier = oracle_and_verifier(draft)
-    if leaks(instruction, oracle, draft.style):
-        raise Dropped("answer-in-question")
     if in_previews(paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
     if draft.style in ("text", "set", "list", "parts") and in_shared_text(answer):

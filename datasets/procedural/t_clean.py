@@ -41,6 +41,17 @@ def clean_dates_month(c: Ctx) -> Ask | None:
     )
 
 
+@template("cleaning", "timezone-repair", 2, "date", needs=("timezones",))
+def clean_timezones_day(c: Ctx) -> Ask | None:
+    month = str(c.rng.choice(c.months()))
+    return Ask(
+        f"How many {c.entity_plural()} are dated in {month} (year-month of the date in UTC)",
+        ("count",),
+        "integer",
+        filters=[("date", "month", month)],
+    )
+
+
 @template("deduplication", "dedup", 1, "", needs=("duplicates",), composable=False)
 def dedup_count(c: Ctx) -> Ask | None:
     return Ask("How many rows are exact copies of an earlier row", ("raw", "duplicates"), "integer")

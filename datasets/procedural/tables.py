@@ -2,8 +2,9 @@
 
 ``draw`` makes the truth (a fact table and its dimension table, every value
 typed); ``Mess`` says which real-world defects the written files carry
-(blank cells, numbers as text, duplicate records, mixed date formats, mixed
-units, keys missing from the dimension table). The reference answer is never
+(blank cells, numbers as text, duplicate records, mixed date formats, dates
+written as local timestamps from several time zones, mixed units, keys missing
+from the dimension table). The reference answer is never
 computed from the truth: it is computed from the files as written, read back
 (see ``readers``), so a defect that changes the answer changes the gold too.
 """
@@ -40,9 +41,14 @@ class Mess:
     mixed_dates: bool = False  # some dates written DD/MM/YYYY instead of YYYY-MM-DD
     units: bool = False  # m1 recorded in two units, named by a unit column
     orphans: bool = False  # some keys of the fact table are missing from the dimension table
+    timezones: bool = False  # dates written as local timestamps with their UTC offsets
 
     def names(self) -> list[str]:
         return [k for k, v in self.__dict__.items() if v]
+
+
+TZ_OFFSETS_MIN = (-480, -300, -240, 0, 60, 330, 540)
+"""UTC offsets (minutes east) of the sites a ``timezones`` file's records come from."""
 
 
 def unit_col(domain: Domain) -> str:
@@ -120,6 +126,30 @@ def _text_number(value: float, decimals: int, dollars: bool) -> str:
     return ("$" + body) if dollars else body
 
 
+def _local_timestamps(days: pd.Series, rng: np.random.Generator) -> list[str]:
+    """Each record's UTC day as an instant in it, written in the local time of one of 2-4 sites.
+
+    A record late in the UTC day written at a site east of UTC (or early, west of it)
+    shows the next (previous) calendar day: only its UTC reading gives the true day.
+
+    Example:
+        >>> import numpy as np
+        >>> out = _local_timestamps(pd.Series(["2024-03-05"] * 3), np.random.default_rng(0))
+        >>> all(dt.datetime.fromisoformat(s).astimezone(dt.timezone.utc).date().isoformat()
+        ...     == "2024-03-05" for s in out)
+        True
+    """
+    sites = rng.choice(TZ_OFFSETS_MIN, int(rng.integers(2, 5)), replace=False)
+    seconds = rng.integers(0, 86_400, len(days))
+    offsets = rng.choice(sites, len(days))
+    out = []
+    for day, second, offset in zip(days, seconds, offsets):
+        utc = dt.datetime.fromisoformat(str(day)).replace(tzinfo=dt.UTC)
+        local = dt.timezone(dt.timedelta(minutes=int(offset)))
+        out.append((utc + dt.timedelta(seconds=int(second))).astimezone(local).isoformat())
+    return out
+
+
 def apply_mess(
     truth: Truth, mess: Mess, rng: np.random.Generator
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -146,6 +176,8 @@ def apply_mess(
             dt.date.fromisoformat(s).strftime("%d/%m/%Y") if f else s
             for s, f in zip(fact[d.date_col], flip)
         ]
+    if mess.timezones:
+        fact[d.date_col] = _local_timestamps(fact[d.date_col], rng)
     if mess.duplicates:
         extra = rng.choice(n, max(1, int(n * rng.uniform(0.02, 0.06))), replace=False)
         fact = pd.concat([fact, fact.iloc[extra]], ignore_index=True)

@@ -3,6 +3,7 @@ counted."""
 
 import collections
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -154,6 +155,39 @@ def test_tidy_totals_match_sql_over_the_files(tmp_path):
         )
         checked += 1
     assert checked >= 3
+
+
+def test_time_zone_defects_are_read_in_utc_and_change_the_answer(tmp_path):
+    """Dates written as local timestamps: DuckDB, reading the file in UTC, agrees with the
+    gold, and a reading that takes the local calendar day would be wrong for some task."""
+    checked, bitten = 0, 0
+    for i in range(400):
+        if checked == 4:
+            break
+        (tmp_path / str(i)).mkdir()
+        try:
+            t = attempt(8, "train", i, 0, tmp_path / str(i), only="clean_timezones_day")
+        except Dropped:
+            continue
+        if t.metadata["layout"] != "csv" or "duplicates" in t.metadata["defects"]:
+            continue
+        if "counting only" in t.instruction:
+            continue
+        column = re.search(r"`(\w+)` is the local time", t.instruction).group(1)
+        month = re.search(r"dated in (\d{4}-\d{2})", t.instruction).group(1)
+        (path,) = t.files.values()
+        with duckdb.connect() as con:
+            con.execute("SET TimeZone = 'UTC'")
+            utc, local = con.execute(
+                f'SELECT count(*) FILTER (WHERE strftime(CAST("{column}" AS TIMESTAMPTZ), '
+                f"'%Y-%m') = '{month}'), count(*) FILTER (WHERE left(\"{column}\", 7) = "
+                f"'{month}') FROM read_csv('{path}', all_varchar = true)"
+            ).fetchone()
+        assert utc == t.answer, t.instruction
+        bitten += local != utc
+        checked += 1
+    assert checked == 4
+    assert bitten, "no task's answer depended on reading the dates in UTC"
 
 
 def test_ids_and_indices_are_checked(ds):

@@ -21,7 +21,7 @@ import pytest
 from analyst_env.datasets import load_dataset
 from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge
-from analyst_env.verifiers.adversarial import probe_task, probes_for, summarize
+from analyst_env.verifiers.adversarial import numeric_probes, probe_task, probes_for, summarize
 from analyst_env.verifiers.sql_execution import SqlRunError, run_readonly
 
 CAP = 65_536
@@ -363,6 +363,17 @@ def test_generated_hedges_include_the_gold_and_natural_forms_are_the_documented_
         p.answer for p in natural
     }
     assert {"", "all of them", "nan", "1e309"} <= {p.answer for p in adversarial}
+
+
+@pytest.mark.parametrize(
+    ("gold_text", "run_together"), [("12.5", "125"), ("0.0", None), ("-0.00", None), ("7", None)]
+)
+def test_dropping_the_decimal_point_is_a_probe_only_when_it_changes_the_value(
+    gold_text, run_together
+):
+    adversarial, _ = numeric_probes(gold_text, float(gold_text))
+    probed = [p.answer for p in adversarial if p.label == "digits-run-together"]
+    assert probed == ([run_together] if run_together else [])
 
 
 def test_a_year_offered_as_a_candidate_is_a_hedge_not_an_aside(starter):
