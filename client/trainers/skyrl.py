@@ -51,8 +51,14 @@ class AnalystSkyRLEnv(BaseTextEnv):
                 "AnalystSkyRLEnv needs the server URL: a 'base_url' column or env_config.base_url"
             )
         self.task_id = extras.get("task_id")
-        if not self.task_id:
-            raise ValueError("AnalystSkyRLEnv needs a 'task_id' column in the dataset row")
+        place = extras.get("extra_info") or {}
+        # a split made on demand (``procedural``) names its tasks by place, not by id
+        self.split, self.index = place.get("split"), place.get("index")
+        if not self.task_id and (self.split is None or self.index is None):
+            raise ValueError(
+                "AnalystSkyRLEnv needs a 'task_id' column in the dataset row (or, for a split "
+                "made on demand, extra_info with 'split' and 'index')"
+            )
         self.seed = extras.get("seed")
         self.max_turns = int(extras.get("max_turns") or config.get("max_turns") or 20)
         token = extras.get("token") or config.get("token")
@@ -69,7 +75,10 @@ class AnalystSkyRLEnv(BaseTextEnv):
             base_url=self.base_url, headers=self._headers, message_timeout_s=300
         ).sync()
         self._client.connect()
-        obs = self._client.reset(task_id=self.task_id, seed=self.seed).observation
+        where: dict[str, Any] = {"task_id": self.task_id}
+        if not self.task_id:
+            where = {"split": self.split, "index": int(self.index or 0)}
+        obs = self._client.reset(seed=self.seed, **where).observation
         text = task_prompt(obs.instruction, obs.files)
         messages = [dict(m) for m in prompt]
         if messages and messages[-1]["role"] == "user" and not messages[-1]["content"].strip():
@@ -131,18 +140,29 @@ def register(env_id: str = ENV_CLASS) -> None:
 
 
 def dataset_rows(
-    base_url: str, split: str = "train", *, dataset: str | None = None, seed: int = 0
+    base_url: str,
+    split: str = "train",
+    *,
+    dataset: str | None = None,
+    seed: int = 0,
+    num_tasks: int | None = None,
+    start: int = 0,
 ) -> list[dict[str, Any]]:
     """SkyRL dataset rows for a split of the server: ``prompt``, ``env_class``, ``reward_spec``,
     extras.
 
     The system prompt lists the server's tools; the empty user turn is filled by ``init``.
+    ``num_tasks`` and ``start`` pick a range (required for a split made on demand, whose
+    rows then carry no ``task_id``: ``init`` resets by ``extra_info``'s split and index).
     """
     from analyst_env.client.trainers.trl import AnalystSpec, fetch_tool_specs
 
     system = hermes_tools_prompt(fetch_tool_specs(base_url))
     rows = []
-    for task in AnalystSpec(base_url, dataset=dataset, split=split, seed=seed).tasks():
+    spec = AnalystSpec(
+        base_url, dataset=dataset, split=split, seed=seed, num_tasks=num_tasks, start=start
+    )
+    for task in spec.tasks():
         rows.append(
             {
                 "data_source": (task.get("metadata") or {}).get("source", ENV_CLASS),

@@ -283,7 +283,10 @@ class AnalystSpec:
         dataset: Only tasks whose ``metadata.source`` is this (a server may serve
             several datasets); None for all.
         split: The split to train on.
-        num_tasks: Only the first N tasks of the split.
+        num_tasks: Only N tasks of the split (from ``start``). Required for a split whose
+            tasks are made on demand (``procedural``): its rows are then indices, and no task
+            is made before its first reset.
+        start: The first task (index into the split) the rows use.
         seed: The reset seed of every row (same task and seed, same initial state,
             so the rollouts of one GRPO group start alike).
         token: Bearer token, if the server requires one.
@@ -296,21 +299,29 @@ class AnalystSpec:
         split: str = "train",
         *,
         num_tasks: int | None = None,
+        start: int = 0,
         seed: int = 0,
         token: str | None = None,
     ) -> None:
+        if start < 0 or (num_tasks is not None and num_tasks < 1):
+            raise ValueError("start must be >= 0 and num_tasks >= 1")
         self.base_url = ",".join(split_urls(base_url))  # one server, or several replicas
         self.dataset = dataset
         self.split = split
         self.num_tasks = num_tasks
+        self.start = start
         self.seed = seed
         self.token = token
 
     def tasks(self) -> list[dict[str, Any]]:
         """The public task specs of the split from the server's Task API (no answers).
 
+        For a split whose tasks are made on demand, each entry is only its place
+        (``{"id": None, "split": ..., "index": ...}``): listing would make every task.
+
         Raises:
-            ValueError: The split is unknown, or no task matches.
+            ValueError: The split is unknown, no task matches, or the split is made on
+                demand and ``num_tasks`` is missing (or ``dataset`` is given).
         """
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
         first = split_urls(self.base_url)[0]  # replicas serve the same tasks
@@ -318,15 +329,14 @@ class AnalystSpec:
             splits = [s["name"] for s in http.get(f"/{ENV_NAME}/splits").raise_for_status().json()]
             if self.split not in splits:
                 raise ValueError(f"the server has no split {self.split!r}; splits: {splits}")
-            tasks = (
-                http.post(f"/{ENV_NAME}/tasks", json={"split": self.split})
-                .raise_for_status()
-                .json()["tasks"]
-            )
+            listed = http.post(f"/{ENV_NAME}/tasks", json={"split": self.split})
+            if listed.status_code == 400:  # a split that exists but is not listed whole
+                return self._places(http)
+            tasks = listed.raise_for_status().json()["tasks"]
         if self.dataset is not None:
             tasks = [t for t in tasks if (t.get("metadata") or {}).get("source") == self.dataset]
-        if self.num_tasks is not None:
-            tasks = tasks[: self.num_tasks]
+        stop = None if self.num_tasks is None else self.start + self.num_tasks
+        tasks = tasks[self.start : stop]
         if not tasks:
             raise ValueError(
                 f"no tasks in split {self.split!r}"
@@ -334,16 +344,44 @@ class AnalystSpec:
             )
         return tasks
 
+    def _places(self, http: httpx.Client) -> list[dict[str, Any]]:
+        """Indices ``start .. start + num_tasks - 1`` of a split whose tasks are made on demand."""
+        if self.num_tasks is None:
+            raise ValueError(
+                f"split {self.split!r} makes its tasks on demand (it is unbounded): pass "
+                "num_tasks=N (and start=I) to train on N of them, or freeze a set with "
+                "`analyst-env generate` and serve it as tasks:DIR"
+            )
+        if self.dataset is not None:
+            raise ValueError(
+                f"split {self.split!r} makes its tasks on demand: it cannot be filtered by "
+                "dataset without making every task; serve that dataset alone instead"
+            )
+        count = (
+            http.post(f"/{ENV_NAME}/num_tasks", json={"split": self.split})
+            .raise_for_status()
+            .json()["num_tasks"]
+        )
+        stop = min(self.start + self.num_tasks, count)
+        if stop <= self.start:
+            raise ValueError(f"no tasks in split {self.split!r} from index {self.start}")
+        return [{"id": None, "split": self.split, "index": i} for i in range(self.start, stop)]
+
     @functools.cached_property
     def train_dataset(self):
         """A ``datasets.Dataset``: ``prompt`` (system message, empty user turn that ``reset``
-        fills), ``task_id``, ``seed``."""
+        fills), ``task_id``, ``seed``; a split made on demand has ``split`` and ``index``
+        instead of ``task_id``."""
         from datasets import Dataset
 
         prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}]
-        return Dataset.from_list(
-            [{"prompt": prompt, "task_id": t["id"], "seed": self.seed} for t in self.tasks()]
-        )
+        rows = [
+            {"prompt": prompt, "task_id": t["id"], "seed": self.seed}
+            if t["id"] is not None
+            else {"prompt": prompt, "split": t["split"], "index": t["index"], "seed": self.seed}
+            for t in self.tasks()
+        ]
+        return Dataset.from_list(rows)
 
     @property
     def environment_factory(self) -> functools.partial:
