@@ -167,6 +167,15 @@ class ProceduralDataset:
             f"no attempt of {split} task {index} passed its checks in {MAX_ATTEMPTS} tries"
         )
 
+    def keep_at_least(self, count: int) -> None:
+        """Keep at least ``count`` task folders on disk (the newest ones).
+
+        A sample checked as a whole (``validate --sample N``) reads every task's files
+        after all of them are made, so none may be evicted before the end.
+        """
+        with self._lock:
+            self._keep = max(self._keep, count)
+
     def _touch(self, final: Path) -> None:
         """Remember ``final`` as recently used; remove the oldest directories beyond the limit."""
         evict = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.datasets.procedural.dataset import KEEP_DIRS, ProceduralDataset
 from analyst_env.datasets.procedural.sampling import data_digest, nondeterministic, take, timing
 from analyst_env.task_format import Task
 
@@ -16,6 +16,7 @@ def sample_for_validation(
     """Make the sample, time it, remake it from the seed to check determinism; report drops too."""
     if count < 1:
         raise ValueError(f"--sample must be at least 1, got {count}")
+    ds.keep_at_least(count + KEEP_DIRS)  # every file is read again after the last is made
     tasks, seconds = take(ds, split, start, count)
     stats = ds.stats()
     digests = {data_digest(t) for t in tasks}

@@ -258,3 +258,14 @@ def test_a_generator_error_is_counted_and_the_index_still_gets_a_task(tmp_path, 
     ds = ProceduralDataset(1, cache_dir=tmp_path)
     assert ds.task("train", 0).id == "procedural-train-0"
     assert ds.stats()["by_reason"]["generator-error:TypeError"] == 1
+
+
+def test_a_validation_sample_larger_than_the_cache_keeps_its_files(tmp_path):
+    """Every task of a sample is read again after the last one is made (digests, the
+    determinism check, the leak scan): a sample larger than the cache must not lose files."""
+    from analyst_env.datasets.procedural.validate_sample import sample_for_validation
+
+    small = ProceduralDataset(SEED, cache_dir=tmp_path, keep_dirs=3)
+    tasks, report = sample_for_validation(small, "test", 0, 8)
+    assert all(Path(p).exists() for t in tasks for p in t.files.values())
+    assert report["distinct_data_ratio"] == 1.0 and report["nondeterministic"] == []
