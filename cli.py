@@ -145,9 +145,14 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     if args.listen_fd is None:
         server.run()  # SIGTERM drains, then returns
     else:  # a worker of `serve --workers N`: accept on the supervisor's socket
+        from analyst_env.server.peers import Peers
         from analyst_env.server.workers import inherited_socket
 
-        server.run(sockets=[inherited_socket(args.listen_fd)])
+        sockets = [inherited_socket(args.listen_fd)]
+        siblings = Peers.from_env()
+        if siblings is not None:  # and on its own Unix socket, where its siblings ask
+            sockets.append(siblings.listen())
+        server.run(sockets=sockets)
     return 0
 
 

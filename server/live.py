@@ -66,7 +66,7 @@ class LiveSession:
         }
 
 
-class _Subscriber:
+class Subscriber:
     """One viewer. ``offer`` and ``resolve`` both run on the viewer's event loop.
 
     A viewer of the session list only needs each session's newest summary, so
@@ -110,15 +110,16 @@ class _Subscriber:
 class LiveHub:
     """Sessions running now (and the last few finished ones), with their events."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "") -> None:
+        self._prefix = prefix  # session ids name their worker under `serve --workers N`
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
-        self._subscribers: set[_Subscriber] = set()
+        self._subscribers: set[Subscriber] = set()
         self._ids = itertools.count(1)
 
     # ── publishing (episode worker threads) ─────────────────────────────────
     def new_session_id(self) -> str:
-        return f"s{next(self._ids)}"
+        return f"{self._prefix}s{next(self._ids)}"
 
     def reset(self, session_id: str, episode: Any, observation: Any) -> None:
         """A new episode started in ``session_id`` (replacing any earlier one there)."""
@@ -236,7 +237,7 @@ class LiveHub:
         with self._lock:
             return [s.summary() for s in reversed(self._sessions.values())]
 
-    def subscribe(self, session_id: str | None = None) -> tuple[_Subscriber, dict[str, Any] | None]:
+    def subscribe(self, session_id: str | None = None) -> tuple[Subscriber, dict[str, Any] | None]:
         """Register a subscriber on the running loop, with a snapshot taken atomically.
 
         Returns:
@@ -245,7 +246,7 @@ class LiveHub:
             (``None`` if there is no such session). For the list, the snapshot
             is ``{"sessions": [...]}``.
         """
-        sub = _Subscriber(asyncio.get_running_loop(), session_id)
+        sub = Subscriber(asyncio.get_running_loop(), session_id)
         with self._lock:
             self._subscribers.add(sub)
             snapshot: dict[str, Any] | None
@@ -260,6 +261,6 @@ class LiveHub:
                 )
         return sub, snapshot
 
-    def unsubscribe(self, sub: _Subscriber) -> None:
+    def unsubscribe(self, sub: Subscriber) -> None:
         with self._lock:
             self._subscribers.discard(sub)

@@ -19,6 +19,7 @@ from analyst_env.server.allocator import return_freed_memory
 from analyst_env.server.episode import Limits
 from analyst_env.server.live import LiveHub
 from analyst_env.server.metrics import ServerMetrics
+from analyst_env.server.peers import session_prefix
 from analyst_env.server.settings import Settings
 from analyst_env.server.tools import TOOLS
 from analyst_env.server.trajectories import TrajectoryStore
@@ -98,7 +99,7 @@ class Runtime:
         datasets: list[Dataset] | None = None,
     ) -> None:
         self.settings = settings
-        self.live = LiveHub()
+        self.live = LiveHub(prefix=session_prefix())  # w<index>- in a worker of several
         self.metrics = ServerMetrics(TOOLS)
         self.trajectories = TrajectoryStore.for_settings(settings)
         self.environments: EnvironmentService | None = None

@@ -15,8 +15,10 @@ What the workers share and what they do not:
 * ``/metrics`` is summed over the workers (``prometheus_client``'s multiprocess mode
   in a directory the supervisor owns; gauges are refreshed every second), whichever
   worker answers the scrape;
-* the ``/web`` live view and ``/ready`` are per worker: a page or a probe sees the
-  worker its connection reached.
+* the ``/web`` live view shows every worker's sessions: each worker also listens on
+  a Unix socket in a directory the supervisor makes for them (``server/peers.py``)
+  and asks its siblings there;
+* ``/ready`` is per worker: a probe sees the worker its connection reached.
 
 SIGTERM or SIGINT to the supervisor drains every worker (each as ``drain.py``
 describes) and exits 0; a supervisor killed outright drains them too (they get
@@ -37,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from analyst_env.server import peers
 from analyst_env.server.metrics import MULTIPROC_ENV
 
 
@@ -73,7 +76,13 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
 
     sock = listening_socket(host, port)
     metrics_dir = tempfile.mkdtemp(prefix="analyst-env-metrics-")
-    env = {**os.environ, MULTIPROC_ENV: metrics_dir}
+    peers_dir = tempfile.mkdtemp(prefix="analyst-env-peers-")  # mode 0700: the workers' alone
+    env = {
+        **os.environ,
+        MULTIPROC_ENV: metrics_dir,
+        peers.DIR_ENV: peers_dir,
+        peers.COUNT_ENV: str(workers),
+    }
     exe = str(Path(sys.executable).with_name("analyst-env"))
     command = [exe, "serve", *worker_argv(argv, sock.fileno())]
     stopping: list[int] = []
@@ -85,8 +94,13 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
                 proc.send_signal(sig if len(stopping) == 1 else signal.SIGKILL)
 
     procs = [
-        subprocess.Popen(command, env=env, pass_fds=(sock.fileno(),), preexec_fn=_drain_with_parent)
-        for _ in range(workers)
+        subprocess.Popen(
+            command,
+            env={**env, peers.INDEX_ENV: str(index)},
+            pass_fds=(sock.fileno(),),
+            preexec_fn=_drain_with_parent,
+        )
+        for index in range(workers)
     ]
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     print(
@@ -116,6 +130,7 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
         for proc in procs:
             multiprocess.mark_process_dead(proc.pid, metrics_dir)
         shutil.rmtree(metrics_dir, ignore_errors=True)
+        shutil.rmtree(peers_dir, ignore_errors=True)
     failed = failed or any(proc.returncode != 0 for proc in procs)
     return 1 if failed else 0
 
