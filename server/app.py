@@ -34,6 +34,7 @@ from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
 from analyst_env.server.http_reset import install_http_reset  # noqa: E402
 from analyst_env.server.metrics import mount_metrics  # noqa: E402
+from analyst_env.server.peers import Peers  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.web import mount_web  # noqa: E402
@@ -106,14 +107,26 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     async def warm_backend() -> None:
         await asyncio.get_running_loop().run_in_executor(None, runtime.backend.warm_up)
 
+    siblings = Peers.from_env(settings.token)
+
     @app.get("/ready", tags=["Health"])
-    async def readiness() -> JSONResponse:
+    async def readiness(local: bool = False) -> JSONResponse:
         """Readiness: 200 ``{"status": "ready", "live_sessions": n, "max_sessions": m}``; 503
         with ``"status": "draining"`` once shutdown began, or ``"full"`` at ``--max-sessions``
         (a load balancer, or a client given several replicas, then sends new sessions
-        elsewhere; the counts let a client pick the least-loaded)."""
+        elsewhere; the counts let a client pick the least-loaded). Under ``serve --workers
+        N`` the counts are every answering worker's (``"workers"``); ``local=1``: this
+        worker's alone."""
         live, limit = len(app.state.env_server._sessions), settings.max_sessions
         counts = {"live_sessions": live, "max_sessions": limit}
+        if siblings is not None and not local:
+            theirs = await siblings.ask("/ready")
+            counts = {
+                "live_sessions": live + sum(int(r.get("live_sessions", 0)) for r in theirs),
+                "max_sessions": limit + sum(int(r.get("max_sessions", 0)) for r in theirs),
+                "workers": 1 + len(theirs),
+            }
+            live, limit = counts["live_sessions"], counts["max_sessions"]
         if sockets.draining:
             return JSONResponse({"status": "draining", **counts}, status_code=503)
         if live >= limit:

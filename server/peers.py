@@ -94,21 +94,25 @@ class Peers:
 
     async def sessions(self) -> list[dict[str, Any]]:
         """Every sibling's live sessions (a sibling that does not answer is left out)."""
-        replies = await asyncio.gather(*(self._sessions_of(p) for p in self.others()))
-        return [s for reply in replies for s in reply]
+        replies = await self.ask("/web/api/live")
+        return [s for reply in replies for s in reply.get("sessions", [])]
 
-    async def _sessions_of(self, path: Path) -> list[dict[str, Any]]:
+    async def ask(self, route: str) -> list[dict[str, Any]]:
+        """Every answering sibling's JSON reply to ``GET route?local=1`` (503s included)."""
+        replies = await asyncio.gather(*(self._get(p, route) for p in self.others()))
+        return [r for r in replies if r is not None]
+
+    async def _get(self, path: Path, route: str) -> dict[str, Any] | None:
         transport = httpx.AsyncHTTPTransport(uds=str(path))
         try:
             async with httpx.AsyncClient(
                 transport=transport, base_url="http://worker", headers=self.headers
             ) as client:
-                reply = await client.get(
-                    "/web/api/live", params={"local": "1"}, timeout=ASK_TIMEOUT_S
-                )
-                return list(reply.raise_for_status().json()["sessions"])
-        except (httpx.HTTPError, OSError, ValueError, KeyError):
-            return []
+                reply = await client.get(route, params={"local": "1"}, timeout=ASK_TIMEOUT_S)
+                body = reply.json()
+                return body if isinstance(body, dict) else None
+        except (httpx.HTTPError, OSError, ValueError):
+            return None
 
     async def feed(self, path: Path, session: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """A sibling's live feed (its own sessions), message by message, until it ends."""

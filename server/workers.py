@@ -18,7 +18,7 @@ What the workers share and what they do not:
 * the ``/web`` live view shows every worker's sessions: each worker also listens on
   a Unix socket in a directory the supervisor makes for them (``server/peers.py``)
   and asks its siblings there;
-* ``/ready`` is per worker: a probe sees the worker its connection reached.
+* ``/ready`` counts every worker's sessions and slots (asked the same way).
 
 SIGTERM or SIGINT to the supervisor drains every worker (each as ``drain.py``
 describes) and exits 0; a supervisor killed outright drains them too (they get

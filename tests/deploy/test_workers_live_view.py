@@ -1,10 +1,10 @@
-"""Live: the /web live view of ``serve --workers 2`` shows the whole server (issue 18).
+"""Live: the /web live view and /ready of ``serve --workers 2`` show the whole server (issue 18).
 
 Each worker holds its own sessions, and a viewer's connection reaches one of them.
 Whichever it reaches, the session list (HTTP and the live feed) must hold every
 worker's sessions, one session's feed must open from either worker (relayed from
 the worker that holds it), and a step on any session must reach a viewer on any
-worker.
+worker. ``/ready`` counts every worker's sessions and slots, whichever answers.
 """
 
 from __future__ import annotations
@@ -60,6 +60,15 @@ def test_either_workers_live_view_shows_and_relays_every_workers_sessions(tmp_pa
                 sessions = listed(server.url)
                 assert {s["episode_id"] for s in sessions if not s["closed"]} == set(episodes)
             session_of = {s["episode_id"]: s["session_id"] for s in sessions}
+            for _ in range(4):
+                with httpx.Client() as client:
+                    ready = client.get(f"{server.url}/ready", timeout=10).json()
+                assert ready == {
+                    "status": "ready",
+                    "live_sessions": len(socks),
+                    "max_sessions": 2 * MAX_SESSIONS,
+                    "workers": 2,
+                }
 
             for _ in range(4):  # the list feed, from whichever worker, starts with all of them
                 async with websockets.connect(f"{base}/web/api/live/ws") as viewer:
