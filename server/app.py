@@ -65,9 +65,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         reset_observation_cls=AnalystResetObservation,
     )
     app.state.runtime = runtime
-    sockets = install_ws_endpoints(
-        app, settings.resume_grace_s
-    )  # /ws and /mcp that answer every bad frame and never reap an open socket
+    siblings = Peers.from_env(settings.token)  # the other workers of `serve --workers N`
+    # /ws and /mcp that answer every bad frame and never reap an open socket
+    sockets = install_ws_endpoints(app, settings.resume_grace_s, siblings)
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
     install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
@@ -106,8 +106,6 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     async def warm_backend() -> None:
         await asyncio.get_running_loop().run_in_executor(None, runtime.backend.warm_up)
-
-    siblings = Peers.from_env(settings.token)
 
     @app.get("/ready", tags=["Health"])
     async def readiness(local: bool = False) -> JSONResponse:

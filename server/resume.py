@@ -33,6 +33,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyst_env.server.peers import session_prefix
+
 
 class ResumeError(RuntimeError):
     """No parked episode matches; ``retry`` if it is alive but its old socket is still attached."""
@@ -52,7 +54,8 @@ class ResumeState:
     last_step_reply: str | None = None
 
     def issue(self, episode_id: str) -> str:
-        self.episode_id, self.secret = episode_id, secrets.token_urlsafe(24)
+        # the secret names this worker under `serve --workers N`: a sibling relays a resume here
+        self.episode_id, self.secret = episode_id, session_prefix() + secrets.token_urlsafe(24)
         self.step_replies, self.last_step_reply = 0, None
         return self.secret
 

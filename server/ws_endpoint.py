@@ -60,6 +60,7 @@ from openenv.core.env_server.types import (
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
+from analyst_env.server.peers import Peers
 from analyst_env.server.resume import Attachment, Parked, Parking, ResumeError, ResumeState
 from analyst_env.server.ws_frames import (
     DRAINING_CLOSE_CODE,
@@ -73,13 +74,21 @@ from analyst_env.server.ws_frames import (
     validation_errors,
 )
 from analyst_env.server.ws_mcp import McpEndpoint
+from analyst_env.server.ws_relay import relay_socket
 
 
 class SessionSockets:
     """The WebSocket side of OpenEnv's session registry, plus what a drain needs to know."""
 
-    def __init__(self, server: HTTPEnvServer, mcp_handler, resume_grace_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        server: HTTPEnvServer,
+        mcp_handler,
+        resume_grace_s: float = 120.0,
+        peers: Peers | None = None,
+    ) -> None:
         self.server = server
+        self.peers = peers  # sibling workers of `serve --workers N`: they may hold an episode
         self.draining = False
         self.in_flight = 0  # frames being handled now
         self.sockets: set[WebSocket] = set()
@@ -141,6 +150,15 @@ class SessionSockets:
         self.sockets.add(websocket)
         try:
             try:
+                owner = (
+                    self.peers.owner(query["resume_secret"])
+                    if (self.peers is not None and "resume_secret" in query)
+                    else None
+                )
+                if owner is not None:  # parked in a sibling worker: pass the socket through
+                    assert self.peers is not None
+                    await relay_socket(websocket, self.peers, owner)
+                    return
                 if "resume_secret" in query:
                     parked = self.parking.claim(query.get("episode_id", ""), query["resume_secret"])
                     session_id, env, owned, resume, pending = (
@@ -374,14 +392,18 @@ def _closure_var(fn, name: str) -> Any:
     return fn.__closure__[index].cell_contents
 
 
-def install_ws_endpoints(app: FastAPI, resume_grace_s: float = 120.0) -> SessionSockets:
+def install_ws_endpoints(
+    app: FastAPI, resume_grace_s: float = 120.0, peers: Peers | None = None
+) -> SessionSockets:
     """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same
     sessions."""
     ws_route = next(
         r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws"
     )
     server = _closure_var(ws_route.endpoint, "self")
-    sockets = SessionSockets(server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s)
+    sockets = SessionSockets(
+        server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s, peers
+    )
     app.router.routes[:] = [
         r
         for r in app.router.routes
