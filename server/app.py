@@ -21,7 +21,7 @@ from analyst_env.openenv_compat import load_openenv
 load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
 # E402: the imports below must run after load_openenv() above.
-from fastapi import FastAPI  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
@@ -34,7 +34,7 @@ from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
 from analyst_env.server.http_reset import install_http_reset  # noqa: E402
 from analyst_env.server.metrics import mount_metrics  # noqa: E402
-from analyst_env.server.peers import Peers  # noqa: E402
+from analyst_env.server.peers import HOLDS_ROUTE, Peers, from_sibling  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.web import mount_web  # noqa: E402
@@ -69,7 +69,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     # /ws and /mcp that answer every bad frame and never reap an open socket
     sockets = install_ws_endpoints(app, settings.resume_grace_s, siblings)
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
-    install_http_mcp(app, lambda: sockets.draining)  # no new /mcp sessions while draining
+    install_http_mcp(app, lambda: sockets.draining, siblings)  # no new sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
     mount_metrics(app, runtime)  # /metrics for Prometheus (after /envs: it counts builds)
@@ -106,6 +106,13 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     async def warm_backend() -> None:
         await asyncio.get_running_loop().run_in_executor(None, runtime.backend.warm_up)
+
+    @app.get(f"{HOLDS_ROUTE}/{{session_id}}", include_in_schema=False)
+    async def holds_session(session_id: str, request: Request) -> JSONResponse:
+        """For sibling workers only: whether this worker's registry holds ``session_id``."""
+        if not from_sibling(request.scope):
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return JSONResponse({"held": session_id in app.state.env_server._sessions})
 
     @app.get("/ready", tags=["Health"])
     async def readiness(local: bool = False) -> JSONResponse:

@@ -1,10 +1,14 @@
-"""HTTP ``POST /mcp`` that refuses new sessions while the server drains.
+"""HTTP ``POST /mcp`` that refuses new sessions while the server drains, on any worker.
 
 OpenEnv's route creates a session for ``openenv/session/create`` at any time. Once a
 SIGTERM has started the drain (``drain.py``), a new session could only be cut off a
 moment later, so it is refused with a JSON-RPC error (``-32000``, the code OpenEnv
 uses for capacity) that says why. Every other request goes to OpenEnv's handler
 unchanged, so calls on existing sessions finish during the drain.
+
+Under ``serve --workers N`` a request naming a session this worker does not hold
+(its client's next connection reached another worker) is passed to the sibling
+that holds it (``server/peers.py``) and answered with that sibling's reply.
 """
 
 from __future__ import annotations
@@ -15,22 +19,34 @@ from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 
+from analyst_env.server.peers import Peers
 from analyst_env.server.ws_frames import DRAINING_REASON
 
 
-def _creates_session(body: bytes) -> tuple[bool, object]:
+def _request(body: bytes) -> dict:
     try:
         request = json.loads(body)
     except (ValueError, RecursionError):
-        return False, None
-    if isinstance(request, dict) and request.get("method") == "openenv/session/create":
+        return {}
+    return request if isinstance(request, dict) else {}
+
+
+def _creates_session(body: bytes) -> tuple[bool, object]:
+    request = _request(body)
+    if request.get("method") == "openenv/session/create":
         return True, request.get("id") if isinstance(request.get("id"), (int, str)) else None
     return False, None
 
 
-def install_http_mcp(app: FastAPI, is_draining) -> None:
+def _session_named(body: bytes) -> str | None:
+    params = _request(body).get("params")
+    session_id = params.get("session_id") if isinstance(params, dict) else None
+    return session_id if isinstance(session_id, str) and session_id else None
+
+
+def install_http_mcp(app: FastAPI, is_draining, peers: Peers | None = None) -> None:
     """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while
-    draining."""
+    draining, and a session held by a sibling worker is answered by it."""
     route = next(
         (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None
     )
@@ -48,6 +64,14 @@ def install_http_mcp(app: FastAPI, is_draining) -> None:
                 return JsonRpcResponse.error_response(
                     JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON, request_id=request_id
                 ).model_dump()
+        if peers is not None and request_raw.query_params.get("local") != "1":
+            body = await request_raw.body()
+            session_id = _session_named(body)
+            if session_id is not None and session_id not in app.state.env_server._sessions:
+                holder = await peers.holder_of(session_id)
+                reply = await peers.post(holder, "/mcp", body) if holder is not None else None
+                if reply is not None:
+                    return reply
         return await original(request_raw)
 
     mcp_endpoint.__doc__ = original.__doc__

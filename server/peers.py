@@ -8,9 +8,12 @@ never see it: it is not in their root view). The same app answers there, so a
 peer speaks the live feed's own protocol, asked with ``local=1`` (its own sessions
 only, no asking further).
 
-Live session ids carry their worker (``w1-s7``): a viewer opening one session is
-relayed to the worker that holds it. A worker that is gone (or not started yet)
-is left out of the view, never an error.
+Live session ids and resume secrets carry their worker (``w1-s7``, ``w1-<secret>``):
+a viewer opening one session, or a client resuming an episode, is relayed to the
+worker that holds it. OpenEnv's own session ids (HTTP ``/mcp`` sessions, which a
+socket may attach to with ``/ws?session_id=``) are plain UUIDs, so a worker that
+does not hold one asks its siblings which does. A worker that is gone (or not
+started yet) is left out, never an error.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import json
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ INDEX_ENV = "ANALYST_ENV_WORKER_INDEX"
 COUNT_ENV = "ANALYST_ENV_WORKER_COUNT"
 """How many workers the supervisor started."""
 ASK_TIMEOUT_S = 3.0
+HOLDS_ROUTE = "/_workers/sessions"
+"""``GET {HOLDS_ROUTE}/<session id>``: ``{"held": bool}``, answered to siblings only."""
 
 
 def session_prefix() -> str:
@@ -102,15 +107,36 @@ class Peers:
         replies = await asyncio.gather(*(self._get(p, route) for p in self.others()))
         return [r for r in replies if r is not None]
 
+    async def holder_of(self, session_id: str) -> Path | None:
+        """The sibling whose session registry holds ``session_id`` (an HTTP ``/mcp`` session,
+        or one a socket attaches to with ``/ws?session_id=``), if any."""
+        for path in self.others():
+            reply = await self._get(path, f"{HOLDS_ROUTE}/{quote(session_id, safe='')}")
+            if reply is not None and reply.get("held") is True:
+                return path
+        return None
+
+    async def post(self, path: Path, route: str, body: bytes) -> dict[str, Any] | None:
+        """A sibling's JSON reply to ``POST route?local=1`` with ``body`` (None if it is gone)."""
+        return await self._request(path, "POST", route, body)
+
     async def _get(self, path: Path, route: str) -> dict[str, Any] | None:
+        return await self._request(path, "GET", route, None)
+
+    async def _request(
+        self, path: Path, method: str, route: str, body: bytes | None
+    ) -> dict[str, Any] | None:
         transport = httpx.AsyncHTTPTransport(uds=str(path))
+        headers = {**self.headers, "Content-Type": "application/json"} if body else self.headers
         try:
             async with httpx.AsyncClient(
-                transport=transport, base_url="http://worker", headers=self.headers
+                transport=transport, base_url="http://worker", headers=headers
             ) as client:
-                reply = await client.get(route, params={"local": "1"}, timeout=ASK_TIMEOUT_S)
-                body = reply.json()
-                return body if isinstance(body, dict) else None
+                reply = await client.request(
+                    method, route, params={"local": "1"}, content=body, timeout=ASK_TIMEOUT_S
+                )
+                answer = reply.json()
+                return answer if isinstance(answer, dict) else None
         except (httpx.HTTPError, OSError, ValueError):
             return None
 
@@ -129,3 +155,8 @@ class Peers:
                     yield json.loads(message)
         except (TimeoutError, OSError, websockets.WebSocketException, ValueError):
             return
+
+
+def from_sibling(scope: Mapping[str, Any]) -> bool:
+    """Whether a request came over a worker's Unix socket (uvicorn gives it no client address)."""
+    return scope.get("client") is None

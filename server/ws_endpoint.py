@@ -32,6 +32,7 @@ import asyncio
 import inspect
 from collections.abc import MutableMapping
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
@@ -150,12 +151,8 @@ class SessionSockets:
         self.sockets.add(websocket)
         try:
             try:
-                owner = (
-                    self.peers.owner(query["resume_secret"])
-                    if (self.peers is not None and "resume_secret" in query)
-                    else None
-                )
-                if owner is not None:  # parked in a sibling worker: pass the socket through
+                owner = await self._sibling_holding(query)
+                if owner is not None:  # held by a sibling worker: pass the socket through
                     assert self.peers is not None
                     await relay_socket(websocket, self.peers, owner)
                     return
@@ -241,6 +238,18 @@ class SessionSockets:
                 else:
                     await self.release_session(session_id, owned)
             await close(websocket)
+
+    async def _sibling_holding(self, query) -> Path | None:
+        """The sibling worker holding what a ``/ws`` query names: the parked episode of a
+        resume secret, or an existing session (``?session_id=``) this worker does not hold."""
+        if self.peers is None:
+            return None
+        if "resume_secret" in query:
+            return self.peers.owner(query["resume_secret"])
+        requested = query.get("session_id")
+        if requested and requested not in self.server._sessions:
+            return await self.peers.holder_of(requested)
+        return None
 
     @staticmethod
     async def _receive(websocket: WebSocket, attachment: Attachment) -> MutableMapping[str, Any]:

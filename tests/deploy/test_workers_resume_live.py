@@ -7,7 +7,9 @@ own Unix socket (in the supervisor's directory for them) is used to pick the wor
 for certain: an episode started on worker 0 resumes through worker 1 with its
 missed reply, its variables and its step count. Through the shared port, an episode
 cut and resumed again and again (retrying while its worker has not yet seen the cut,
-as the typed client does) keeps its state wherever each connection lands.
+as the typed client does) keeps its state wherever each connection lands. An HTTP
+``/mcp`` session, and a socket attaching to it, are answered by the worker that
+holds it, whichever worker the request reaches.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx
 import pytest
 import websockets
 from deploy.polling import wait_for
@@ -39,6 +42,29 @@ def result(reply: dict) -> str:
 def cut(ws) -> None:
     """Drop the connection under the client, as a network failure would (no close frame)."""
     ws.transport.abort()
+
+
+async def an_http_session_answered_by_the_worker_that_holds_it(w0: str, w1: str) -> None:
+    """An HTTP ``/mcp`` session made on worker 0 answers through worker 1, and a socket
+    attaching to it there (``/ws?session_id=``) plays its episode."""
+    rpc = {"jsonrpc": "2.0", "id": 1}
+
+    def client(path: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=path), base_url="http://worker", timeout=30
+        )
+
+    async with client(w0) as first, client(w1) as other:
+        made = await first.post("/mcp", json={**rpc, "method": "openenv/session/create"})
+        sid = made.json()["result"]["session_id"]
+        listed = await other.post(
+            "/mcp", json={**rpc, "method": "tools/list", "params": {"session_id": sid}}
+        )
+        assert listed.json()["result"]["tools"], listed.text
+    async with websockets.unix_connect(w1, f"ws://worker/ws?session_id={sid}") as attached:
+        reset = await ask(attached, {"type": "reset", "data": {"task_id": TASK}})
+        assert reset["type"] == "observation", reset
+        assert result(await ask(attached, code_step("print(6 * 7)"))) == "42"
 
 
 def test_a_resume_reaching_the_other_worker_is_relayed_to_the_one_that_holds_it(tmp_path):
@@ -84,7 +110,10 @@ def test_a_resume_reaching_the_other_worker_is_relayed_to_the_one_that_holds_it(
                     ws = await websockets.connect(
                         f"{base}/ws?episode_id={episode}&resume_secret={secret}", open_timeout=60
                     )
-                    reply = await ask(ws, code_step("n += 1\nprint(n)"))
+                    try:
+                        reply = await ask(ws, code_step("n += 1\nprint(n)"))
+                    except websockets.ConnectionClosed:  # refused ("retry") before the step
+                        reply = {"type": "error", "data": {"retry": True}}
                     if not (reply["type"] == "error" and reply["data"].get("retry")):
                         break
                     await ws.close()
@@ -95,5 +124,8 @@ def test_a_resume_reaching_the_other_worker_is_relayed_to_the_one_that_holds_it(
 
         asyncio.run(through_the_other_worker())
         asyncio.run(again_and_again_through_the_port())
+        asyncio.run(an_http_session_answered_by_the_worker_that_holds_it(w0, w1))
+        held = httpx.get(f"{server.url}/_workers/sessions/x", timeout=10)
+        assert held.status_code == 404, "the sibling-only route is not served on the port"
         log = server.log()
     assert "Traceback" not in log, log[-3000:]
