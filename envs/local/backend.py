@@ -410,7 +410,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
 
     def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]:
         """Fork a kernel in a new slot (cgroups prepared), optionally warmed up."""
-        slot = self._slots.take(image)
+        slot = self._take_slot(image)
         try:
             if self._cgroups is not None and slot.uid is not None and self._cgroups.available():
                 s = self._sizing(image)

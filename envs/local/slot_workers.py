@@ -17,6 +17,7 @@ from analyst_env.envs.local import procctl
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
 from analyst_env.envs.local.standby_pool import StandbyDemand
+from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
     from analyst_env.envs.local.cgroups import CgroupManager
@@ -87,6 +88,23 @@ class SlotWorkers:
         with self._lock:
             self._teardowns.append((kernel, slot))
             self._lock.notify_all()
+
+    def _take_slot(self, image: str) -> KernelSlot:
+        """A free slot. When none is, ended episodes still waiting for their teardown are torn
+        down on this thread until one is: a reset never fails while ended episodes hold slots.
+
+        Raises:
+            SandboxError: Every slot is held by a live episode, a standby or a fork.
+        """
+        while True:
+            try:
+                return self._slots.take(image)
+            except SandboxError:
+                with self._lock:
+                    job = self._teardowns.popleft() if self._teardowns else None
+                if job is None:
+                    raise
+                self._teardown_logged(*job)
 
     def _release_slot(self, slot: KernelSlot) -> None:
         """Remove the slot's directory (if its zygote still has it) and free its uid."""

@@ -34,6 +34,9 @@ HOLD_S = 600.0
 _BUCKETS = 10
 #: A burst's size is counted over this long at most (then a new count starts).
 _BURST_S = 5.0
+#: Resets in flight together that make a burst (a trainer's batch), not a few clients' stream:
+#: a steady stream of validators or evaluators must neither stop refilling nor hold teardowns.
+BURST_MIN_IN_FLIGHT = 8
 #: A burst is over when no reset began or ended for this long, even if some are still running
 #: (a reset stuck on a hung kernel must not hold refilling back).
 _QUIET_S = 1.0
@@ -92,8 +95,10 @@ class StandbyDemand:
         return min(self.ceiling, max(self.floor, seen))
 
     def burst_in_progress(self) -> bool:
-        """Whether resets are arriving together right now (refilling would slow them)."""
-        return self.in_flight >= 2 and self._clock() - self._last_progress < _QUIET_S
+        """Whether a batch of resets is arriving together right now (refilling would slow it)."""
+        return (
+            self.in_flight >= BURST_MIN_IN_FLIGHT and self._clock() - self._last_progress < _QUIET_S
+        )
 
     def _record(self, value: int) -> None:
         bucket = int(self._clock() // self._bucket_s)

@@ -14,6 +14,7 @@ import pytest
 from support import PID_NAMESPACE_OF_CELL, alive, host_pid, wait_dead
 
 from analyst_env.envs.local import LocalSandboxBackend
+from analyst_env.envs.local.standby_pool import BURST_MIN_IN_FLIGHT
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
@@ -101,16 +102,16 @@ def test_an_episode_ended_during_a_burst_stops_at_once_and_dies_after_it() -> No
         time.sleep(0.3)
         assert cpu_ticks(pid) > 0  # spinning
         demand = backend._demand_of("default")
-        with backend._lock:  # two resets in flight: a burst is being served
-            demand.began()
-            demand.began()
+        with backend._lock:  # a batch of resets in flight: a burst is being served
+            for _ in range(BURST_MIN_IN_FLIGHT):
+                demand.began()
         sandbox.close()
         before = cpu_ticks(pid)
         time.sleep(0.5)
         assert alive(pid) and cpu_ticks(pid) == before  # stopped where it stood, not yet killed
         with backend._lock:  # the burst is over
-            demand.ended()
-            demand.ended()
+            for _ in range(BURST_MIN_IN_FLIGHT):
+                demand.ended()
             backend._lock.notify_all()
         assert wait_dead(pid, timeout_s=10)
     finally:
@@ -123,10 +124,31 @@ def test_a_burst_that_never_ends_does_not_hold_teardowns_for_ever() -> None:
         sandbox = backend.start("default", files={})
         kernel_pid = sandbox.kernel_pid
         demand = backend._demand_of("default")
-        with backend._lock:  # two resets stuck on hung kernels
-            demand.began()
-            demand.began()
+        with backend._lock:  # a batch of resets stuck on hung kernels
+            for _ in range(BURST_MIN_IN_FLIGHT):
+                demand.began()
         sandbox.close()
         assert wait_dead(kernel_pid, timeout_s=10)
+    finally:
+        backend.close()
+
+
+def test_a_reset_never_fails_while_ended_episodes_hold_the_slots() -> None:
+    """Ended episodes whose teardown waits (a burst holds it back) are torn down by the
+    reset that needs their slot: every slot held by them is no reason to refuse."""
+    backend = LocalSandboxBackend(standbys=0, max_slots=8)
+    try:
+        # a burst that holds every teardown back, however short of slots (the worst case)
+        backend._hold_teardowns = lambda: True  # type: ignore[method-assign]
+        for _round in range(3):  # 5 + 5 + 5 episodes through 8 slots
+            sandboxes = [backend.start("default", files={}) for _ in range(5)]
+            assert all(s.run_cell("1 + 1", timeout_s=20).outputs for s in sandboxes)
+            for sandbox in sandboxes:
+                sandbox.close()
+        assert backend._slots.in_use <= 8
+        del backend._hold_teardowns  # the burst is over
+        with backend._lock:
+            backend._lock.notify_all()
+        assert wait_for(lambda: backend._slots.in_use == 0, 20), backend._slots.in_use
     finally:
         backend.close()

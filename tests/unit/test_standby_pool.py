@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyst_env.envs.local.standby_pool import StandbyDemand
+from analyst_env.envs.local.standby_pool import BURST_MIN_IN_FLIGHT, StandbyDemand
 
 
 class Clock:
@@ -89,14 +89,15 @@ def test_floor_zero_means_no_pool_whatever_the_bursts() -> None:
 def test_refilling_waits_for_a_burst_but_not_for_a_stuck_reset() -> None:
     clock = Clock()
     demand = StandbyDemand(4, 256, clock=clock)
+    for _ in range(BURST_MIN_IN_FLIGHT - 1):
+        demand.began()
+    assert not demand.burst_in_progress()  # a few clients' stream is not a burst
     demand.began()
-    assert not demand.burst_in_progress()  # one reset is not a burst
-    demand.began()
-    assert demand.burst_in_progress()
-    clock.now += 5  # both stuck on hung kernels: refilling resumes
+    assert demand.burst_in_progress()  # a batch is
+    clock.now += 5  # all stuck on hung kernels: refilling resumes
     assert not demand.burst_in_progress()
-    demand.ended()
-    demand.ended()
+    for _ in range(BURST_MIN_IN_FLIGHT):
+        demand.ended()
     assert not demand.burst_in_progress()
 
 
