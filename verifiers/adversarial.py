@@ -179,9 +179,9 @@ def collection_probes(items: list[str], ordered: bool) -> tuple[list[Probe], lis
     adversarial = [
         Probe("superset", f'[{quoted}, "Other"]'),
         Probe("nested", f"[[{quoted}]]"),
-        Probe("space-joined", " ".join(items)),
     ]
-    if len(items) > 1:
+    if len(items) > 1:  # one item joined by spaces is that item, the correct answer
+        adversarial.append(Probe("space-joined", " ".join(items)))
         adversarial.append(Probe("subset", "[" + ", ".join(f'"{i}"' for i in items[:-1]) + "]"))
         if ordered and items[::-1] != items:
             adversarial.append(

@@ -91,9 +91,9 @@ def _clean_numeric_text(text: str) -> str:
     return re.sub(f"[{_GROUP_SPACE}]", " ", text)
 
 
-_DATES_AND_TIMES = re.compile(
-    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?\b"
-    r"|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"
+_DATES_AND_TIMES = re.compile(  # one separator per date, whole tokens: "0.72/1507.72" is no date
+    r"(?<![\d.])\d{4}([-/.])\d{1,2}\1\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?!\.?\d)"
+    r"|(?<![\d.])\d{1,2}([-/.])\d{1,2}\2\d{2,4}(?!\.?\d)"
     r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"
 )
 _ROUNDING_NOTE = re.compile(

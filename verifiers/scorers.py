@@ -296,8 +296,8 @@ def parse_collection(text: str) -> list[str] | None:
         ['North', 'East']
         >>> parse_collection("1. North\\n2. East")
         ['North', 'East']
-        >>> parse_collection("North; East")
-        ['North', 'East']
+        >>> parse_collection("North; East"), parse_collection("1. Green Line")
+        (['North', 'East'], ['Green Line'])
     """
     text = text.strip()
     if not text:
@@ -315,8 +315,8 @@ def parse_collection(text: str) -> list[str] | None:
                 return [i for i in items if i.strip()] or None
     if "\n" in text:
         items = [_BULLET.sub("", line) for line in text.splitlines()]
-    else:
-        items = re.split(r"[;,]", text)
+    else:  # one line: "1. North" or "- North" is a list of one
+        items = re.split(r"[;,]", _BULLET.sub("", text))
     items = [i.strip() for i in items if i.strip()]
     return items or None
 

@@ -572,3 +572,20 @@ def test_scorers_run_in_the_server_cost_little_on_the_nastiest_short_answers(nam
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak < 2 * 1024 * 1024, f"{name} allocated {peak} bytes on {shape}"
+
+
+@pytest.mark.parametrize("hedge", ["0.72/1507.72", "1507.72/0.72", "0.72/15.07"])
+def test_two_numbers_joined_by_a_slash_are_not_read_as_a_date(hedge):
+    """A date is removed before the number is read ("251.14 on 03/20/2024"); two decimals
+    around a slash are a hedge, not a date, whatever their digits."""
+    spec = VerifierSpec(name="numeric", params={"abs_tol": 0.0101})
+    assert judge(spec, hedge, 0.72).reward == 0.0
+    assert judge(spec, "0.72 on 20.03.2024", 0.72).reward == 1.0
+    assert judge(spec, "0.72 (2024-03-20)", 0.72).reward == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer", ["1. Green Line", "- Green Line", "Green Line", '["Green Line"]']
+)
+def test_a_one_item_set_answered_as_a_numbered_or_bulleted_line_scores_1(answer):
+    assert judge(VerifierSpec(name="set"), answer, ["Green Line"]).reward == 1.0
