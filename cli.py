@@ -44,14 +44,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 2
-    if args.workers > 1:  # a supervisor: the workers make their own backends
+    workers = args.workers
+    if args.listen_fd is not None:  # a worker itself
+        workers = 1
+    elif workers is None:
+        from analyst_env.server.workers import default_workers
+
+        workers = default_workers()
+    if workers > 1:  # a supervisor: the workers make their own backends
         from analyst_env.server.workers import supervise
 
         serve_args = args.argv[args.argv.index("serve") + 1 :]
-        return supervise(serve_args, args.host, args.port, args.workers)
+        return supervise(serve_args, args.host, args.port, workers)
     from analyst_env.envs.sandbox import SandboxError
 
     try:
@@ -243,9 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         help="Server processes sharing the port, each with its own sandboxes "
-        "and --max-sessions (default 1; docs/operations.md)",
+        "and --max-sessions (default: one per available core, up to 8; docs/operations.md)",
     )
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # set for workers
     serve.set_defaults(func=cmd_serve)

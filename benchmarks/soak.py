@@ -332,6 +332,8 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         str(2 * cfg.sessions + 16),
         "--cell-timeout",
         str(CELL_TIMEOUT_S),
+        "--workers",
+        "1",  # the RSS watched is one server process's
         "--log-level",
         "warning",
     ]

@@ -1,6 +1,8 @@
 """``analyst-env serve --workers N``: N server processes accepting on one listening socket.
 
-One ``serve`` process speaks the protocol on one core. The supervisor here binds
+One ``serve`` process speaks the protocol on one core, so ``serve`` starts one
+worker per available core (``default_workers``, up to 8; with one core it serves
+in-process, no supervisor). The supervisor here binds
 the port once and starts N ``analyst-env serve`` worker processes that inherit the
 socket (``--listen-fd``); the kernel hands each new connection (one WebSocket, one
 session) to a worker that is waiting in ``accept``, so a busy worker takes fewer.
@@ -23,12 +25,14 @@ What the workers share and what they do not:
 SIGTERM or SIGINT to the supervisor drains every worker (each as ``drain.py``
 describes) and exits 0; a supervisor killed outright drains them too (they get
 SIGTERM as its death signal). A worker that dies on its own stops the others the same way
-and the supervisor exits 1, so the process manager restarts the whole server: a
+and the supervisor exits with that worker's status (1 if a signal killed it), so the
+process manager restarts the whole server: a
 worker started alone would mark the other workers' running builds as interrupted.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -41,6 +45,39 @@ from pathlib import Path
 
 from analyst_env.server import peers
 from analyst_env.server.metrics import MULTIPROC_ENV
+
+MAX_DEFAULT_WORKERS = 8
+"""``serve`` starts one worker per available core, up to this many (``--workers`` overrides)."""
+
+
+def cores_available() -> int:
+    """The CPUs this process may run on: its affinity, capped by its cgroup's CPU quota.
+
+    A container limited to 2 CPUs on a 64-core node sees 64 in its affinity mask;
+    the quota (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``) is what it gets.
+    """
+    cores = len(os.sched_getaffinity(0))
+    quota = _cgroup_cpu_quota()
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _cgroup_cpu_quota() -> float | None:
+    try:
+        limit, every = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        return None if limit == "max" else int(limit) / int(every)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def default_workers() -> int:
+    """How many workers ``serve`` starts without ``--workers``: one per available core."""
+    return min(cores_available(), MAX_DEFAULT_WORKERS)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -83,8 +120,9 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
         peers.DIR_ENV: peers_dir,
         peers.COUNT_ENV: str(workers),
     }
-    exe = str(Path(sys.executable).with_name("analyst-env"))
-    command = [exe, "serve", *worker_argv(argv, sock.fileno())]
+    # the interpreter, not a console script beside it: a system install puts the script in
+    # /usr/local/bin and the interpreter in /usr/bin
+    command = [sys.executable, "-m", "analyst_env.cli", "serve", *worker_argv(argv, sock.fileno())]
     stopping: list[int] = []
 
     def stop(sig: int, _frame=None) -> None:
@@ -105,11 +143,11 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     print(
         f"analyst-env: {workers} workers (pids {', '.join(str(p.pid) for p in procs)}) on "
-        f"{host}:{port}",
+        f"{host}:{sock.getsockname()[1]}",
         file=sys.stderr,
         flush=True,
     )
-    failed = False
+    failed: int | bool = False
     try:
         while any(proc.poll() is None for proc in procs):
             for proc in procs:
@@ -120,7 +158,7 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
                         file=sys.stderr,
                         flush=True,
                     )
-                    failed = True
+                    failed = failed or proc.returncode  # the first failure's status
                     stop(signal.SIGTERM)
             time.sleep(0.2)
     finally:
@@ -131,8 +169,12 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
             multiprocess.mark_process_dead(proc.pid, metrics_dir)
         shutil.rmtree(metrics_dir, ignore_errors=True)
         shutil.rmtree(peers_dir, ignore_errors=True)
-    failed = failed or any(proc.returncode != 0 for proc in procs)
-    return 1 if failed else 0
+    failed = failed or next((proc.returncode for proc in procs if proc.returncode), False)
+    if not failed:
+        return 0
+    # a worker's own status (2: refused its configuration) tells the operator why; one
+    # killed by a signal (negative status) is a failure the process manager restarts
+    return failed if isinstance(failed, int) and failed > 1 else 1
 
 
 def _drain_with_parent() -> None:

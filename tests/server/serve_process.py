@@ -1,7 +1,8 @@
 """``analyst-env serve`` as a child process, for what only a real process shows: logs, signals, exit
 codes.
 
-The server serves the shipped ``starter`` set with its state directory and its
+The server is one process (``--workers 1``) unless the test passes ``--workers``. It
+serves the shipped ``starter`` set with its state directory and its
 scratch space (``TMPDIR``, where the local backend makes ``analyst-env-local-*``)
 under the test's own directory, and writes its log to ``serve.log`` there.
 """
@@ -40,6 +41,11 @@ class ServeProcess:
         self.startup_timeout_s = startup_timeout_s
         self.proc: subprocess.Popen | None = None
 
+    def _workers(self) -> list[str]:
+        """One server process unless the test asks for workers (its signals, logs and pids
+        are then the server's own)."""
+        return [] if any(a.startswith("--workers") for a in self.args) else ["--workers", "1"]
+
     def __enter__(self) -> ServeProcess:
         self.scratch.mkdir(parents=True, exist_ok=True)
         env = {
@@ -53,7 +59,16 @@ class ServeProcess:
         exe = str(Path(sys.executable).with_name("analyst-env"))
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [exe, "serve", "--port", str(self.port), "--dataset", "starter", *self.args],
+            [
+                exe,
+                "serve",
+                "--port",
+                str(self.port),
+                "--dataset",
+                "starter",
+                *self._workers(),
+                *self.args,
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
