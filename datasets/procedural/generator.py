@@ -342,15 +342,17 @@ def attempt(
     notes = " ".join(_defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
     describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
 
-    def worded(gold: Any) -> tuple[Draft, str]:
-        """The draft and the instruction for ``gold``; Dropped if either cannot be fair."""
+    def worded(gold: Any) -> tuple[Draft, str, tuple]:
+        """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped
+        if they cannot be fair."""
         if gold is None or (isinstance(gold, (list, str)) and not gold):
             raise Dropped("undefined-answer")
         draft = _draft(ask, gold, question, level_of(depth), d)
         instruction = f"{describe}\n\n{format_sentence(draft)}"
-        if leaks(instruction, oracle_and_verifier(draft)[0], draft.style):
+        scored = oracle_and_verifier(draft)
+        if leaks(instruction, scored[0], draft.style):
             raise Dropped("answer-in-question")
-        return draft, instruction
+        return draft, instruction, scored
 
     fact, dim = apply_mess(truth, drawn.mess, rng)
     # A screen on the tables before they are written: most drops are decided here, without
@@ -362,10 +364,9 @@ def attempt(
     pl_fact, pl_dim = files.read_plain(place, directory)
     gold = _answer(query, pd_fact, pd_dim, d, drawn.mess, engine_pandas)
     check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
-    draft, instruction = worded(gold)
+    draft, instruction, (oracle, answer, verifier) = worded(gold)
     if not agree(gold, check):
         raise Dropped("engines-disagree")
-    oracle, answer, verifier = oracle_and_verifier(draft)
     if in_previews(paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
     if draft.style in ("text", "set", "list", "parts") and in_shared_text(answer):

@@ -111,15 +111,7 @@ def live_router(hub: LiveHub, peers: Peers | None = None) -> APIRouter:
                     listing["sessions"] = _newest_first(listing.get("sessions", []) + theirs)
                 await websocket.send_text(json.dumps({"type": "sessions", **listing}, default=str))
             elif snapshot is None:
-                await websocket.send_text(
-                    json.dumps(
-                        {
-                            "type": "error",
-                            "message": f"no live session {session!r}: "
-                            "it ended long ago or never existed",
-                        }
-                    )
-                )
+                await _no_session(websocket, session, "it ended long ago or never existed")
                 await websocket.close(code=1000)
                 return
             else:
@@ -209,21 +201,19 @@ async def _relay_session(websocket: WebSocket, peers: Peers, path, session: str)
         done, _ = await asyncio.wait({forwarder, receiver}, return_when=asyncio.FIRST_COMPLETED)
         if forwarder in done:
             if not relayed:
-                await websocket.send_text(
-                    json.dumps(
-                        {
-                            "type": "error",
-                            "message": f"no live session {session!r}: the worker that held "
-                            "it does not answer",
-                        }
-                    )
-                )
+                await _no_session(websocket, session, "the worker that held it does not answer")
             await websocket.close(code=1000)
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
         forwarder.cancel()
         receiver.cancel()
+
+
+async def _no_session(websocket: WebSocket, session: str, why: str) -> None:
+    """Tell the viewer there is no such live session, and why."""
+    message = f"no live session {session!r}: {why}"
+    await websocket.send_text(json.dumps({"type": "error", "message": message}))
 
 
 async def _drain(websocket: WebSocket) -> None:
