@@ -24,11 +24,14 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -63,6 +66,42 @@ _PROFILE_XCU = (
 
 class RecalcError(RuntimeError):
     """LibreOffice is missing, failed, timed out, or produced no output."""
+
+
+_FORMULA_ELEMENT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?f[\s>/]")
+"""A cell formula (``<f>``, ``<f t="shared" .../>``, or with a namespace prefix) in sheet XML."""
+
+
+def has_formulas(data: bytes) -> bool:
+    """Whether an xlsx package holds any cell formula (in any worksheet part).
+
+    A workbook without formulas has nothing to recalculate: its cell values are
+    what was saved, so a scorer can skip the LibreOffice start (1-3 s) for it.
+    A package that cannot be read counts as having formulas (the caller then
+    recalculates, or fails, as it would have).
+
+    Example:
+        >>> import openpyxl
+        >>> wb = openpyxl.Workbook()
+        >>> wb.active.append([1, 2])
+        >>> out = io.BytesIO()
+        >>> wb.save(out)
+        >>> has_formulas(out.getvalue())
+        False
+        >>> wb.active["C1"] = "=A1+B1"
+        >>> wb.save(out := io.BytesIO())
+        >>> has_formulas(out.getvalue())
+        True
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            return any(
+                _FORMULA_ELEMENT.search(package.read(info))
+                for info in package.infolist()
+                if info.filename.startswith("xl/worksheets/") and info.filename.endswith(".xml")
+            )
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError):
+        return True
 
 
 def soffice_path() -> str | None:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import openpyxl
 
-from analyst_env.verifiers.recalc import RecalcError, recalculate_files
+from analyst_env.verifiers.recalc import RecalcError, has_formulas, recalculate_files
 from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
@@ -261,7 +261,8 @@ def workbook_match(
         gold: ``{"workbook": name in the working directory, "references":
             [{"name", "path" (host xlsx), "check_board"}]}``.
         context: Gives ``read_file`` for the episode's files.
-        recalc: Recalculate result and references with LibreOffice first.
+        recalc: Recalculate result and references with LibreOffice first (skipped when none
+            of them holds a formula: the saved values are then all there is).
         timeout_s: LibreOffice time limit.
         max_unpacked_bytes: A workbook unpacking to more than this scores 0 unopened.
 
@@ -295,11 +296,10 @@ def workbook_match(
         return Verdict(0.0, detail=f"{name} cannot be opened: {type(exc).__name__}: {exc}")
     detail_prefix = ""
     recalculated: Sequence[bytes | None] = [None] * (len(refs) + 1)
-    if recalc:
+    blobs = [data, *(Path(r["path"]).read_bytes() for r in refs)] if recalc else []
+    if any(has_formulas(blob) for blob in blobs):  # values only: nothing to recalculate
         try:
-            recalculated = _recalculate(
-                [data, *(Path(r["path"]).read_bytes() for r in refs)], timeout_s
-            )
+            recalculated = _recalculate(blobs, timeout_s)
         except RecalcError as exc:
             detail_prefix = f"not recalculated ({exc}); "
     result = _load_values(recalculated[0] or data)

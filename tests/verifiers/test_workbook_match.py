@@ -152,3 +152,29 @@ def test_missing_engine_is_a_clear_error_and_scoring_goes_on_without_it(
         recalculate_bytes(book([["x", 1]]))
     values = book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])
     assert score(refs, values, recalc=True) == 1.0
+
+
+def test_a_workbook_without_formulas_is_scored_without_starting_libreoffice(refs, monkeypatch):
+    from analyst_env.verifiers import workbook_match as wm
+
+    started: list[int] = []
+
+    def recalculate(blobs, timeout_s):
+        started.append(len(blobs))
+        raise RecalcError("stand-in: LibreOffice not started")
+
+    monkeypatch.setattr(wm, "_recalculate", recalculate)
+    values = book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])
+    assert score(refs, values, recalc=True) == 1.0
+    assert started == []
+    formulas = book([["Week", "Sales", "Total"], ["W1", 10, "=0.3"], ["W2", 20, 30.5]])
+    score(refs, formulas, recalc=True)
+    assert started == [3]  # a formula in the result: the result and both references
+
+
+def test_has_formulas_sees_shared_and_prefixed_formulas_and_treats_junk_as_formulas():
+    from analyst_env.verifiers.recalc import has_formulas
+
+    assert not has_formulas(book([["a", 1, "<f> is text here, not a formula"]]))  # escaped in XML
+    assert has_formulas(book([["a", "=SUM(1,2)"]]))
+    assert has_formulas(b"not a zip")
