@@ -34,7 +34,7 @@ from analyst_env.datasets.procedural.generator import GENERATOR_VERSION, NAME, D
 from analyst_env.datasets.procedural.splits import SPLIT_SIZE, SPLITS
 from analyst_env.datasets.shipped.cache import MANIFEST, materialize
 from analyst_env.paths import cache_root
-from analyst_env.task_format import Task
+from analyst_env.task_format import Task, answer_references
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,8 @@ class ProceduralDataset:
         self._touch(final)
         record = json.loads((final / MANIFEST).read_text(encoding="utf-8"))
         record["files"] = {n: str(final / rel) for n, rel in record["files"].items()}
+        for ref in answer_references(record["answer"]):  # a workbook task's reference (host only)
+            ref["path"] = str(final / ref["path"])
         return Task.model_validate(record)
 
     def _build(self, split: str, index: int, directory: Path) -> None:
@@ -159,6 +161,8 @@ class ProceduralDataset:
                 path.rename(directory / path.name)
             work.rmdir()
             record = task.model_dump(mode="json") | {"files": {n: n for n in task.files}}
+            for ref in answer_references(record["answer"]):
+                ref["path"] = str(Path(ref["path"]).relative_to(work))
             (directory / MANIFEST).write_text(
                 json.dumps(record, sort_keys=True) + "\n", encoding="utf-8"
             )

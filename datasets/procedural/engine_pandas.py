@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analyst_env.datasets.procedural.domain_schema import Domain
-from analyst_env.datasets.procedural.query import Query, uses_attr
+from analyst_env.datasets.procedural.query import Query, pivot_rows, table_rows, uses_attr
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, unit_col
 
 
@@ -31,6 +31,14 @@ def raw_facts(fact: pd.DataFrame, dim: pd.DataFrame | None, domain: Domain) -> d
             (~fact[domain.key].drop_duplicates().astype(str).isin(known)).sum()
         )
     return out
+
+
+def lookup_column(fact: pd.DataFrame, dim: pd.DataFrame, domain: Domain) -> list[str | None]:
+    """Each record row's ``attr`` from the lookup table by its key (None for an unknown key),
+    in file order: the column an in-place edit adds to the records sheet."""
+    lookup = dict(zip(dim[domain.key].astype(str), dim[domain.attr[0]].astype(str)))
+    mapped = fact[domain.key].astype(str).map(lookup)
+    return [None if pd.isna(v) else str(v) for v in mapped]
 
 
 def prepare(
@@ -167,6 +175,11 @@ def evaluate(q: Query, records: pd.DataFrame) -> Any:
     if name == "group":
         by, fn, role, reducer = a
         return _reduce(grouped(df, by, fn, role), reducer)
+    if name == "table":
+        by, columns = a
+        return table_rows([grouped(df, by, fn, role) for fn, role in columns])
+    if name == "pivot_table":
+        return pivot_rows(grouped(df, "pivot", a[0], a[1]))
     if name == "percentile":
         s = df[a[0]].dropna()
         return float(np.percentile(s, a[1])) if len(s) else None

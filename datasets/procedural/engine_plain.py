@@ -14,7 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from analyst_env.datasets.procedural.domain_schema import Domain
-from analyst_env.datasets.procedural.query import Query, percentile_linear, uses_attr
+from analyst_env.datasets.procedural.query import (
+    Query,
+    percentile_linear,
+    pivot_rows,
+    table_rows,
+    uses_attr,
+)
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, unit_col
 
 Record = dict[str, Any]
@@ -75,6 +81,12 @@ def raw_facts(fact: list[Record], dim: list[Record] | None, domain: Domain) -> d
         known = {_text(r[domain.key]) for r in dim}
         out["orphan_keys"] = len({_text(r[domain.key]) for r in fact} - known)
     return out
+
+
+def lookup_column(fact: list[Record], dim: list[Record], domain: Domain) -> list[Any]:
+    """Each record row's ``attr`` cell, as stored in the lookup table (None for an unknown key)."""
+    lookup = {_text(r[domain.key]): r[domain.attr[0]] for r in dim}
+    return [lookup.get(_text(r[domain.key])) for r in fact]
 
 
 def prepare(
@@ -206,6 +218,11 @@ def evaluate(q: Query, records: list[Record]) -> Any:
     if name == "group":
         by, fn, role, reducer = a
         return _reduce(grouped(rows, by, fn, role), reducer)
+    if name == "table":
+        by, columns = a
+        return table_rows([grouped(rows, by, fn, role) for fn, role in columns])
+    if name == "pivot_table":
+        return pivot_rows(grouped(rows, "pivot", a[0], a[1]))
     if name in ("percentile", "iqr", "zcount", "iqr_outliers"):
         xs = sorted(_column(rows, a[0]))
         if not xs:

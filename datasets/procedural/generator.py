@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analyst_env.datasets.preview import describe_file
-from analyst_env.datasets.procedural import engine_pandas, engine_plain, files
+from analyst_env.datasets.procedural import books, engine_pandas, engine_plain, files
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.query import agree, uses_attr
 from analyst_env.datasets.procedural.splits import global_number, pools
@@ -33,7 +33,7 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_va
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 TARGET_DEPTHS = (1, 2, 3, 4, 5)
@@ -338,9 +338,18 @@ def attempt(
     question = ask.question + (
         f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
     )
-    question += "?"
+    question += "." if ask.style in BOOK_STYLES else "?"
     notes = " ".join(_defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
+    if ask.style == "column":  # an edit of the file as written: no repair to do, none to state
+        notes = ""
     describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
+    fact, dim = apply_mess(truth, drawn.mess, rng)
+    made = Made(split, index, drawn, depth, int(len(fact)))
+    if ask.style in BOOK_STYLES:
+        try:
+            return _book_task(made, ask, query, describe, place, fact, dim, directory)
+        except books.Unscorable as exc:
+            raise Dropped(exc.reason) from None
 
     def worded(gold: Any) -> tuple[Draft, str, tuple]:
         """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped
@@ -354,7 +363,6 @@ def attempt(
             raise Dropped("answer-in-question")
         return draft, instruction, scored
 
-    fact, dim = apply_mess(truth, drawn.mess, rng)
     # A screen on the tables before they are written: most drops are decided here, without
     # paying for the files (a workbook costs ~20 ms to write and as much to read each way).
     # The gold itself still comes from the files as written, read back below.
@@ -371,28 +379,102 @@ def attempt(
         raise Dropped("answer-in-preview")
     if draft.style in ("text", "set", "list", "parts") and in_shared_text(answer):
         raise Dropped("answer-in-shared-text")
-    return Task(
-        id=f"{NAME}-{split}-{index}",
-        instruction=instruction,
-        files=paths,
-        answer=answer,
-        oracle_answer=oracle,
-        verifier=verifier,
-        split=split,
-        metadata={
-            "source": NAME,
-            "dataset": NAME,
-            "index": index,
-            "category": t.category,
-            "family": t.family,
-            "template": t.name,
-            "domain": d.name,
-            "level": level_of(depth),
-            "depth": depth,
-            "kind": files.KIND_OF_LAYOUT[drawn.layout],
-            "layout": drawn.layout,
-            "defects": drawn.mess.names(),
-            "rows": int(len(fact)),
-            "generator_version": GENERATOR_VERSION,
-        },
+    return made.task(instruction, paths, answer, oracle, verifier)
+
+
+BOOK_STYLES = ("workbook", "column")
+"""Answer styles scored on a workbook the agent saves (``books``), not on its words."""
+
+
+@dataclass
+class Made:
+    """What every task of an attempt records, whatever its answer style."""
+
+    split: str
+    index: int
+    drawn: Drawn
+    depth: int
+    rows: int
+
+    def task(
+        self,
+        instruction: str,
+        paths: dict[str, str],
+        answer: Any,
+        oracle: str,
+        verifier: Any,
+        oracle_steps: list | None = None,
+        **extra: Any,
+    ) -> Task:
+        t, d = self.drawn.template, self.drawn.domain
+        return Task(
+            id=f"{NAME}-{self.split}-{self.index}",
+            instruction=instruction,
+            files=paths,
+            answer=answer,
+            oracle_answer=oracle,
+            oracle_steps=oracle_steps or [],
+            verifier=verifier,
+            split=self.split,
+            metadata={
+                "source": NAME,
+                "dataset": NAME,
+                "index": self.index,
+                "category": t.category,
+                "family": t.family,
+                "template": t.name,
+                "domain": d.name,
+                "level": level_of(self.depth),
+                "depth": self.depth,
+                "kind": files.KIND_OF_LAYOUT[self.drawn.layout],
+                "layout": self.drawn.layout,
+                "defects": self.drawn.mess.names(),
+                "rows": self.rows,
+                "generator_version": GENERATOR_VERSION,
+                **extra,
+            },
+        )
+
+
+def _book_task(
+    made: Made,
+    ask: Ask,
+    query: dict,
+    head: str,
+    place: files.Placement,
+    fact: pd.DataFrame,
+    dim: pd.DataFrame | None,
+    directory: Path,
+) -> Task:
+    """A task answered by a saved workbook: the sheet's table (or column) found by both engines
+    from the files as written, then the reference, instruction and oracle (``books``)."""
+    d, mess, level = made.drawn.domain, made.drawn.mess, level_of(made.depth)
+    if ask.style != "column":
+        books.screen(ask, _answer(query, fact, dim, d, mess, engine_pandas), level)
+    paths = files.write(place, fact, dim, directory)
+    pd_fact, pd_dim = files.read_pandas(place, directory)
+    pl_fact, pl_dim = files.read_plain(place, directory)
+    if ask.style != "column" or dim is None or pd_dim is None or pl_dim is None:
+        table = _answer(query, pd_fact, pd_dim, d, mess, engine_pandas)
+        if table is None:
+            raise Dropped("undefined-answer")
+        if not agree(table, _answer(query, pl_fact, pl_dim, d, mess, engine_plain)):
+            raise Dropped("engines-disagree")
+        book = books.sheet_book(ask, table, level, head, place, fact, dim, directory)
+    else:
+        looked_up = engine_pandas.lookup_column(pd_fact, pd_dim, d)
+        cells = engine_plain.lookup_column(pl_fact, pl_dim, d)  # as the lookup sheet stores them
+        if all(v is None for v in looked_up):
+            raise Dropped("undefined-answer")
+        if looked_up != [None if v is None else str(v) for v in cells]:
+            raise Dropped("engines-disagree")
+        book = books.column_book(cells, head, d, place, fact, dim, directory)
+    return made.task(
+        book.instruction,
+        paths,
+        book.answer,
+        "done",
+        books.VERIFIER,
+        book.oracle_steps,
+        output=book.output,
     )

@@ -13,11 +13,16 @@ they agree. The rules below are also what the question's wording promises:
   standard deviation (n - 1); percentiles interpolate linearly between the
   closest ranks (numpy's default);
 - a result that ties (two labels share the top value) or is empty is
-  undefined, and the task is dropped.
+  undefined, and the task is dropped;
+- a ``table`` (a sheet of a workbook answer) has one row per group label,
+  sorted by label, and one column per aggregate; a ``pivot_table`` has one row
+  per ``g1`` label, one column per ``g2`` label (0 where no record has both)
+  and a ``Total`` column; a cell no value defines makes the table undefined.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Query = dict[str, Any]
@@ -25,6 +30,33 @@ Query = dict[str, Any]
 AGG_FNS = ("count", "sum", "mean", "min", "max", "median", "std", "nunique")
 GROUP_BYS = ("g1", "g2", "attr", "month", "quarter", "pivot")
 REDUCERS = ("argmax", "argmin", "top", "bottom", "kth", "value", "share", "count_above", "spread")
+
+
+def table_rows(columns: Sequence[Mapping[str, float | None]]) -> list[list] | None:
+    """The rows of a ``table`` from each aggregate's ``{label: value}``: sorted by label."""
+    labels = sorted(set().union(*columns))
+    rows = [[label, *(c.get(label) for c in columns)] for label in labels]
+    return rows if rows and all(_defined(v) for r in rows for v in r[1:]) else None
+
+
+def pivot_rows(cells: Mapping[str, float | None]) -> list[list] | None:
+    """The rows of a ``pivot_table`` from ``{"g1|g2": value}``: label, one value per g2, total.
+
+    The first row names the columns (``""``, the g2 labels, ``"Total"``).
+    """
+    if not cells or not all(_defined(v) for v in cells.values()):
+        return None
+    pairs = {tuple(k.split("|", 1)): float(v or 0.0) for k, v in cells.items()}
+    rows_, cols = sorted({r for r, _ in pairs}), sorted({c for _, c in pairs})
+    out = []
+    for r in rows_:
+        values = [float(pairs.get((r, c), 0.0)) for c in cols]
+        out.append([r, *values, sum(values)])
+    return [["", *cols, "Total"], *out]
+
+
+def _defined(v: object) -> bool:
+    return v is not None and v == v  # NaN is the one value unequal to itself
 
 
 def uses_attr(q: Query) -> bool:

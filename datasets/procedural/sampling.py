@@ -9,13 +9,14 @@ record field for field.
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
-from analyst_env.task_format import Task
+from analyst_env.task_format import Task, answer_references
 
 
 def take(
@@ -31,8 +32,11 @@ def take(
 
 
 def fingerprint(task: Task) -> str:
-    """A digest of a task's record (file paths aside) and its files' bytes."""
-    h = hashlib.sha256(task.model_copy(update={"files": {}}).model_dump_json().encode())
+    """A digest of a task's record (host paths aside), its files' and its references' bytes."""
+    record = task.model_dump(mode="json") | {"files": {}}
+    for ref in answer_references(record["answer"]):  # a workbook task's reference, by content
+        ref["path"] = hashlib.sha256(Path(ref["path"]).read_bytes()).hexdigest()
+    h = hashlib.sha256(json.dumps(record, sort_keys=True).encode())
     for name in sorted(task.files):
         h.update(name.encode() + b"\0" + Path(task.files[name]).read_bytes())
     return h.hexdigest()

@@ -6,6 +6,7 @@ Layout::
       dataset.json      optional: {"format": "analyst_env-tasks/1", "name": ..., ...}
       tasks.jsonl       one task per line, the fields of ``datasets.task.Task``
       files/...         the tasks' input files (any layout: tasks.jsonl paths are relative to DIR)
+      references/...    reference workbooks of workbook-scored tasks (never copied into a sandbox)
 
 Each line is a ``Task`` record: ``id``, ``instruction``, ``files`` (``{name in
 the working directory: path relative to DIR}``), ``answer``,
@@ -29,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from analyst_env.task_format import Dataset, Task
+from analyst_env.task_format import Dataset, Task, answer_references
 
 TASKS_FILE = "tasks.jsonl"
 META_FILE = "dataset.json"
@@ -131,6 +132,11 @@ def write_task_dir(
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest)
             record["files"][name] = str(dest.relative_to(out))
+        for number, ref in enumerate(answer_references(record["answer"]), start=1):
+            dest = out / "references" / task.id / f"reference-{number}.xlsx"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ref["path"], dest)
+            ref["path"] = str(dest.relative_to(out))
         if not oracle_steps:
             record.pop("oracle_steps", None)
         lines.append(json.dumps(record, sort_keys=True))

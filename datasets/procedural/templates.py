@@ -8,7 +8,7 @@ standard deviation, how percentiles interpolate). ``None`` means the drawn
 data does not suit it (too few groups); the generator then draws again.
 
 The category modules (``t_basic``, ``t_groups``, ``t_time``, ``t_stats``,
-``t_clean``, ``t_relations``) hold the templates; this module holds the
+``t_clean``, ``t_relations``, ``t_books``) hold the templates; this module holds the
 registry and the shared wording helpers.
 """
 
@@ -41,6 +41,8 @@ CATEGORIES = (
     "cohorts-funnels",
     "set-operations",
     "sql",
+    "excel-edit",
+    "result-workbook",
 )
 """The analysis categories templates are filed under (docs/tasks.md lists them with their
   templates)."""
@@ -89,17 +91,41 @@ class Ctx:
         return e[:-1] + "ies" if e.endswith("y") else e + ("es" if e.endswith(("s", "ch")) else "s")
 
 
+@dataclass(frozen=True)
+class SheetAsk:
+    """The sheet a workbook template asks for (style ``workbook``).
+
+    The first column holds the group label (``label``: header, meaning); each of
+    ``columns`` (header, meaning, decimals or None) holds one value of the
+    query's table, in the op's order. ``in_place``: the sheet is added to the
+    input workbook, saved under its own name, instead of a new ``result.xlsx``.
+    """
+
+    name: str
+    what: str
+    label: tuple[str, str]
+    columns: tuple[tuple[str, str, int | None], ...]
+    order: str
+    in_place: bool = False
+
+
 @dataclass
 class Ask:
-    """A template's question: its words, its query's op, and how the answer is written."""
+    """A template's question: its words, its query's op, and how the answer is written.
+
+    ``style`` is ``number``, ``integer``, ``text``, ``set``, ``list`` or ``pair`` for an
+    answer in words; ``workbook`` for a sheet (``sheet`` says which); ``column`` for a
+    column added in place to the input workbook's records sheet.
+    """
 
     question: str
     op: tuple
-    style: str  # number | integer | text | set | list | pair
+    style: str
     decimals: int = 2
     what: str = ""
     order: str = ""
     filters: list = field(default_factory=list)  # the template's own filters (part of its meaning)
+    sheet: SheetAsk | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +195,7 @@ def load_all() -> list[Template]:
     """Import the category modules (they register their templates) and return the registry."""
     from analyst_env.datasets.procedural import (  # noqa: F401 (imported to register)
         t_basic,
+        t_books,
         t_clean,
         t_groups,
         t_relations,

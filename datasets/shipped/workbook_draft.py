@@ -147,33 +147,53 @@ def finish(draft: WorkbookDraft) -> WorkbookDraft | None:
 
 def instruction(draft: WorkbookDraft, file_name: str, noun: str) -> str:
     """The agent-facing instruction: every sheet, column, rounding and row order spelled out."""
+    intro = (
+        f"The data is in the {noun} `{file_name}` in your working directory. "
+        + workbook_request(draft)
+    )
+    return "\n\n".join([intro, *sheet_sections(draft), rules()])
+
+
+def workbook_request(draft: WorkbookDraft) -> str:
+    """The sentence asking for ``result.xlsx`` and naming its sheets in order."""
     names = ", ".join(f"`{s.name}`" for s in draft.sheets)
     count = (
         "one sheet"
         if len(draft.sheets) == 1
         else f"exactly {len(draft.sheets)} sheets, in this order:"
     )
-    parts = [
-        f"The data is in the {noun} `{file_name}` in your working directory. Create an "
-        f"Excel workbook `{RESULT}` in your working directory with {count} {names}.",
+    return f"Create an Excel workbook `{RESULT}` in your working directory with {count} {names}."
+
+
+def sheet_sections(draft: WorkbookDraft) -> list[str]:
+    """One paragraph per sheet: what a row is, the columns in order, the row order."""
+    return [
+        f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n"
+        + "\n".join(c.sentence() for c in sheet.columns)
+        + f"\nRows: {sheet.order}."
+        for sheet in draft.sheets
     ]
-    for sheet in draft.sheets:
-        cols = "\n".join(c.sentence() for c in sheet.columns)
-        parts.append(
-            f"Sheet `{sheet.name}`: {sheet.what}\nColumns, in this order:\n{cols}\nRows: "
-            f"{sheet.order}."
-        )
-    parts.append(
-        "On every sheet: the header row (the column names above, exactly) is row 1 "
+
+
+def rules(workbook: str = RESULT, in_place: bool = False) -> str:
+    """How every sheet is laid out and checked; ``in_place``: the sheets are added to an input."""
+    where, others = (
+        ("On the new sheet", " The workbook's other sheets and their cells stay as they are.")
+        if in_place
+        else ("On every sheet", "")
+    )
+    return (
+        f"{where}: the header row (the column names above, exactly) is row 1 "
         "starting at cell A1, one record "
-        "per row below it, no index column, no blank or total rows, no other sheets. Write "
+        "per row below it, no index column, no blank or total rows"
+        + ("" if in_place else ", no other sheets")
+        + f".{others} Write "
         "numbers as numbers and "
         "text as text; dates as text in YYYY-MM-DD form. Formulas are fine (the workbook "
         "is recalculated before it "
-        f"is checked); only cell values are checked. When `{RESULT}` is saved, call final_answer "
-        "(the text is not scored)."
+        f"is checked); only cell values are checked. When `{workbook}` is saved, call "
+        "final_answer (the text is not scored)."
     )
-    return "\n\n".join(parts)
 
 
 def _rows(frame: pd.DataFrame) -> list[list[Any]]:
@@ -302,5 +322,8 @@ __all__ = [
     "instruction",
     "leaks",
     "oracle_code",
+    "rules",
+    "sheet_sections",
     "to_workbook_task",
+    "workbook_request",
 ]
