@@ -172,7 +172,7 @@ def sheet_book(
         instruction,
         {
             "workbook": workbook,
-            "references": [{"name": "reference", "path": str(ref), "check_board": _board(sheets)}],
+            "references": [_reference(workbook, ref, sheets)],
         },
         [ToolCall(tool="add_and_execute_code_cell", arguments={"code": code})],
         output,
@@ -222,16 +222,24 @@ def column_book(
         f"{head}\n\n{request}",
         {
             "workbook": file,
-            "references": [{"name": "reference", "path": str(ref), "check_board": _board(2)}],
+            "references": [_reference(file, ref, 2)],
         },
         [ToolCall(tool="add_and_execute_code_cell", arguments={"code": code})],
         "edit",
     )
 
 
-def _board(sheets: int) -> dict[str, Any]:
-    """Cell values checked on every sheet of the reference."""
-    return {str(i): {"cells": {"values": True}} for i in range(1, sheets + 1)}
+def _reference(workbook: str, path: Path, sheets: int) -> dict[str, Any]:
+    """``workbook_match``'s reference record: cell values checked on every sheet.
+
+    Named after the workbook asked for (a name the instruction states), so the
+    name tells an episode nothing the task has not already said.
+    """
+    return {
+        "name": Path(workbook).stem,
+        "path": str(path),
+        "check_board": {str(i): {"cells": {"values": True}} for i in range(1, sheets + 1)},
+    }
 
 
 VERIFIER = VerifierSpec(name="workbook_match")

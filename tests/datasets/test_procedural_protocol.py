@@ -42,6 +42,28 @@ def test_oracle_one_null_zero_on_every_split(served):
     assert not bad, bad[:3]
 
 
+def test_workbook_tasks_pass_the_full_check_over_the_sandbox(served):
+    """One task of every workbook template: the oracle's cell saves a workbook scoring 1 in the
+    sandbox, the null run scores 0, and no reference name or value reaches an episode."""
+    from analyst_env.datasets.procedural.generator import peek
+    from analyst_env.datasets.procedural.templates import load_all
+
+    url, runtime = served
+    wanted = {t.name for t in load_all() if t.category in ("excel-edit", "result-workbook")}
+    tasks, index = {}, 0
+    while wanted - set(tasks) and index < 3000:
+        drawn = peek(SEED, "train", index)["template"]
+        if drawn in wanted and drawn not in tasks:
+            task = runtime.select(task_id=None, split="train", index=index, seed=None)
+            if task.metadata["template"] == drawn:
+                tasks[drawn] = task
+        index += 1
+    assert set(tasks) == wanted
+    rows = asyncio.run(validate(url, list(tasks.values()), concurrency=4))
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, bad[:3]
+
+
 async def _reset_by_index(url):
     async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
         first = await env.reset(split="test", index=123456789012)
