@@ -43,7 +43,7 @@ from analyst_env.datasets.shipped.workbook_draft import (
     sheet_sections,
     workbook_request,
 )
-from analyst_env.datasets.shipped.writers import write_xlsx
+from analyst_env.datasets.shipped.writers import write_xlsx_fast
 from analyst_env.task_format import ToolCall, VerifierSpec
 
 REFERENCE = "references/reference.xlsx"
@@ -139,7 +139,7 @@ def sheet_book(
     ref = directory / REFERENCE
     ref.parent.mkdir(parents=True, exist_ok=True)
     if not sheet.in_place:
-        write_xlsx({sheet.name: frame}, ref)
+        write_xlsx_fast({sheet.name: frame}, ref)
         sheets = 1
         request = [workbook_request(draft), *sheet_sections(draft), rules()]
         code, workbook, output = oracle_code(draft), RESULT, "workbook"
@@ -147,7 +147,9 @@ def sheet_book(
         file = place.fact_file
         if sheet.name in (place.fact_table, place.dim_table) or dim is None:
             raise Unscorable("sheet-name-taken")
-        write_xlsx({str(place.fact_table): fact, str(place.dim_table): dim, sheet.name: frame}, ref)
+        write_xlsx_fast(
+            {str(place.fact_table): fact, str(place.dim_table): dim, sheet.name: frame}, ref
+        )
         sheets = 3
         request = [
             f"Add a sheet `{sheet.name}` after the existing sheets of the workbook `{file}` and "
@@ -197,7 +199,7 @@ def column_book(
     ref.parent.mkdir(parents=True, exist_ok=True)
     edited = fact.copy()
     edited[attr] = pd.Series(values, dtype=object, index=fact.index)
-    write_xlsx({sheet: edited, lookup: dim}, ref)
+    write_xlsx_fast({sheet: edited, lookup: dim}, ref)
     request = (
         f"In sheet `{sheet}` of the workbook `{file}`, add a column `{attr}` after the last "
         f"column: its header `{attr}` in row 1, and in each record's row the `{attr}` of the "

@@ -231,7 +231,8 @@ def evaluate(q: Query, records: pd.DataFrame) -> Any:
     if name == "group_topn_mean":
         by, role, n = a
         s = df.dropna(subset=[role])
-        means = s.groupby(by)[role].apply(lambda x: x.nlargest(n).mean() if len(x) >= n else np.nan)
+        top = s.sort_values(role, ascending=False, kind="stable").groupby(by).head(n)
+        means = top.groupby(by)[role].mean().where(s.groupby(by)[role].size() >= n)
         return _reduce(means.to_dict(), ("argmax",))
     if name == "running_share":
         by, label, pct = a
