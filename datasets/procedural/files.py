@@ -3,7 +3,7 @@
 A layout names the files: one CSV, two CSVs, a CSV beside a workbook
 (cross-format), one SQLite database or one workbook with two sheets. The
 reference answer is computed twice from the files as written: once through
-pandas (``read_pandas``; workbooks through calamine) and once through the
+pandas (``read_pandas``) and once through the
 standard library and openpyxl (``read_plain``), so a reader quirk (a value
 pandas reads as missing, a number stored as text) shows up as a disagreement and
 the task is dropped.
@@ -24,10 +24,10 @@ from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_
 LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")
 """Every file layout; ``csv`` alone holds no dimension table, so join templates never use it."""
 
-PANDAS_XLSX_ENGINE = "calamine"
-"""pandas reads workbooks through calamine (a Rust parser), the plain reading through openpyxl:
-two XML readers, so a cell one of them reads differently is a disagreement (and a drop), and
-the pandas reading costs ~3 ms instead of ~20-30 ms."""
+PANDAS_XLSX_ENGINE = "openpyxl"
+"""The reader pandas uses for workbooks, as an agent's ``pd.read_excel`` does by default.
+(calamine reads them in ~3 ms instead of ~20-30 ms, but installed beside pandas it makes
+every kernel's ``pd.read_excel`` print a FutureWarning about the coming default.)"""
 
 KIND_OF_LAYOUT = {
     "csv": "csv",
