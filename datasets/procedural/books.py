@@ -36,6 +36,7 @@ from analyst_env.datasets.shipped.workbook_draft import (
     Column,
     Sheet,
     WorkbookDraft,
+    checked_then_submit,
     finish,
     leaks,
     oracle_code,
@@ -136,21 +137,15 @@ def sheet_book(
     assert sheet is not None
     draft = _draft(ask, table, level)
     frame = draft.sheets[0].frame
-    ref = directory / REFERENCE
-    ref.parent.mkdir(parents=True, exist_ok=True)
     if not sheet.in_place:
-        write_xlsx_fast({sheet.name: frame}, ref)
-        sheets = 1
+        sheets = {sheet.name: frame}
         request = [workbook_request(draft), *sheet_sections(draft), rules()]
         code, workbook, output = oracle_code(draft), RESULT, "workbook"
     else:
         file = place.fact_file
         if sheet.name in (place.fact_table, place.dim_table) or dim is None:
             raise Unscorable("sheet-name-taken")
-        write_xlsx_fast(
-            {str(place.fact_table): fact, str(place.dim_table): dim, sheet.name: frame}, ref
-        )
-        sheets = 3
+        sheets = {str(place.fact_table): fact, str(place.dim_table): dim, sheet.name: frame}
         request = [
             f"Add a sheet `{sheet.name}` after the existing sheets of the workbook `{file}` and "
             "save the workbook in place (the same file name).",
@@ -170,15 +165,7 @@ def sheet_book(
     instruction = "\n\n".join([head, *request])
     if leaks(draft, instruction):
         raise Unscorable("answer-in-question")
-    return Book(
-        instruction,
-        {
-            "workbook": workbook,
-            "references": [_reference(workbook, ref, sheets)],
-        },
-        [ToolCall(tool="add_and_execute_code_cell", arguments={"code": code})],
-        output,
-    )
+    return _book(instruction, workbook, sheets, code, output, directory)
 
 
 def column_book(
@@ -195,20 +182,15 @@ def column_book(
     sheet, lookup = str(place.fact_table), str(place.dim_table)
     if attr in fact.columns:
         raise Unscorable("sheet-header-clash")
-    ref = directory / REFERENCE
-    ref.parent.mkdir(parents=True, exist_ok=True)
     edited = fact.copy()
     edited[attr] = pd.Series(values, dtype=object, index=fact.index)
-    write_xlsx_fast({sheet: edited, lookup: dim}, ref)
     request = (
         f"In sheet `{sheet}` of the workbook `{file}`, add a column `{attr}` after the last "
         f"column: its header `{attr}` in row 1, and in each record's row the `{attr}` of the "
         f"row's `{key}` in sheet `{lookup}` (written exactly as there), or an empty cell where "
         f"sheet `{lookup}` has no such `{key}`. Keep every other cell, row and sheet as it is: "
         "the rows stay in their order, and repeated or untidy rows stay as they are. Save the "
-        "workbook in place (the same file name). Formulas are fine (the workbook is "
-        "recalculated before it is checked); only cell values are checked. When "
-        f"`{file}` is saved, call final_answer (the text is not scored)."
+        "workbook in place (the same file name). " + checked_then_submit(file)
     )
     code = _edit_code(
         file,
@@ -220,28 +202,34 @@ def column_book(
             "    ws.cell(row=row, column=col, value=value)",
         ],
     )
-    return Book(
-        f"{head}\n\n{request}",
-        {
-            "workbook": file,
-            "references": [_reference(file, ref, 2)],
-        },
-        [ToolCall(tool="add_and_execute_code_cell", arguments={"code": code})],
-        "edit",
+    return _book(
+        f"{head}\n\n{request}", file, {sheet: edited, lookup: dim}, code, "edit", directory
     )
 
 
-def _reference(workbook: str, path: Path, sheets: int) -> dict[str, Any]:
-    """``workbook_match``'s reference record: cell values checked on every sheet.
+def _book(
+    instruction: str,
+    workbook: str,
+    sheets: dict[str, pd.DataFrame],
+    code: str,
+    output: str,
+    directory: Path,
+) -> Book:
+    """Write the reference (``sheets``, in order) and the task's answer: every sheet checked.
 
-    Named after the workbook asked for (a name the instruction states), so the
-    name tells an episode nothing the task has not already said.
+    The reference is named after the workbook asked for (a name the instruction
+    states), so the name tells an episode nothing the task has not already said.
     """
-    return {
-        "name": Path(workbook).stem,
-        "path": str(path),
-        "check_board": {str(i): {"cells": {"values": True}} for i in range(1, sheets + 1)},
+    ref = directory / REFERENCE
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    write_xlsx_fast(sheets, ref)
+    board = {str(i): {"cells": {"values": True}} for i in range(1, len(sheets) + 1)}
+    answer = {
+        "workbook": workbook,
+        "references": [{"name": Path(workbook).stem, "path": str(ref), "check_board": board}],
     }
+    steps = [ToolCall(tool="add_and_execute_code_cell", arguments={"code": code})]
+    return Book(instruction, answer, steps, output)
 
 
 VERIFIER = VerifierSpec(name="workbook_match")

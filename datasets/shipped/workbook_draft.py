@@ -189,10 +189,16 @@ def rules(workbook: str = RESULT, in_place: bool = False) -> str:
         + ("" if in_place else ", no other sheets")
         + f".{others} Write "
         "numbers as numbers and "
-        "text as text; dates as text in YYYY-MM-DD form. Formulas are fine (the workbook "
-        "is recalculated before it "
-        f"is checked); only cell values are checked. When `{workbook}` is saved, call "
-        "final_answer (the text is not scored)."
+        "text as text; dates as text in YYYY-MM-DD form. " + checked_then_submit(workbook)
+    )
+
+
+def checked_then_submit(workbook: str) -> str:
+    """The instruction's last sentences: how the saved workbook is checked, then submit."""
+    return (
+        "Formulas are fine (the workbook is recalculated before it is checked); only cell "
+        f"values are checked. When `{workbook}` is saved, call final_answer (the text is not "
+        "scored)."
     )
 
 
@@ -318,6 +324,7 @@ __all__ = [
     "RESULT",
     "Sheet",
     "WorkbookDraft",
+    "checked_then_submit",
     "finish",
     "instruction",
     "leaks",
