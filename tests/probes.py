@@ -387,8 +387,21 @@ def probe_other_episode_unreachable(target: Target) -> None:
             "    try:\n        hits.append(open(path).read()[:40])\n"
             "    except OSError:\n        pass\n"
             "seen['scan'] = hits\n"
-            f"try:\n    os.kill({victim_pid}, signal.SIGKILL); seen['kill'] = 'KILLED'\n"
-            "except OSError as e:\n    seen['kill'] = type(e).__name__\n"
+            # In a PID namespace of its own the victim's pid may name one of the attacker's
+            # own processes (itself, or an ancestor): killing that proves nothing, and ends
+            # the attacker's cell. Such a pid is left alone and recorded as "own".
+            "own, pid = set(), os.getpid()\n"
+            "while pid > 1 and pid not in own:\n"
+            "    own.add(pid)\n"
+            "    try:\n"
+            "        status = open(f'/proc/{pid}/status').read()\n"
+            "        pid = int(status.split('PPid:')[1].split()[0])\n"
+            "    except (OSError, IndexError, ValueError):\n"
+            "        break\n"
+            f"if {victim_pid} in own or {victim_pid} == 1:\n    seen['kill'] = 'own'\n"
+            f"else:\n    try:\n        os.kill({victim_pid}, signal.SIGKILL)\n"
+            "        seen['kill'] = 'KILLED'\n"
+            "    except OSError as e:\n        seen['kill'] = type(e).__name__\n"
             "print(json.dumps(seen))",
         )
         assert "victim-s3cret" not in json.dumps(seen), (
