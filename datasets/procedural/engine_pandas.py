@@ -58,7 +58,8 @@ def prepare(
         dates = instants.dt.tz_localize(None).dt.normalize()
     else:
         dates = pd.to_datetime(raw_dates, format="%Y-%m-%d", errors="coerce")
-        dates = dates.fillna(pd.to_datetime(raw_dates, format="%d/%m/%Y", errors="coerce"))
+        if dates.isna().any():  # the second form is tried only where the first did not fit
+            dates = dates.fillna(pd.to_datetime(raw_dates, format="%d/%m/%Y", errors="coerce"))
     out = pd.DataFrame(
         {
             "id": fact[d.id_col].astype(str),

@@ -27,10 +27,17 @@ Record = dict[str, Any]
 
 
 def _blank(cell: Any) -> bool:
-    return (
-        cell is None
-        or (isinstance(cell, str) and cell.strip() == "")
-        or (isinstance(cell, float) and math.isnan(cell))
+    if cell is None:
+        return True
+    kind = type(cell)  # the exact types a reader returns first: this runs for every cell
+    if kind is str:
+        return not cell.strip()
+    if kind is int:
+        return False
+    if kind is float:
+        return math.isnan(cell)
+    return (isinstance(cell, str) and cell.strip() == "") or (
+        isinstance(cell, float) and math.isnan(cell)
     )
 
 

@@ -3,10 +3,10 @@
 A layout names the files: one CSV, two CSVs, a CSV beside a workbook
 (cross-format), one SQLite database or one workbook with two sheets. The
 reference answer is computed twice from the files as written: once through
-pandas (``read_pandas``) and once through the
-standard library and openpyxl (``read_plain``), so a reader quirk (a value
-pandas reads as missing, a number stored as text) shows up as a disagreement and
-the task is dropped.
+pandas (``read_pandas``, which reads workbooks through openpyxl) and once
+through the standard library alone (``read_plain``, with its own workbook
+parser ``xlsx_plain``), so a reader quirk (a value pandas reads as missing, a
+number stored as text) shows up as a disagreement and the task is dropped.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analyst_env.datasets.procedural import xlsx_plain
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx_fast
 
@@ -134,8 +135,8 @@ def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFra
 Rows = list[dict[str, object]]
 
 
-def _sheet_rows(wb, table: str) -> Rows:
-    rows = wb[table].iter_rows(values_only=True)
+def _sheet_rows(wb: xlsx_plain.Workbook, table: str) -> Rows:
+    rows = wb.rows(table)
     names = [str(c) for c in next(rows)]
     return [dict(zip(names, r)) for r in rows]
 
@@ -150,27 +151,17 @@ def _plain_one(path: Path, table: str | None) -> Rows:
         finally:
             con.close()
     if path.suffix == ".xlsx":
-        from openpyxl import load_workbook
-
-        wb = load_workbook(path, read_only=True, data_only=True)
-        try:
+        with xlsx_plain.Workbook(path) as wb:
             return _sheet_rows(wb, _table(table))
-        finally:
-            wb.close()
     with open(path, newline="", encoding="utf-8") as fh:
         return [dict(r) for r in csv.DictReader(fh)]
 
 
 def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:
-    """The same tables through the standard library (and openpyxl), every cell as stored."""
+    """The same tables through the standard library alone, every cell as stored."""
     if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):
-        from openpyxl import load_workbook
-
-        wb = load_workbook(directory / p.fact_file, read_only=True, data_only=True)
-        try:
+        with xlsx_plain.Workbook(directory / p.fact_file) as wb:
             return _sheet_rows(wb, _table(p.fact_table)), _sheet_rows(wb, _table(p.dim_table))
-        finally:
-            wb.close()
     fact = _plain_one(directory / p.fact_file, p.fact_table)
     dim = _plain_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
     return fact, dim

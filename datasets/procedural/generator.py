@@ -33,7 +33,7 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_va
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 TARGET_DEPTHS = (1, 2, 3, 4, 5)
@@ -363,16 +363,17 @@ def attempt(
             raise Dropped("answer-in-question")
         return draft, instruction, scored
 
-    # A screen on the tables before they are written: most drops are decided here, without
-    # paying for the files (a workbook costs ~20 ms to write and as much to read each way).
-    # The gold itself still comes from the files as written, read back below.
-    worded(_answer(query, fact, dim, d, drawn.mess, engine_pandas))
+    if drawn.layout in SCREENED_LAYOUTS:
+        # A screen on the tables before they are written: most drops are decided here,
+        # without paying for a workbook (~10 ms to write and as much to read each way). The
+        # gold itself still comes from the files as written, read back below.
+        worded(_answer(query, fact, dim, d, drawn.mess, engine_pandas))
     paths = files.write(place, fact, dim, directory)
     pd_fact, pd_dim = files.read_pandas(place, directory)
-    pl_fact, pl_dim = files.read_plain(place, directory)
     gold = _answer(query, pd_fact, pd_dim, d, drawn.mess, engine_pandas)
-    check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
     draft, instruction, (oracle, answer, verifier) = worded(gold)
+    pl_fact, pl_dim = files.read_plain(place, directory)
+    check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
     if not agree(gold, check):
         raise Dropped("engines-disagree")
     if in_previews(paths, oracle, draft.style):
@@ -381,6 +382,14 @@ def attempt(
         raise Dropped("answer-in-shared-text")
     return made.task(instruction, paths, answer, oracle, verifier)
 
+
+SCREENED_LAYOUTS = frozenset({"csv+xlsx", "excel"})
+"""Layouts whose question tasks are screened on the tables before their files are written.
+
+A workbook costs more to write and read back than the screen's pandas answer, so a
+drop found before writing saves time. A CSV or SQLite file costs less: there the
+files are written and read once, and the drop is found on the gold itself.
+"""
 
 BOOK_STYLES = ("workbook", "column")
 """Answer styles scored on a workbook the agent saves (``books``), not on its words."""

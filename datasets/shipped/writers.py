@@ -99,6 +99,7 @@ def write_xlsx_fast(sheets: dict[str, pd.DataFrame], path: Path) -> None:
             "strings_to_numbers": False,
             "strings_to_urls": False,
             "default_date_format": "yyyy-mm-dd hh:mm:ss",
+            "in_memory": True,  # no temporary file per part: ~3x faster on a small workbook
         },
     )
     wb.set_properties({"author": "analyst_env generator", "created": datetime(*_FIXED_TIME)})
