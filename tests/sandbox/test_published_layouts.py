@@ -9,11 +9,14 @@ venv as a plain path entry, so the checkout's editable finder is not active
 there), starts the server from it with ``--token`` on its command line, and
 runs the probes of ``leak_probes`` in an episode: no server code importable,
 no package source, cache or state readable, no token in any environment or
-command line a kernel can see.
+command line a kernel can see. The installed layout also serves the procedural
+set, whose workbook tasks keep their reference workbook in the task cache: an
+episode of such a task must not reach it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -28,6 +31,7 @@ from leak_probes import leaks, parse, probe_code
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import free_port
+from analyst_env.datasets.procedural import ProceduralDataset
 
 pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]
@@ -35,8 +39,22 @@ REPO = Path(__file__).resolve().parents[2]
 # (a venv holds symlinks, which the digest refuses).
 BUILD = REPO / ".venv" / "published-layouts"
 TOKEN = "probe-token-7f3a9c"
+PROCEDURAL_SEED = 9090
+BOOK_CATEGORIES = ("result-workbook", "excel-edit")
 
 
+def _workbook_task(cache: Path) -> tuple[str, Path]:
+    """A procedural workbook task's id and where the server keeps its reference (same seed,
+    same cache root: the server makes the very same task folder)."""
+    ds = ProceduralDataset(PROCEDURAL_SEED, cache_dir=cache)
+    for index in range(400):
+        task = ds.task("train", index)
+        if task.metadata["category"] in BOOK_CATEGORIES:
+            return task.id, ds.root / f"train-{index}" / "references"
+    raise AssertionError("no workbook task in the first 400 procedural tasks")
+
+
+@functools.cache
 def _installed_python() -> Path:
     """A venv with this checkout installed from a wheel (rebuilt every run)."""
     wheels = BUILD / "wheel"
@@ -91,11 +109,23 @@ def _installed_python() -> Path:
     return python
 
 
-@pytest.fixture(scope="module", params=["editable", "installed"])
+@pytest.fixture(
+    scope="module",
+    params=[("editable", "starter"), ("installed", "starter"), ("installed", "procedural")],
+    ids=lambda p: "-".join(p),
+)
 def layout(request):
+    name, dataset = request.param
     BUILD.mkdir(parents=True, exist_ok=True)
-    python = Path(sys.executable) if request.param == "editable" else _installed_python()
-    cache, state = BUILD / f"cache-{request.param}", BUILD / f"state-{request.param}"
+    python = Path(sys.executable) if name == "editable" else _installed_python()
+    cache, state = BUILD / f"cache-{name}-{dataset}", BUILD / f"state-{name}-{dataset}"
+    shutil.rmtree(cache, ignore_errors=True)
+    hidden = [str(cache), str(state)]
+    task_id, extra = "starter-sales-000", []
+    if dataset == "procedural":
+        task_id, references = _workbook_task(cache)
+        hidden.append(str(references))
+        extra = ["--dataset", f"procedural:{PROCEDURAL_SEED}"]
     port = free_port()
     env = {
         **os.environ,
@@ -115,6 +145,7 @@ def layout(request):
             TOKEN,
             "--log-level",
             "warning",
+            *extra,
         ],
         cwd=BUILD,
         env=env,
@@ -131,12 +162,10 @@ def layout(request):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(
-                f"the {request.param} server did not start: {proc.stderr.read().decode()[-3000:]}"
-            )
+            pytest.fail(f"the {name} server did not start: {proc.stderr.read().decode()[-3000:]}")
         time.sleep(0.2)
     try:
-        yield request.param, url, [str(cache), str(state)]
+        yield name, task_id, url, hidden
     finally:
         proc.terminate()
         try:
@@ -146,14 +175,16 @@ def layout(request):
 
 
 def test_an_episode_reaches_no_gold_no_secret_and_no_server_code(layout):
-    name, url, hidden = layout
+    name, task_id, url, hidden = layout
     with AnalystEnv(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}).sync() as env:
-        env.reset(task_id="starter-sales-000")
+        reset = env.reset(task_id=task_id)
+        assert reset.observation.task_id == task_id
         out = env.add_and_execute_code_cell(probe_code(TOKEN, hidden)).observation.text
         results = parse(out)
         assert leaks(results) == {}, (name, results)
         # Real work still runs: the task's file, pandas, the episode's own files.
+        data = sorted(f.name for f in reset.observation.files)[0]
         out = env.add_and_execute_code_cell(
-            "import pandas as pd\nlen(pd.read_csv('sales.csv'))"
+            f"import os\nos.path.getsize({data!r}) > 0"
         ).observation.text
-        assert out.strip().isdigit()
+        assert "True" in out, out
