@@ -261,3 +261,27 @@ def test_base_image_and_wheelhouse_keep_the_build_inside_its_context(tmp_path, c
     empty.mkdir()
     assert cli_main([*args, "--wheelhouse", str(empty)]) == 2
     assert "holds no *.whl files" in capsys.readouterr().err
+
+
+def test_procedural_workbook_tasks_export_with_their_reference(tmp_path, wheel):
+    """A generated result-workbook and Excel-edit task: the reference travels in tests/ only,
+    the oracle's cell (replayed by solve.sh) scores 1 and an untouched workbook 0."""
+    from analyst_env.datasets.procedural import ProceduralDataset
+
+    ds = ProceduralDataset(4242, cache_dir=tmp_path / "cache")
+    picked: dict[str, object] = {}
+    for index in range(400):
+        task = ds.task("train", index)
+        if task.metadata["category"] in ("result-workbook", "excel-edit"):
+            picked.setdefault(task.metadata["category"], task)
+        if len(picked) == 2:
+            break
+    assert set(picked) == {"result-workbook", "excel-edit"}
+    tasks = list(picked.values())
+    for task_dir in export(tasks, tmp_path / "out", grader_requirement=wheel):
+        (ref,) = json.loads((task_dir / "tests" / "task.json").read_text())["answer"]["references"]
+        assert ref["path"] == "reference-1.xlsx" and (task_dir / "tests" / ref["path"]).is_file()
+        shipped = {p.name for p in (task_dir / "environment").rglob("*") if p.is_file()}
+        assert "reference-1.xlsx" not in shipped and "reference.xlsx" not in shipped
+        assert run_task(task_dir, tmp_path, None) == 1.0, task_dir.name
+        assert run_task(task_dir, tmp_path, "done") == 0.0, task_dir.name
