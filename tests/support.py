@@ -1,12 +1,16 @@
-"""Test data shared by several test modules: a tiny dataset whose answers are known by
-construction."""
+"""Test data and helpers shared by several test modules: a tiny dataset whose answers are
+known by construction, process checks, a live procedural server."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pytest
 
 from analyst_env.task_format import Dataset, Task, VerifierSpec
 
@@ -182,3 +186,21 @@ def code_step(source: str) -> dict:
             "arguments": {"code": source},
         },
     }
+
+
+@contextlib.contextmanager
+def procedural_server(cache: Path, seed: int, max_sessions: int) -> Iterator[tuple[str, Any]]:
+    """A live server of ``procedural:SEED`` whose task cache is ``cache``; yields (url, runtime).
+
+    The cache is set through ``ANALYST_ENV_CACHE`` for the server's life, so kernels find it
+    hidden as they find the default cache.
+    """
+    from analyst_env.client.local_server import BackgroundServer
+    from analyst_env.server.app import build_app
+    from analyst_env.server.settings import Settings
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANALYST_ENV_CACHE", str(cache))
+        app = build_app(Settings(dataset=f"procedural:{seed}", max_sessions=max_sessions))
+        with BackgroundServer(app) as url:
+            yield url, app.state.runtime

@@ -8,12 +8,10 @@ import json
 
 import httpx
 import pytest
+from support import procedural_server
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.evaluation.validation import validate
-from analyst_env.client.local_server import BackgroundServer
-from analyst_env.server.app import build_app
-from analyst_env.server.settings import Settings
 
 pytestmark = pytest.mark.live
 
@@ -22,12 +20,8 @@ SEED = 918273645
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("procedural-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANALYST_ENV_CACHE", str(cache))  # hidden from kernels, like the default cache
-        app = build_app(Settings(dataset=f"procedural:{SEED}", max_sessions=12))
-        with BackgroundServer(app) as url:
-            yield url, app.state.runtime
+    with procedural_server(tmp_path_factory.mktemp("procedural-cache"), SEED, 12) as live:
+        yield live
 
 
 def test_oracle_one_null_zero_on_every_split(served):

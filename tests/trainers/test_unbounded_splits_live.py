@@ -10,12 +10,10 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from support import procedural_server
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.client.trainers.skyrl import dataset_rows
 from analyst_env.client.trainers.trl import AnalystSpec
-from analyst_env.server.app import build_app
-from analyst_env.server.settings import Settings
 
 pytestmark = pytest.mark.live
 
@@ -24,12 +22,8 @@ SEED = 31337
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("procedural-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANALYST_ENV_CACHE", str(cache))  # hidden from kernels, like the default cache
-        app = build_app(Settings(dataset=f"procedural:{SEED}", max_sessions=8))
-        with BackgroundServer(app) as url:
-            yield url, app.state.runtime
+    with procedural_server(tmp_path_factory.mktemp("procedural-cache"), SEED, 8) as live:
+        yield live
 
 
 def _made(runtime, split: str, index: int):
