@@ -31,15 +31,14 @@ def _request(body: bytes) -> dict:
     return request if isinstance(request, dict) else {}
 
 
-def _creates_session(body: bytes) -> tuple[bool, object]:
-    request = _request(body)
+def _creates_session(request: dict) -> tuple[bool, object]:
     if request.get("method") == "openenv/session/create":
         return True, request.get("id") if isinstance(request.get("id"), (int, str)) else None
     return False, None
 
 
-def _session_named(body: bytes) -> str | None:
-    params = _request(body).get("params")
+def _session_named(request: dict) -> str | None:
+    params = request.get("params")
     session_id = params.get("session_id") if isinstance(params, dict) else None
     return session_id if isinstance(session_id, str) and session_id else None
 
@@ -56,18 +55,19 @@ def install_http_mcp(app: FastAPI, is_draining, peers: Peers | None = None) -> N
     app.router.routes.remove(route)
 
     async def mcp_endpoint(request_raw: Request):
-        if is_draining():
-            creates, request_id = _creates_session(
-                await request_raw.body()
-            )  # the body is cached for OpenEnv's handler
-            if creates:
-                return JsonRpcResponse.error_response(
-                    JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON, request_id=request_id
-                ).model_dump()
-        if peers is not None and request_raw.query_params.get("local") != "1":
-            body = await request_raw.body()
-            session_id = _session_named(body)
+        forwardable = peers is not None and request_raw.query_params.get("local") != "1"
+        if is_draining() or forwardable:
+            body = await request_raw.body()  # cached by Starlette for OpenEnv's handler
+            request = _request(body)  # parsed once here, whatever this wrapper checks
+            if is_draining():
+                creates, request_id = _creates_session(request)
+                if creates:
+                    return JsonRpcResponse.error_response(
+                        JsonRpcErrorCode.SERVER_ERROR, DRAINING_REASON, request_id=request_id
+                    ).model_dump()
+            session_id = _session_named(request) if forwardable else None
             if session_id is not None and session_id not in app.state.env_server._sessions:
+                assert peers is not None
                 holder = await peers.holder_of(session_id)
                 reply = await peers.post(holder, "/mcp", body) if holder is not None else None
                 if reply is not None:
