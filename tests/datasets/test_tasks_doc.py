@@ -12,3 +12,24 @@ def test_the_template_table_in_the_docs_is_the_one_the_code_prints():
         "docs/tasks.md is out of date: paste the output of "
         "`python -m analyst_env.datasets.procedural.coverage`"
     )
+
+
+README = DOC.parents[1] / "README.md"
+
+
+def _coverage_rows(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| category | csv easy"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_the_readme_coverage_table_is_the_one_in_the_docs():
+    """README shows the categories x kinds x levels table; it is the docs' copy, not a stale one."""
+    docs = _coverage_rows(DOC.read_text(encoding="utf-8"))
+    assert len(docs) == 2 + 19
+    assert _coverage_rows(README.read_text(encoding="utf-8")) == docs
