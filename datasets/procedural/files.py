@@ -30,6 +30,16 @@ PANDAS_XLSX_ENGINE = "openpyxl"
 (calamine reads them in ~3 ms instead of ~20-30 ms, but installed beside pandas it makes
 every kernel's ``pd.read_excel`` print a FutureWarning about the coming default.)"""
 
+WORKBOOK_LAYOUTS = frozenset({"csv+xlsx", "excel"})
+"""Layouts with an Excel workbook among their files."""
+
+
+def has_workbook(layout: str) -> bool:
+    """Whether ``layout`` writes a workbook: one costs ~10 ms to write and as much to read back
+    each way, so such tasks hold fewer rows and are screened before their files are written."""
+    return layout in WORKBOOK_LAYOUTS
+
+
 KIND_OF_LAYOUT = {
     "csv": "csv",
     "csv+csv": "csv",

@@ -212,7 +212,7 @@ def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Draw
     )
     layout = str(layouts[int(rng.integers(len(layouts)))])
     has_dim = layout != "csv"
-    cap = EXCEL_MAX_ROWS if "xlsx" in layout or layout == "excel" else MAX_ROWS
+    cap = EXCEL_MAX_ROWS if files.has_workbook(layout) else MAX_ROWS
     rows = int(math.exp(rng.uniform(math.log(MIN_ROWS), math.log(cap))))
     n_extra = min(2, max(0, int(rng.choice(TARGET_DEPTHS)) - t.depth))
     return Drawn(t, d, layout, _draw_mess(rng, t, d, has_dim), rows, n_extra)
@@ -363,10 +363,11 @@ def attempt(
             raise Dropped("answer-in-question")
         return draft, instruction, scored
 
-    if drawn.layout in SCREENED_LAYOUTS:
+    if files.has_workbook(drawn.layout):
         # A screen on the tables before they are written: most drops are decided here,
-        # without paying for a workbook (~10 ms to write and as much to read each way). The
-        # gold itself still comes from the files as written, read back below.
+        # without paying for a workbook. A CSV or SQLite file costs less than the screen's
+        # pandas answer, so there the drop is found on the gold itself. The gold always
+        # comes from the files as written, read back below.
         worded(_answer(query, fact, dim, d, drawn.mess, engine_pandas))
     paths = files.write(place, fact, dim, directory)
     pd_fact, pd_dim = files.read_pandas(place, directory)
@@ -382,14 +383,6 @@ def attempt(
         raise Dropped("answer-in-shared-text")
     return made.task(instruction, paths, answer, oracle, verifier)
 
-
-SCREENED_LAYOUTS = frozenset({"csv+xlsx", "excel"})
-"""Layouts whose question tasks are screened on the tables before their files are written.
-
-A workbook costs more to write and read back than the screen's pandas answer, so a
-drop found before writing saves time. A CSV or SQLite file costs less: there the
-files are written and read once, and the drop is found on the gold itself.
-"""
 
 BOOK_STYLES = ("workbook", "column")
 """Answer styles scored on a workbook the agent saves (``books``), not on its words."""

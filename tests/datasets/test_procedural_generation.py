@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyst_env.datasets.procedural import ProceduralDataset
+from analyst_env.datasets.procedural import ProceduralDataset, files
 from analyst_env.datasets.procedural.coverage import composed_templates
 from analyst_env.datasets.procedural.domains import DOMAINS
 from analyst_env.datasets.procedural.generator import Dropped, attempt, in_shared_text
@@ -41,6 +41,13 @@ def test_the_space_has_the_promised_breadth():
     assert len(templates) >= 80
     assert composed_templates()["total"] >= 200
     assert SPLIT_SIZE >= 10**6
+
+
+@pytest.mark.parametrize("layout", files.LAYOUTS)
+def test_a_layout_has_a_workbook_exactly_when_it_writes_one(layout):
+    place = files.placement(DOMAINS[0], layout)
+    written = {place.fact_file, place.dim_file} - {None}
+    assert files.has_workbook(layout) == any(name.endswith(".xlsx") for name in written)
 
 
 def test_same_seed_same_task_other_seed_other_task(ds, sample, tmp_path):
