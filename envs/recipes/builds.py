@@ -30,6 +30,9 @@ STATUSES = ("pending", "building", "ready", "failed")
 #: ``bake(recipe, out_dir, log=..., progress=...)`` builds the artifact or raises with the reason.
 BakeFn = Callable[..., Any]
 
+_POLL_S = 0.2
+"""How often ``wait`` reads the state of a build another worker runs."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS builds (
     backend TEXT NOT NULL,
@@ -47,11 +50,19 @@ CREATE TABLE IF NOT EXISTS deleted_environments (
     name TEXT PRIMARY KEY,
     deleted_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS recipes_generation (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    generation INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO recipes_generation (id, generation) VALUES (0, 0);
 """
 
 
 class BuildDB:
-    """The SQLite file holding build states and deleted environment names. Thread-safe."""
+    """The SQLite file holding build states, deleted environment names and the recipes'
+    generation. Thread-safe, and shared by every worker of ``serve --workers N``: each
+    has its own connection, and what must not race between them (claiming a build) is
+    one transaction."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +93,46 @@ class BuildDB:
                     f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
                     (*fields.values(), backend, digest),
                 )
+
+    def claim(self, backend: str, digest: str, **fields: Any) -> bool:
+        """Mark ``digest`` building (with ``fields``) unless a build of it runs already, in this
+        process or another one sharing the file; whether this caller got it."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")  # one writer from here to COMMIT
+            try:
+                row = self._conn.execute(
+                    "SELECT status, attempts FROM builds WHERE backend=? AND hash=?",
+                    (backend, digest),
+                ).fetchone()
+                if row is not None and row[0] == "building":
+                    self._conn.execute("ROLLBACK")
+                    return False
+                self._conn.execute(
+                    "INSERT INTO builds (backend, hash, status) VALUES (?, ?, 'pending') "
+                    "ON CONFLICT(backend, hash) DO NOTHING",
+                    (backend, digest),
+                )
+                fields = {**fields, "status": "building", "attempts": (row[1] if row else 0) + 1}
+                sets = ", ".join(f"{k}=?" for k in fields)
+                self._conn.execute(
+                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
+                    (*fields.values(), backend, digest),
+                )
+                self._conn.execute("COMMIT")
+                return True
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def recipes_generation(self) -> int:
+        """A number every change to the recipes on disk increases (``recipes_changed``)."""
+        with self._lock:
+            return self._conn.execute("SELECT generation FROM recipes_generation").fetchone()[0]
+
+    def recipes_changed(self) -> None:
+        """Tell every process holding the recipes in memory to read them again."""
+        with self._lock:
+            self._conn.execute("UPDATE recipes_generation SET generation = generation + 1")
 
     def interrupt_unfinished(self) -> int:
         """Mark builds left ``building`` or ``pending`` by a previous server as failed."""
@@ -202,19 +253,18 @@ class Builder:
             if not force and self.state(digest)["status"] == "ready":
                 return self.state(digest)
             log_path = self.logs_dir / f"{self.backend}-{digest}.log"
-            log_path.write_text("")
-            row = self.db.get(self.backend, digest)
-            self.db.put(
+            claimed = self.db.claim(
                 self.backend,
                 digest,
-                status="building",
                 progress=0.0,
                 started_at=time.time(),
                 finished_at=None,
                 error=None,
                 log_path=str(log_path),
-                attempts=(row["attempts"] if row else 0) + 1,
             )
+            if not claimed:  # another worker of this state directory is building it
+                return self.state(digest)
+            log_path.write_text("")
             thread = threading.Thread(
                 target=self._run,
                 args=(recipe, digest, log_path),
@@ -226,10 +276,17 @@ class Builder:
         return self.state(digest)
 
     def wait(self, digest: str, timeout_s: float | None = None) -> dict[str, Any]:
-        """Block until the running build of ``digest`` (if any) ends; its state."""
+        """Block until the running build of ``digest`` (if any, here or in another worker) ends,
+        or ``timeout_s`` passes; its state."""
         thread = self._threads.get(digest)
         if thread is not None:
             thread.join(timeout_s)
+            return self.state(digest)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self.state(digest)["status"] == "building" and (
+            deadline is None or time.monotonic() < deadline
+        ):
+            time.sleep(_POLL_S)
         return self.state(digest)
 
     def _run(self, recipe: Recipe, digest: str, log_path: Path) -> None:

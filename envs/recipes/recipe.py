@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -301,13 +303,24 @@ class Recipe(BaseModel):
         except RecipeError as exc:
             raise RecipeError(f"{path.name}: {exc}") from None
 
-    def dump(self, path: str | Path) -> None:
-        """Write atomically (temp file + rename), so a crash never leaves half a recipe."""
+    def dump(self, path: str | Path, *, exclusive: bool = False) -> None:
+        """Write atomically (temp file + rename), so a crash never leaves half a recipe.
+
+        ``exclusive``: the file must not exist yet (``FileExistsError``); the check and the
+        write are one step (a hard link), so two processes creating it cannot both succeed.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
+        # Named per process and thread: two writers of one recipe never share a temp file.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
         tmp.write_text(self.to_toml(), encoding="utf-8")
-        tmp.replace(path)
+        try:
+            if exclusive:
+                os.link(tmp, path)
+            else:
+                tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def format_errors(exc: ValidationError) -> str:

@@ -112,9 +112,11 @@ class EnvironmentService:
             None  # set by the server: the backend's forget_image
         )
         self._lock = threading.RLock()
-        # Resets resolve on every episode: recipes are read from disk once, then kept in
-        # memory (this service is their only writer); baked specs are immutable per hash.
+        # Resets resolve on every episode: recipes are kept in memory and read from disk again
+        # only when the generation in ``builds.sqlite`` moved (every worker of ``serve
+        # --workers N`` writes the same files and bumps it); baked specs are immutable per hash.
         self._recipes: dict[str, Recipe] | None = None
+        self._generation = -1
         self._specs: dict[str, Any] = {}
 
     # ── recipes ─────────────────────────────────────────────────────────────
@@ -123,7 +125,8 @@ class EnvironmentService:
 
     def _all(self) -> dict[str, Recipe]:
         with self._lock:
-            if self._recipes is None:
+            generation = self.db.recipes_generation()
+            if self._recipes is None or generation != self._generation:
                 recipes = {}
                 for path in sorted(self.recipes_dir.glob("*.toml")):
                     try:
@@ -135,7 +138,7 @@ class EnvironmentService:
                         log.warning("skipping %s: it names itself %r", path, recipe.name)
                         continue
                     recipes[recipe.name] = recipe
-                self._recipes = recipes
+                self._recipes, self._generation = recipes, generation
             return self._recipes
 
     def list(self) -> list[Recipe]:
@@ -180,11 +183,15 @@ class EnvironmentService:
                 f"{recipe.name!r} names the server's built-in image; choose another name"
             )
         with self._lock:
-            if recipe.name in self._all() or self._path(recipe.name).exists():
-                raise EnvironmentExists(
-                    f"a sandbox environment named {recipe.name!r} exists; update it instead"
-                )
-            self._save(recipe)
+            exists = EnvironmentExists(
+                f"a sandbox environment named {recipe.name!r} exists; update it instead"
+            )
+            if recipe.name in self._all():
+                raise exists
+            try:
+                self._save(recipe, exclusive=True)
+            except FileExistsError:  # made meanwhile by another worker
+                raise exists from None
             self.db.undelete(recipe.name)
         self.builder.start(recipe)
         return recipe
@@ -223,6 +230,7 @@ class EnvironmentService:
             self._path(name).unlink()
             del self._all()[name]
             self.db.mark_deleted(name)
+            self._changed()
         self._release_image(digest)
 
     def _release_image(self, digest: str) -> None:
@@ -232,16 +240,23 @@ class EnvironmentService:
             return
         self.forget_image(IMAGE_PREFIX + digest)
 
-    def _save(self, recipe: Recipe) -> None:
+    def _save(self, recipe: Recipe, *, exclusive: bool = False) -> None:
+        """Write ``recipe`` (``exclusive``: only if no file has its name, else FileExistsError)."""
         recipes = self._all()
+        recipe.dump(self._path(recipe.name), exclusive=exclusive)
         if recipe.workspace_default:
             for other in list(recipes.values()):
                 if other.workspace_default and other.name != recipe.name:
                     other = other.model_copy(update={"workspace_default": False})
                     other.dump(self._path(other.name))
                     recipes[other.name] = other
-        recipe.dump(self._path(recipe.name))
         recipes[recipe.name] = recipe.model_copy(deep=True)
+        self._changed()
+
+    def _changed(self) -> None:
+        """The recipes on disk changed: every process (this one too, in case another wrote
+        meanwhile) reads them again on its next look."""
+        self.db.recipes_changed()
 
     # ── builds ──────────────────────────────────────────────────────────────
     def build(self, name: str, *, force: bool = False) -> dict[str, Any]:

@@ -199,6 +199,61 @@ def test_crud_rules(state_dir):
         service.close()
 
 
+def test_services_sharing_a_state_dir_see_one_set_of_environments_and_build_once(state_dir):
+    """Two services on one state directory, as two workers of ``serve --workers 2``."""
+    release = threading.Event()
+    calls = []
+
+    def slow_bake(recipe, out_dir, *, log, progress):
+        calls.append(recipe.name)
+        assert release.wait(30)
+        out_dir.mkdir(parents=True)
+        (out_dir / "manifest.json").write_text("{}")
+
+    one = EnvironmentService(state_dir, bake=slow_bake)
+    other = EnvironmentService(state_dir, bake=slow_bake)
+    try:
+        assert other.list() == []  # read (and kept) before the first worker writes
+        one.create({"name": "a", "pip": "x"})
+        assert other.summary(other.get("a"))["status"] == "building"
+        assert other.build("a", force=True)["status"] == "building" and calls == ["a"]
+        with pytest.raises(EnvironmentExists, match="exists"):
+            other.create({"name": "a"})
+        release.set()
+        assert other.wait("a", 30)["status"] == "ready"  # a build the other worker runs
+        assert calls == ["a"]
+
+        other.update("a", {"description": "edited on the other worker"})
+        assert one.get("a").description == "edited on the other worker"
+        one.create({"name": "w1", "workspace_default": True})
+        other.create({"name": "w2", "workspace_default": True})
+        assert [r.name for r in one.list() if r.workspace_default] == ["w2"]
+        other.delete("a")
+        gone = one.resolve("a")
+        assert gone.image == "default" and "'a' was deleted" in gone.warning
+
+        results: list[str] = []
+
+        def create(service):
+            try:
+                service.create({"name": "raced"})
+                results.append("created")
+            except EnvironmentExists:
+                results.append("exists")
+
+        threads = [threading.Thread(target=create, args=(s,)) for s in (one, other) * 4]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(results) == ["created"] + ["exists"] * 7
+        assert not list((state_dir / "envs" / "recipes").glob(".*.tmp"))
+    finally:
+        release.set()
+        one.close()
+        other.close()
+
+
 @pytest.mark.skipif(
     shutil.which("npm") is None, reason="npm is not installed (CI installs Debian's npm)"
 )
