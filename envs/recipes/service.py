@@ -138,7 +138,13 @@ class EnvironmentService:
                         log.warning("skipping %s: it names itself %r", path, recipe.name)
                         continue
                     recipes[recipe.name] = recipe
-                self._recipes, self._generation = recipes, generation
+                before, self._recipes, self._generation = self._recipes, recipes, generation
+                if before is not None and self.forget_image is not None:
+                    # Images another worker's delete or update left unnamed: this worker's
+                    # backend stops serving them too.
+                    kept = {r.image_hash() for r in recipes.values()}
+                    for digest in {r.image_hash() for r in before.values()} - kept:
+                        self.forget_image(IMAGE_PREFIX + digest)
             return self._recipes
 
     def list(self) -> list[Recipe]:

@@ -228,8 +228,12 @@ def test_services_sharing_a_state_dir_see_one_set_of_environments_and_build_once
         one.create({"name": "w1", "workspace_default": True})
         other.create({"name": "w2", "workspace_default": True})
         assert [r.name for r in one.list() if r.workspace_default] == ["w2"]
+        forgotten: list[str] = []
+        one.forget_image = forgotten.append
+        digest = one.get("a").image_hash()
         other.delete("a")
         gone = one.resolve("a")
+        assert forgotten == [f"env-{digest}"], "the other worker's backend stops serving it too"
         assert gone.image == "default" and "'a' was deleted" in gone.warning
 
         results: list[str] = []
