@@ -26,8 +26,7 @@ SIGTERM or SIGINT to the supervisor drains every worker (each as ``drain.py``
 describes) and exits 0; a supervisor killed outright drains them too (they get
 SIGTERM as its death signal). A worker that dies on its own stops the others the same way
 and the supervisor exits with that worker's status (1 if a signal killed it), so the
-process manager restarts the whole server: a
-worker started alone would mark the other workers' running builds as interrupted.
+process manager restarts the whole server.
 """
 
 from __future__ import annotations

@@ -2,10 +2,17 @@
 
 Builds run on background threads; their state lives in SQLite (``builds.sqlite`` in the
 environments' state directory), so a restarted server still knows which images are
-ready and why one failed. A build that was running when the server stopped is marked
-``failed`` ("interrupted by a server restart") at start-up, never resumed on its own:
-a build that crashed the server must not crash it again on every start. Asking for it
-again (``POST /envs/{name}/build``) starts it afresh.
+ready and why one failed. A build that was running when its server stopped is marked
+``failed`` ("interrupted by a server restart"), never resumed on its own: a build that
+crashed the server must not crash it again on every start. Asking for it again
+(``POST /envs/{name}/build``) starts it afresh.
+
+Several servers may share the file (the workers of ``serve --workers N``, a worker
+restarted alone, replicas on one state volume), so a running build records its owner
+(boot id, PID namespace, pid and the process's start time) and a heartbeat every
+``HEARTBEAT_S``. Another server treats it as abandoned once its owner is gone (checked
+at once when the owner is in the same PID namespace) or its heartbeat is older than
+``STALE_S`` (an owner elsewhere); only then is it marked interrupted or built again.
 
 Each attempt writes its own log file (``logs/<backend>-<hash>.log``, replaced by the
 next attempt of the same hash); the log's last lines are the error of a failed build.
@@ -13,7 +20,9 @@ next attempt of the same hash); the log's last lines are the error of a failed b
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -33,6 +42,14 @@ BakeFn = Callable[..., Any]
 _POLL_S = 0.2
 """How often ``wait`` reads the state of a build another worker runs."""
 
+HEARTBEAT_S = 5.0
+"""How often a running build tells the other servers on the file that it is alive."""
+
+STALE_S = 30.0
+"""A build whose heartbeat is older than this, and whose owner cannot be checked, is abandoned."""
+
+INTERRUPTED = "the build was interrupted by a server restart; build again"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS builds (
     backend TEXT NOT NULL,
@@ -44,6 +61,8 @@ CREATE TABLE IF NOT EXISTS builds (
     error TEXT,
     log_path TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
+    owner TEXT,
+    heartbeat_at REAL,
     PRIMARY KEY (backend, hash)
 );
 CREATE TABLE IF NOT EXISTS deleted_environments (
@@ -56,6 +75,51 @@ CREATE TABLE IF NOT EXISTS recipes_generation (
 );
 INSERT OR IGNORE INTO recipes_generation (id, generation) VALUES (0, 0);
 """
+
+
+def _identity() -> tuple[str, str]:
+    """(boot id, PID namespace) of this process: where its pids mean something."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        return boot, os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "", ""
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (clock ticks since boot), None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+_BOOT, _PID_NS = _identity()
+
+
+@functools.cache
+def _owner_of(pid: int) -> str:
+    return f"{_BOOT}|{_PID_NS}|{pid}|{_start_time(pid)}"
+
+
+def owner() -> str:
+    """Who runs a build: this process, named for good by its pid and start time (pids are
+    reused)."""
+    return _owner_of(os.getpid())
+
+
+def _abandoned(who: str | None, heartbeat_at: float | None) -> bool:
+    """Whether a ``building`` row's builder is gone: checked directly when it ran in this PID
+    namespace, otherwise (another host or container) by its heartbeat's age."""
+    if who == owner():
+        return False  # this process: ``Builder`` knows whether its thread runs
+    if who:
+        boot, pid_ns, pid, started = who.split("|")
+        if (boot, pid_ns) == (_BOOT, _PID_NS) and _BOOT:
+            return _start_time(int(pid)) != started
+    return heartbeat_at is None or time.time() - heartbeat_at > STALE_S
 
 
 class BuildDB:
@@ -71,6 +135,13 @@ class BuildDB:
         self._lock = threading.Lock()
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(builds)")}
+            for column, kind in (("owner", "TEXT"), ("heartbeat_at", "REAL")):
+                if column not in columns:  # a file written before builds had owners
+                    try:
+                        self._conn.execute(f"ALTER TABLE builds ADD COLUMN {column} {kind}")
+                    except sqlite3.OperationalError:
+                        pass  # another server added it meanwhile
 
     def get(self, backend: str, digest: str) -> dict[str, Any] | None:
         with self._lock:
@@ -95,16 +166,17 @@ class BuildDB:
                 )
 
     def claim(self, backend: str, digest: str, **fields: Any) -> bool:
-        """Mark ``digest`` building (with ``fields``) unless a build of it runs already, in this
-        process or another one sharing the file; whether this caller got it."""
+        """Mark ``digest`` building by this process (with ``fields``) unless a live build of it
+        runs already, here or in another process sharing the file; whether this caller got it."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")  # one writer from here to COMMIT
             try:
                 row = self._conn.execute(
-                    "SELECT status, attempts FROM builds WHERE backend=? AND hash=?",
+                    "SELECT status, attempts, owner, heartbeat_at FROM builds "
+                    "WHERE backend=? AND hash=?",
                     (backend, digest),
                 ).fetchone()
-                if row is not None and row[0] == "building":
+                if row is not None and row[0] == "building" and not _abandoned(row[2], row[3]):
                     self._conn.execute("ROLLBACK")
                     return False
                 self._conn.execute(
@@ -112,7 +184,13 @@ class BuildDB:
                     "ON CONFLICT(backend, hash) DO NOTHING",
                     (backend, digest),
                 )
-                fields = {**fields, "status": "building", "attempts": (row[1] if row else 0) + 1}
+                fields = {
+                    **fields,
+                    "status": "building",
+                    "attempts": (row[1] if row else 0) + 1,
+                    "owner": owner(),
+                    "heartbeat_at": time.time(),
+                }
                 sets = ", ".join(f"{k}=?" for k in fields)
                 self._conn.execute(
                     f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
@@ -124,6 +202,15 @@ class BuildDB:
                 self._conn.execute("ROLLBACK")
                 raise
 
+    def heartbeat(self, backend: str, digest: str) -> None:
+        """This process's build of ``digest`` is still running."""
+        with self._lock:
+            self._conn.execute(
+                "UPDATE builds SET heartbeat_at=? WHERE backend=? AND hash=? AND owner=? "
+                "AND status='building'",
+                (time.time(), backend, digest, owner()),
+            )
+
     def recipes_generation(self) -> int:
         """A number every change to the recipes on disk increases (``recipes_changed``)."""
         with self._lock:
@@ -134,16 +221,31 @@ class BuildDB:
         with self._lock:
             self._conn.execute("UPDATE recipes_generation SET generation = generation + 1")
 
-    def interrupt_unfinished(self) -> int:
-        """Mark builds left ``building`` or ``pending`` by a previous server as failed."""
+    def interrupt_abandoned(self, backend: str | None = None, digest: str | None = None) -> int:
+        """Mark builds left ``building`` or ``pending`` by a server that is gone as failed (all of
+        them, or ``digest``'s); how many."""
         with self._lock:
-            cur = self._conn.execute(
-                "UPDATE builds SET status='failed', finished_at=?, progress=NULL, "
-                "error='the build was interrupted by a server restart; build again' "
-                "WHERE status IN ('building', 'pending')",
-                (time.time(),),
-            )
-            return cur.rowcount
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                where, args = "status IN ('building', 'pending')", []
+                if digest is not None:
+                    where, args = where + " AND backend=? AND hash=?", [backend, digest]
+                rows = self._conn.execute(
+                    f"SELECT backend, hash, status, owner, heartbeat_at FROM builds WHERE {where}",
+                    args,
+                ).fetchall()
+                gone = [r[:2] for r in rows if r[2] == "pending" or _abandoned(r[3], r[4])]
+                for row_backend, row_hash in gone:
+                    self._conn.execute(
+                        "UPDATE builds SET status='failed', finished_at=?, progress=NULL, "
+                        "error=? WHERE backend=? AND hash=?",
+                        (time.time(), INTERRUPTED, row_backend, row_hash),
+                    )
+                self._conn.execute("COMMIT")
+                return len(gone)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
 
     def mark_deleted(self, name: str) -> None:
         with self._lock:
@@ -203,7 +305,7 @@ class Builder:
         self._closed = False
         images_dir.mkdir(parents=True, exist_ok=True)
         logs_dir.mkdir(parents=True, exist_ok=True)
-        interrupted = db.interrupt_unfinished()
+        interrupted = db.interrupt_abandoned()
         if interrupted:
             log.warning(
                 "%d sandbox environment build(s) were interrupted by a restart; marked failed",
@@ -213,6 +315,14 @@ class Builder:
     def state(self, digest: str) -> dict[str, Any]:
         """``{"status", "progress", "elapsed_s", "error", "log_path"}`` of the image ``digest``."""
         row = self.db.get(self.backend, digest)
+        if (
+            row is not None
+            and row["status"] == "building"
+            and not self._building_here(digest)
+            and _abandoned(row["owner"], row["heartbeat_at"])
+            and self.db.interrupt_abandoned(self.backend, digest)
+        ):
+            row = self.db.get(self.backend, digest)
         if row is None:
             return {
                 "status": "pending",
@@ -275,6 +385,10 @@ class Builder:
             thread.start()
         return self.state(digest)
 
+    def _building_here(self, digest: str) -> bool:
+        thread = self._threads.get(digest)
+        return thread is not None and thread.is_alive()
+
     def wait(self, digest: str, timeout_s: float | None = None) -> dict[str, Any]:
         """Block until the running build of ``digest`` (if any, here or in another worker) ends,
         or ``timeout_s`` passes; its state."""
@@ -303,6 +417,11 @@ class Builder:
                 self.db.put(self.backend, digest, progress=round(fraction, 3))
 
             write(f"building {self.backend} image {digest} for environment {recipe.name!r}")
+            done = threading.Event()
+            beating = threading.Thread(
+                target=self._beat, args=(digest, done), name=f"env-heartbeat-{digest}", daemon=True
+            )
+            beating.start()
             try:
                 self._bake(recipe, self.images_dir / digest, log=write, progress=progress)
             except Exception as exc:
@@ -312,6 +431,8 @@ class Builder:
                     self.backend, digest, status="failed", error=message, finished_at=time.time()
                 )
                 return
+            finally:
+                done.set()
             write(f"ready in {time.monotonic() - started:.1f}s")
             self.db.put(
                 self.backend,
@@ -321,6 +442,13 @@ class Builder:
                 error=None,
                 finished_at=time.time(),
             )
+
+    def _beat(self, digest: str, done: threading.Event) -> None:
+        while not done.wait(HEARTBEAT_S):
+            try:
+                self.db.heartbeat(self.backend, digest)
+            except sqlite3.Error as exc:  # e.g. the file is busy: the next beat tries again
+                log.warning("could not record the heartbeat of build %s: %s", digest, exc)
 
     def join(self, timeout_s: float = 5.0) -> None:
         """Wait up to ``timeout_s`` for running builds (daemon threads die with the process)."""

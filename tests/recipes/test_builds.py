@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 from recipes.pkgindex import TINY
 
 from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.recipes import Recipe
-from analyst_env.envs.recipes.builds import BuildDB, Builder
+from analyst_env.envs.recipes.builds import INTERRUPTED, STALE_S, BuildDB, Builder
 from analyst_env.envs.recipes.service import (
     TEMPLATES_DIR,
     EnvironmentExists,
@@ -137,22 +140,14 @@ def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
     # Edit that changes no build input: no rebuild.
     _, rebuilt = service.update("a", {"description": "new words"})
     assert not rebuilt
-    # A build interrupted by a restart is marked failed, never resumed on its own.
+    # Another server starting on the same state dir leaves a build whose owner lives alone.
     release.clear()
     service.update("a", {"pip": "x y"})
     assert service.summary(service.get("a"))["status"] == "building"
     digest = service.get("a").image_hash()
-    db = BuildDB(state_dir / "envs" / "builds.sqlite")  # a new server on the same state dir
-    Builder(
-        db,
-        "local",
-        state_dir / "envs" / "images",
-        state_dir / "envs" / "logs",
-        slow_bake,
-        lambda p: (p / "manifest.json").exists(),
-    )
-    row = db.get("local", digest)
-    assert row["status"] == "failed" and "interrupted by a server restart" in row["error"]
+    db = BuildDB(state_dir / "envs" / "builds.sqlite")
+    builder_of(db, state_dir, slow_bake)
+    assert db.get("local", digest)["status"] == "building"
     release.set()
     service.builder.wait(digest, 30)
     service.close()
@@ -160,6 +155,58 @@ def test_one_build_per_hash_and_state_survives_a_restart(state_dir):
     restarted = EnvironmentService(state_dir, bake=slow_bake)
     assert restarted.summary(restarted.get("b"))["status"] == "ready"  # finished builds survive
     restarted.close()
+
+
+def builder_of(db: BuildDB, state_dir, bake) -> Builder:
+    """A ``Builder`` as another server on ``state_dir`` makes it."""
+    return Builder(
+        db,
+        "local",
+        state_dir / "envs" / "images",
+        state_dir / "envs" / "logs",
+        bake,
+        lambda p: (p / "manifest.json").exists(),
+    )
+
+
+CLAIM_AND_DIE = """
+import os, sys
+from pathlib import Path
+from analyst_env.envs.recipes.builds import BuildDB
+BuildDB(Path(sys.argv[1])).claim("local", "d" * 16, progress=0.0)
+os._exit(0)  # a server killed in the middle of its build
+"""
+
+
+def test_a_build_whose_server_died_is_interrupted_and_can_be_built_again(state_dir):
+    db_path = state_dir / "envs" / "builds.sqlite"
+    db_path.parent.mkdir(parents=True)
+    subprocess.run([sys.executable, "-c", CLAIM_AND_DIE, str(db_path)], check=True, cwd="/")
+    db = BuildDB(db_path)
+    try:
+        assert db.get("local", "d" * 16)["status"] == "building"
+        builder_of(db, state_dir, lambda *a, **k: None)  # the restarted server
+        row = db.get("local", "d" * 16)
+        assert row["status"] == "failed" and row["error"] == INTERRUPTED
+        assert db.claim("local", "d" * 16) and db.get("local", "d" * 16)["attempts"] == 2
+    finally:
+        db.close()
+
+
+def test_a_build_owned_elsewhere_is_abandoned_only_when_its_heartbeat_stops(state_dir):
+    db = BuildDB(state_dir / "envs" / "builds.sqlite")
+    builder = builder_of(db, state_dir, lambda *a, **k: None)
+    try:
+        assert db.claim("local", "e" * 16)
+        elsewhere = "another-boot|pid:[1]|1|1"  # a replica on another host: no pid to check
+        db.put("local", "e" * 16, owner=elsewhere, heartbeat_at=time.time() - 5)
+        assert builder.state("e" * 16)["status"] == "building"
+        assert not db.claim("local", "e" * 16), "a live build elsewhere is not started twice"
+        db.put("local", "e" * 16, heartbeat_at=time.time() - STALE_S - 1)
+        state = builder.state("e" * 16)
+        assert state["status"] == "failed" and state["error"] == INTERRUPTED
+    finally:
+        db.close()
 
 
 def test_crud_rules(state_dir):
@@ -201,11 +248,12 @@ def test_crud_rules(state_dir):
 
 def test_services_sharing_a_state_dir_see_one_set_of_environments_and_build_once(state_dir):
     """Two services on one state directory, as two workers of ``serve --workers 2``."""
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     calls = []
 
     def slow_bake(recipe, out_dir, *, log, progress):
         calls.append(recipe.name)
+        started.set()
         assert release.wait(30)
         out_dir.mkdir(parents=True)
         (out_dir / "manifest.json").write_text("{}")
@@ -216,6 +264,7 @@ def test_services_sharing_a_state_dir_see_one_set_of_environments_and_build_once
         assert other.list() == []  # read (and kept) before the first worker writes
         one.create({"name": "a", "pip": "x"})
         assert other.summary(other.get("a"))["status"] == "building"
+        assert started.wait(10)
         assert other.build("a", force=True)["status"] == "building" and calls == ["a"]
         with pytest.raises(EnvironmentExists, match="exists"):
             other.create({"name": "a"})
