@@ -313,12 +313,19 @@ class Recipe(BaseModel):
         path.parent.mkdir(parents=True, exist_ok=True)
         # Named per process and thread: two writers of one recipe never share a temp file.
         tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-        tmp.write_text(self.to_toml(), encoding="utf-8")
+        text = self.to_toml()
+        tmp.write_text(text, encoding="utf-8")
         try:
-            if exclusive:
-                os.link(tmp, path)
-            else:
+            if not exclusive:
                 tmp.replace(path)
+                return
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: exclusive, if not atomic
+                with open(path, "x", encoding="utf-8") as f:
+                    f.write(text)
         finally:
             tmp.unlink(missing_ok=True)
 

@@ -176,6 +176,22 @@ def test_toml_round_trip_and_errors(tmp_path):
         Recipe.load(tmp_path / "missing.toml")
 
 
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_an_exclusive_dump_never_replaces_a_recipe(tmp_path, monkeypatch, hard_links):
+    if not hard_links:  # a file system that refuses them (the fallback opens with O_EXCL)
+
+        def no_links(src, dst):
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr("os.link", no_links)
+    path = tmp_path / "t.toml"
+    Recipe(name="t", description="first").dump(path, exclusive=True)
+    with pytest.raises(FileExistsError):
+        Recipe(name="t", description="second").dump(path, exclusive=True)
+    assert Recipe.load(path).description == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.toml"], "no temporary file left"
+
+
 def test_templates_hold_the_packages_the_issue_lists():
     templates = load_templates()
     expected = {
