@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -189,6 +190,29 @@ def test_a_build_whose_server_died_is_interrupted_and_can_be_built_again(state_d
         row = db.get("local", "d" * 16)
         assert row["status"] == "failed" and row["error"] == INTERRUPTED
         assert db.claim("local", "d" * 16) and db.get("local", "d" * 16)["attempts"] == 2
+    finally:
+        db.close()
+
+
+def test_a_state_dir_from_before_build_owners_is_upgraded_in_place(state_dir):
+    path = state_dir / "envs" / "builds.sqlite"
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as old:  # the table as servers before owners wrote it
+        old.execute(
+            "CREATE TABLE builds (backend TEXT NOT NULL, hash TEXT NOT NULL, status TEXT NOT "
+            "NULL, progress REAL, started_at REAL, finished_at REAL, error TEXT, log_path TEXT, "
+            "attempts INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (backend, hash))"
+        )
+        old.execute("INSERT INTO builds VALUES ('local', 'f', 'ready', 1, 1, 2, NULL, NULL, 1)")
+        old.execute(
+            "INSERT INTO builds VALUES ('local', 'g', 'building', 0, 1, NULL, NULL, NULL, 1)"
+        )
+    db = BuildDB(path)
+    try:
+        builder_of(db, state_dir, lambda *a, **k: None)
+        assert db.get("local", "f")["status"] == "ready"
+        assert db.get("local", "g")["status"] == "failed", "an ownerless build is abandoned"
+        assert db.claim("local", "g") and db.get("local", "g")["owner"]
     finally:
         db.close()
 
