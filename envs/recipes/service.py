@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyst_env.envs.recipes.builds import BakeFn, BuildDB, Builder
+from analyst_env.envs.recipes.build_db import BuildDB
+from analyst_env.envs.recipes.builds import BakeFn, Builder
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, RESERVED_NAMES, Recipe, RecipeError
 
 log = logging.getLogger(__name__)

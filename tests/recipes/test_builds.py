@@ -14,7 +14,8 @@ from recipes.pkgindex import TINY
 
 from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.recipes import Recipe
-from analyst_env.envs.recipes.builds import INTERRUPTED, STALE_S, BuildDB, Builder
+from analyst_env.envs.recipes.build_db import INTERRUPTED, STALE_S, BuildDB
+from analyst_env.envs.recipes.builds import Builder
 from analyst_env.envs.recipes.service import (
     TEMPLATES_DIR,
     EnvironmentExists,
@@ -173,7 +174,7 @@ def builder_of(db: BuildDB, state_dir, bake) -> Builder:
 CLAIM_AND_DIE = """
 import os, sys
 from pathlib import Path
-from analyst_env.envs.recipes.builds import BuildDB
+from analyst_env.envs.recipes.build_db import BuildDB
 BuildDB(Path(sys.argv[1])).claim("local", "d" * 16, progress=0.0)
 os._exit(0)  # a server killed in the middle of its build
 """
