@@ -12,11 +12,13 @@ heartbeat is older than ``STALE_S`` (an owner elsewhere).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,54 +127,23 @@ class BuildDB:
 
     def put(self, backend: str, digest: str, **fields: Any) -> None:
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO builds (backend, hash, status) VALUES (?, ?, 'pending') "
-                "ON CONFLICT(backend, hash) DO NOTHING",
-                (backend, digest),
-            )
-            if fields:
-                sets = ", ".join(f"{k}=?" for k in fields)
-                self._conn.execute(
-                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
-                    (*fields.values(), backend, digest),
-                )
+            self._upsert(backend, digest, fields)
 
     def claim(self, backend: str, digest: str, **fields: Any) -> bool:
         """Mark ``digest`` building by this process (with ``fields``) unless a live build of it
         runs already, here or in another process sharing the file; whether this caller got it."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")  # one writer from here to COMMIT
-            try:
-                row = self._conn.execute(
-                    "SELECT status, attempts, owner, heartbeat_at FROM builds "
-                    "WHERE backend=? AND hash=?",
-                    (backend, digest),
-                ).fetchone()
-                if row is not None and row[0] == "building" and not abandoned(row[2], row[3]):
-                    self._conn.execute("ROLLBACK")
-                    return False
-                self._conn.execute(
-                    "INSERT INTO builds (backend, hash, status) VALUES (?, ?, 'pending') "
-                    "ON CONFLICT(backend, hash) DO NOTHING",
-                    (backend, digest),
-                )
-                fields = {
-                    **fields,
-                    "status": "building",
-                    "attempts": (row[1] if row else 0) + 1,
-                    "owner": owner(),
-                    "heartbeat_at": time.time(),
-                }
-                sets = ", ".join(f"{k}=?" for k in fields)
-                self._conn.execute(
-                    f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
-                    (*fields.values(), backend, digest),
-                )
-                self._conn.execute("COMMIT")
-                return True
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, self._transaction():
+            row = self._conn.execute(
+                "SELECT status, attempts, owner, heartbeat_at FROM builds "
+                "WHERE backend=? AND hash=?",
+                (backend, digest),
+            ).fetchone()
+            if row is not None and row[0] == "building" and not abandoned(row[2], row[3]):
+                return False
+            mine = {"status": "building", "attempts": (row[1] if row else 0) + 1}
+            mine.update(owner=owner(), heartbeat_at=time.time())
+            self._upsert(backend, digest, {**fields, **mine})
+            return True
 
     def heartbeat(self, backend: str, digest: str) -> None:
         """This process's build of ``digest`` is still running."""
@@ -196,28 +167,22 @@ class BuildDB:
     def interrupt_abandoned(self, backend: str | None = None, digest: str | None = None) -> int:
         """Mark builds left ``building`` or ``pending`` by a server that is gone as failed (all of
         them, or ``digest``'s); how many."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                where, args = "status IN ('building', 'pending')", []
-                if digest is not None:
-                    where, args = where + " AND backend=? AND hash=?", [backend, digest]
-                rows = self._conn.execute(
-                    f"SELECT backend, hash, status, owner, heartbeat_at FROM builds WHERE {where}",
-                    args,
-                ).fetchall()
-                gone = [r[:2] for r in rows if r[2] == "pending" or abandoned(r[3], r[4])]
-                for row_backend, row_hash in gone:
-                    self._conn.execute(
-                        "UPDATE builds SET status='failed', finished_at=?, progress=NULL, "
-                        "error=? WHERE backend=? AND hash=?",
-                        (time.time(), INTERRUPTED, row_backend, row_hash),
-                    )
-                self._conn.execute("COMMIT")
-                return len(gone)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, self._transaction():
+            where, args = "status IN ('building', 'pending')", []
+            if digest is not None:
+                where, args = where + " AND backend=? AND hash=?", [backend, digest]
+            rows = self._conn.execute(
+                f"SELECT backend, hash, status, owner, heartbeat_at FROM builds WHERE {where}",
+                args,
+            ).fetchall()
+            gone = [r[:2] for r in rows if r[2] == "pending" or abandoned(r[3], r[4])]
+            for row_backend, row_hash in gone:
+                self._conn.execute(
+                    "UPDATE builds SET status='failed', finished_at=?, progress=NULL, "
+                    "error=? WHERE backend=? AND hash=?",
+                    (time.time(), INTERRUPTED, row_backend, row_hash),
+                )
+            return len(gone)
 
     def mark_deleted(self, name: str) -> None:
         with self._lock:
@@ -242,3 +207,28 @@ class BuildDB:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def _upsert(self, backend: str, digest: str, fields: dict[str, Any]) -> None:
+        """Set ``fields`` of the row of ``digest``, made ``pending`` first if it is new."""
+        self._conn.execute(
+            "INSERT INTO builds (backend, hash, status) VALUES (?, ?, 'pending') "
+            "ON CONFLICT(backend, hash) DO NOTHING",
+            (backend, digest),
+        )
+        if fields:
+            sets = ", ".join(f"{k}=?" for k in fields)
+            self._conn.execute(
+                f"UPDATE builds SET {sets} WHERE backend=? AND hash=?",
+                (*fields.values(), backend, digest),
+            )
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction: no other process writes the file until it commits."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")

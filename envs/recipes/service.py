@@ -141,8 +141,9 @@ class EnvironmentService:
                     recipes[recipe.name] = recipe
                 before, self._recipes, self._generation = self._recipes, recipes, generation
                 if before is not None and self.forget_image is not None:
-                    # Images another worker's delete or update left unnamed: this worker's
-                    # backend stops serving them too.
+                    # Images a delete or an update (by any worker) left unnamed: the backend
+                    # stops serving them (their files stay: content-addressed, an environment
+                    # with the same inputs reuses them).
                     kept = {r.image_hash() for r in recipes.values()}
                     for digest in {r.image_hash() for r in before.values()} - kept:
                         self.forget_image(IMAGE_PREFIX + digest)
@@ -223,8 +224,6 @@ class EnvironmentService:
         )
         if rebuild:
             self.builder.start(recipe)
-        if recipe.image_hash() != old.image_hash():
-            self._release_image(old.image_hash())
         return recipe, rebuild
 
     def delete(self, name: str) -> None:
@@ -233,37 +232,29 @@ class EnvironmentService:
         Its image stays (content-addressed: an environment with the same inputs reuses it).
         """
         with self._lock:
-            digest = self.get(name).image_hash()
+            self.get(name)  # raises for an unknown name
             self._path(name).unlink()
-            del self._all()[name]
             self.db.mark_deleted(name)
             self._changed()
-        self._release_image(digest)
-
-    def _release_image(self, digest: str) -> None:
-        """Tell the backend to stop serving an image once no environment names it (its files
-        stay)."""
-        if self.forget_image is None or any(r.image_hash() == digest for r in self._all().values()):
-            return
-        self.forget_image(IMAGE_PREFIX + digest)
 
     def _save(self, recipe: Recipe, *, exclusive: bool = False) -> None:
         """Write ``recipe`` (``exclusive``: only if no file has its name, else FileExistsError)."""
-        recipes = self._all()
+        others = list(self._all().values())
         recipe.dump(self._path(recipe.name), exclusive=exclusive)
         if recipe.workspace_default:
-            for other in list(recipes.values()):
+            for other in others:
                 if other.workspace_default and other.name != recipe.name:
-                    other = other.model_copy(update={"workspace_default": False})
-                    other.dump(self._path(other.name))
-                    recipes[other.name] = other
-        recipes[recipe.name] = recipe.model_copy(deep=True)
+                    other.model_copy(update={"workspace_default": False}).dump(
+                        self._path(other.name)
+                    )
         self._changed()
 
     def _changed(self) -> None:
-        """The recipes on disk changed: every process (this one too, in case another wrote
-        meanwhile) reads them again on its next look."""
+        """The recipes on disk changed: every process, this one too (another may have written
+        meanwhile), reads them again; here at once, so that an image no environment names
+        any more stops being served now (``_all``)."""
         self.db.recipes_changed()
+        self._all()
 
     # ── builds ──────────────────────────────────────────────────────────────
     def build(self, name: str, *, force: bool = False) -> dict[str, Any]:
