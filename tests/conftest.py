@@ -25,6 +25,9 @@ from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.task_format import Dataset  # noqa: E402
 
+# The Docker engine and the published image, for the tests that run them (tests/docker_engine.py).
+pytest_plugins = ["docker_engine"]
+
 
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory) -> Dataset:

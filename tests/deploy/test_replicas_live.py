@@ -25,11 +25,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-import websockets
+from deploy.balanced_sessions import Session, cell, reply
 from deploy.haproxy_process import HAProxyProcess
 from deploy.polling import wait_for
 from server.serve_process import ServeProcess
-from support import code_step
 
 from analyst_env.benchmarks.servers import process_tree
 
@@ -42,34 +41,6 @@ pytestmark = [
 ]
 
 SESSIONS = 300
-TASK = "starter-sales-000"
-REPLICA_HEADER = "X-Analyst-Env-Replica"
-
-
-def cell(source: str) -> str:
-    """The step frame running ``source`` as a cell, as JSON text."""
-    return json.dumps(code_step(source))
-
-
-async def reply(ws, timeout: float = 120) -> dict:
-    return json.loads(await asyncio.wait_for(ws.recv(), timeout=timeout))
-
-
-class Session:
-    """One episode through the balancer: its socket and the replica HAProxy chose."""
-
-    def __init__(self, ws, replica: str) -> None:
-        self.ws, self.replica = ws, replica
-
-    @classmethod
-    async def open(cls, url: str) -> Session:
-        ws = await websockets.connect(url, open_timeout=60, ping_interval=None, max_size=None)
-        session = cls(ws, ws.response.headers[REPLICA_HEADER])
-        await ws.send(json.dumps({"type": "reset", "data": {"task_id": TASK}}))
-        assert (await reply(ws))["data"]["observation"]["status"] == "ready"
-        await ws.send(cell("print(6 * 7)"))
-        assert "42" in json.dumps(await reply(ws))
-        return session
 
 
 def start_time(pid: int) -> str | None:
@@ -142,14 +113,7 @@ def run_scenario(balancer: HAProxyProcess, replicas: list[ServeProcess]) -> None
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(timeout=30)
 
-        async def lost(s: Session) -> str:
-            try:
-                frame = await reply(s.ws, timeout=30)
-            except websockets.ConnectionClosed as exc:
-                return f"closed {exc.rcvd.code if exc.rcvd else 'without a close frame'}"
-            return f"unexpected frame {frame}"
-
-        outcomes = await asyncio.gather(*(lost(s) for s in on_victim))
+        outcomes = await asyncio.gather(*(s.lost() for s in on_victim))
         assert all(o.startswith("closed") for o in outcomes), collections.Counter(outcomes)
 
         async def still_served(s: Session) -> str:

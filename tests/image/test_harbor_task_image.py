@@ -9,7 +9,7 @@ network: the grader installs from the wheel in ``tests/grader/``. The image
 must not hold the grader or the gold.
 
 Skipped, with the reason, when no Docker engine answers and none can be started
-(the engine fixture of test_published_image.py; .ci/image starts one in CI).
+(the engine fixture of tests/docker_engine.py; .ci/image starts one in CI).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from image.test_published_image import REPO, engine  # noqa: F401  (the shared engine fixture)
+from docker_engine import REPO
 
 from analyst_env.client.trainers.harbor_export import export
 from analyst_env.datasets import load_dataset
@@ -33,7 +33,7 @@ def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def base(engine) -> str:  # noqa: F811
+def base(engine) -> str:
     made = subprocess.run(
         [str(REPO / "deploy/image/base.sh")], capture_output=True, text=True, timeout=1800
     )

@@ -14,9 +14,9 @@ parameter, so it is visible which protections hold with which options:
 | `full` | `-u 0 --cap-add SYS_ADMIN --cap-add NET_ADMIN --security-opt seccomp=unconfined` | `full` |
 
 Skipped, with the reason, when no Docker engine answers and none can be started
-(deploy/image/engine.sh needs root and Debian's docker.io); .ci/image starts one, so it
-runs in CI. ANALYST_ENV_IMAGE=<tag> uses a built image instead of building;
-ANALYST_ENV_IMAGE_RUNS=space,full picks option sets.
+(tests/docker_engine.py: deploy/image/engine.sh needs root and Debian's docker.io);
+.ci/image starts one, so it runs in CI. ANALYST_ENV_IMAGE=<tag> uses a built image
+instead of building; ANALYST_ENV_IMAGE_RUNS=space,full picks option sets.
 """  # noqa: E501 - the options table row above cannot be split
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ import json
 import os
 import socket
 import subprocess
-from pathlib import Path
 
 import probes
 import pytest
+from docker_engine import docker as _docker
 
 pytestmark = pytest.mark.live
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "image-probe-token-" + os.urandom(12).hex()
 RUNS = {
     "space": ([], "landlock"),
@@ -54,42 +53,6 @@ RUNS = {
     ),
 }
 CHOSEN = [r for r in os.environ.get("ANALYST_ENV_IMAGE_RUNS", ",".join(RUNS)).split(",") if r]
-
-
-def _docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["docker", *args], capture_output=True, text=True, check=check, timeout=timeout
-    )
-
-
-@pytest.fixture(scope="session")
-def engine():
-    """A Docker engine that answers (started by deploy/image/engine.sh if need be), or a skip."""
-    if subprocess.run(["sh", "-c", "command -v docker"], capture_output=True).returncode != 0:
-        pytest.skip("no docker client (apt-get install docker.io)")
-    started = subprocess.run(
-        [str(REPO / "deploy/image/engine.sh")], capture_output=True, text=True, timeout=120
-    )
-    if started.returncode != 0:
-        pytest.skip(
-            f"no Docker engine answers and none could be started: {started.stderr.strip()[-500:]}"
-        )
-    with pytest.MonkeyPatch.context() as mp:
-        if started.stdout.strip():
-            mp.setenv("DOCKER_HOST", started.stdout.strip())
-        yield
-
-
-@pytest.fixture(scope="session")
-def image(engine) -> str:
-    """The image under test: $ANALYST_ENV_IMAGE, or built now from this tree's Dockerfile."""
-    if os.environ.get("ANALYST_ENV_IMAGE"):
-        return os.environ["ANALYST_ENV_IMAGE"]
-    built = subprocess.run(
-        [str(REPO / "deploy/image/build.sh")], capture_output=True, text=True, timeout=1800
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    return dict(line.split("=", 1) for line in built.stdout.splitlines() if "=" in line)["IMAGE"]
 
 
 def _free_port() -> int:
