@@ -15,10 +15,12 @@ used for tasks whose image is ``"default"``.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,7 +192,7 @@ class EnvironmentService:
             raise EnvironmentExists(
                 f"{recipe.name!r} names the server's built-in image; choose another name"
             )
-        with self._lock:
+        with self._writing():
             exists = EnvironmentExists(
                 f"a sandbox environment named {recipe.name!r} exists; update it instead"
             )
@@ -213,7 +215,7 @@ class EnvironmentService:
         Raises:
             UnknownEnvironment, RecipeError (the name cannot change).
         """
-        with self._lock:
+        with self._writing():
             old = self.get(name)
             if "name" in changes and changes["name"] != name:
                 raise RecipeError("name: an environment cannot be renamed; create a copy instead")
@@ -231,11 +233,26 @@ class EnvironmentService:
 
         Its image stays (content-addressed: an environment with the same inputs reuses it).
         """
-        with self._lock:
+        with self._writing():
             self.get(name)  # raises for an unknown name
             self._path(name).unlink()
             self.db.mark_deleted(name)
             self._changed()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One writer of the recipes at a time, in this process and across the workers of
+        ``serve --workers N`` (an exclusive ``flock`` on ``recipes/.lock``).
+
+        A read-modify-write (an update, a delete) then sees every earlier write: the writer
+        before it bumped the generation before letting go, so ``_all`` reads the files again.
+        Without it an update racing a delete on another worker wrote the deleted recipe back.
+        """
+        # The file lock first: waiting for another worker's write holds up no reset here.
+        with open(self.recipes_dir / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # each open() is its own lock: threads wait too
+            with self._lock:
+                yield
 
     def _save(self, recipe: Recipe, *, exclusive: bool = False) -> None:
         """Write ``recipe`` (``exclusive``: only if no file has its name, else FileExistsError)."""

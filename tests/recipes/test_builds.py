@@ -332,6 +332,50 @@ def test_services_sharing_a_state_dir_see_one_set_of_environments_and_build_once
         other.close()
 
 
+def test_an_update_racing_a_delete_on_another_worker_does_not_bring_it_back(state_dir):
+    """Worker ``one`` updates while worker ``other`` deletes the same environment: whichever
+    goes first, the delete is not undone by the update's write (nor an update lost)."""
+    one = EnvironmentService(state_dir, bake=lambda *a, **k: None)
+    other = EnvironmentService(state_dir, bake=lambda *a, **k: None)
+    real_dump = Recipe.dump
+    deleting = threading.Thread(target=other.delete, args=("racy",))
+
+    def dump_while_the_other_deletes(recipe, path, **kwargs):
+        if recipe.description == "updated" and not deleting.is_alive():
+            deleting.start()  # the delete runs between the update's read and its write
+            deleting.join(0.5)
+        return real_dump(recipe, path, **kwargs)
+
+    try:
+        one.create({"name": "racy", "description": "created"})
+        Recipe.dump = dump_while_the_other_deletes  # type: ignore[method-assign]
+        try:
+            one.update("racy", {"description": "updated"})
+            deleting.join(10)
+        finally:
+            Recipe.dump = real_dump  # type: ignore[method-assign]
+        assert [r.name for r in one.list()] == [] == [r.name for r in other.list()]
+        with pytest.raises(UnknownEnvironment):
+            one.update("racy", {"description": "after the delete"})
+        assert not (state_dir / "envs" / "recipes" / "racy.toml").exists()
+
+        # Updates from two workers at once each apply on top of the other: none is lost.
+        one.create({"name": "shared", "pip": ["a==1"]})
+        edits = [
+            threading.Thread(target=service.update, args=("shared", {field: value}))
+            for service, field, value in [(one, "description", "d"), (other, "npm", ["b@1"])] * 4
+        ]
+        for edit in edits:
+            edit.start()
+        for edit in edits:
+            edit.join(10)
+        final = other.get("shared")
+        assert (final.description, final.npm, final.pip) == ("d", ["b@1"], ["a==1"])
+    finally:
+        one.close()
+        other.close()
+
+
 @pytest.mark.skipif(
     shutil.which("npm") is None, reason="npm is not installed (CI installs Debian's npm)"
 )
