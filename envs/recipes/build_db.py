@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS builds (
     attempts INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
     heartbeat_at REAL,
+    revision INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (backend, hash)
 );
 CREATE TABLE IF NOT EXISTS deleted_environments (
@@ -110,8 +111,13 @@ class BuildDB:
         with self._lock:
             self._conn.executescript(_SCHEMA)
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(builds)")}
-            for column, kind in (("owner", "TEXT"), ("heartbeat_at", "REAL")):
-                if column not in columns:  # a file written before builds had owners
+            added = (
+                ("owner", "TEXT"),
+                ("heartbeat_at", "REAL"),
+                ("revision", "INTEGER NOT NULL DEFAULT 0"),
+            )
+            for column, kind in added:
+                if column not in columns:  # a file written before builds had them
                     try:
                         self._conn.execute(f"ALTER TABLE builds ADD COLUMN {column} {kind}")
                     except sqlite3.OperationalError:

@@ -13,6 +13,13 @@ interrupted or built again by another server.
 
 Each attempt writes its own log file (``logs/<backend>-<hash>.log``, replaced by the
 next attempt of the same hash); the log's last lines are the error of a failed build.
+
+A forced rebuild of a built image never replaces the folder running episodes use: it
+builds the next revision beside it (``images/<hash>.<revision>``, image
+``env-<hash>.<revision>``), and once it is ready every server reads the recipes again
+(the generation in ``build_db``), so new episodes start on it and the zygote of the
+previous one stops with its last episode. Earlier revisions stay on disk, as images of
+deleted environments do.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from analyst_env.envs.recipes.build_db import BuildDB, abandoned
-from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.recipes.recipe import Recipe, build_dir_name, image_name
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +55,10 @@ class Builder:
     Args:
         db: Where build states live.
         backend: The backend whose artifacts are built (part of the state's key).
-        images_dir: Artifacts go to ``images_dir/<hash>``.
+        images_dir: Artifacts go to ``images_dir/<hash>`` (``<hash>.<revision>`` once rebuilt).
         logs_dir: Build logs.
         bake: The backend's build function.
-        is_built: Whether ``images_dir/<hash>`` still holds a complete artifact; a ``ready``
+        is_built: Whether an artifact folder still holds a complete artifact; a ``ready``
             state whose artifact vanished reads as ``pending``.
     """
 
@@ -82,8 +89,15 @@ class Builder:
                 interrupted,
             )
 
+    def build_dir(self, digest: str, revision: int) -> Path:
+        """The folder of revision ``revision`` of the image ``digest``."""
+        name = build_dir_name(image_name(digest, revision))
+        assert name is not None, f"not an image hash: {digest!r}"
+        return self.images_dir / name
+
     def state(self, digest: str) -> dict[str, Any]:
-        """``{"status", "progress", "elapsed_s", "error", "log_path"}`` of the image ``digest``."""
+        """``{"status", "progress", "elapsed_s", "error", "log_path", "revision"}`` of the image
+        ``digest`` (``revision``: of the build that is, or is being, made)."""
         row = self.db.get(self.backend, digest)
         if (
             row is not None
@@ -100,9 +114,10 @@ class Builder:
                 "elapsed_s": None,
                 "error": None,
                 "log_path": None,
+                "revision": 0,
             }
         status = row["status"]
-        if status == "ready" and not self._is_built(self.images_dir / digest):
+        if status == "ready" and not self._is_built(self.build_dir(digest, row["revision"])):
             status = "pending"
         started, finished = row["started_at"], row["finished_at"]
         elapsed = None
@@ -118,6 +133,7 @@ class Builder:
             "elapsed_s": elapsed,
             "error": row["error"] if status == "failed" else None,
             "log_path": row["log_path"],
+            "revision": row["revision"],
         }
 
     def start(self, recipe: Recipe, *, force: bool = False) -> dict[str, Any]:
@@ -130,12 +146,17 @@ class Builder:
             running = self._threads.get(digest)
             if running is not None and running.is_alive():
                 return self.state(digest)
-            if not force and self.state(digest)["status"] == "ready":
-                return self.state(digest)
+            state = self.state(digest)
+            if not force and state["status"] == "ready":
+                return state
+            revision = state["revision"]
+            if self._is_built(self.build_dir(digest, revision)):
+                revision += 1  # episodes may run on that one: build the next beside it
             log_path = self.logs_dir / f"{self.backend}-{digest}.log"
             claimed = self.db.claim(
                 self.backend,
                 digest,
+                revision=revision,
                 progress=0.0,
                 started_at=time.time(),
                 finished_at=None,
@@ -147,7 +168,7 @@ class Builder:
             log_path.write_text("")
             thread = threading.Thread(
                 target=self._run,
-                args=(recipe, digest, log_path),
+                args=(recipe, digest, revision, log_path),
                 name=f"env-build-{digest}",
                 daemon=True,
             )
@@ -173,7 +194,7 @@ class Builder:
             time.sleep(_POLL_S)
         return self.state(digest)
 
-    def _run(self, recipe: Recipe, digest: str, log_path: Path) -> None:
+    def _run(self, recipe: Recipe, digest: str, revision: int, log_path: Path) -> None:
         started = time.monotonic()
         last_progress = [0.0]
         with open(log_path, "a", encoding="utf-8", buffering=1) as logfile:
@@ -193,7 +214,7 @@ class Builder:
             )
             beating.start()
             try:
-                self._bake(recipe, self.images_dir / digest, log=write, progress=progress)
+                self._bake(recipe, self.build_dir(digest, revision), log=write, progress=progress)
             except Exception as exc:
                 message = str(exc) or type(exc).__name__
                 write(f"FAILED: {message}")
@@ -212,6 +233,8 @@ class Builder:
                 error=None,
                 finished_at=time.time(),
             )
+            if revision:  # the image the recipe names changed: every server reads them again
+                self.db.recipes_changed()
 
     def _beat(self, digest: str, done: threading.Event) -> None:
         while not done.wait(HEARTBEAT_S):

@@ -53,7 +53,23 @@ DEFAULT_BASE_IMAGE = "python:3.11-slim-bookworm"
 RESERVED_NAMES = frozenset({"default", "templates"})
 
 IMAGE_PREFIX = "env-"
-"""Image names of sandbox environments: ``env-<image_hash>`` on every backend."""
+"""Image names of sandbox environments: ``env-<image_hash>`` on every backend, and
+``env-<image_hash>.<revision>`` for the builds a forced rebuild made (``image_name``)."""
+
+_BUILD_DIR = re.compile(r"[0-9a-f]{1,64}(\.[1-9][0-9]{0,8})?")
+
+
+def image_name(digest: str, revision: int = 0) -> str:
+    """The image a build serves: revision 0 is the first build of ``digest``; each forced
+    rebuild makes the next one beside it, so episodes of the last keep their files."""
+    return f"{IMAGE_PREFIX}{digest}" + (f".{revision}" if revision else "")
+
+
+def build_dir_name(image: str) -> str | None:
+    """The folder under ``envs/images`` holding the build ``image`` names (``<hash>`` or
+    ``<hash>.<revision>``), or None when ``image`` names no build."""
+    rest = image[len(IMAGE_PREFIX) :] if image.startswith(IMAGE_PREFIX) else ""
+    return rest if _BUILD_DIR.fullmatch(rest) else None
 
 
 class Recipe(BaseModel):

@@ -27,7 +27,13 @@ from typing import Any
 
 from analyst_env.envs.recipes.build_db import BuildDB
 from analyst_env.envs.recipes.builds import BakeFn, Builder
-from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, RESERVED_NAMES, Recipe, RecipeError
+from analyst_env.envs.recipes.recipe import (
+    RESERVED_NAMES,
+    Recipe,
+    RecipeError,
+    build_dir_name,
+    image_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +125,7 @@ class EnvironmentService:
         # only when the generation in ``builds.sqlite`` moved (every worker of ``serve
         # --workers N`` writes the same files and bumps it); baked specs are immutable per hash.
         self._recipes: dict[str, Recipe] | None = None
+        self._served: set[str] | None = None  # the image each of them names
         self._generation = -1
         self._specs: dict[str, Any] = {}
 
@@ -141,14 +148,15 @@ class EnvironmentService:
                         log.warning("skipping %s: it names itself %r", path, recipe.name)
                         continue
                     recipes[recipe.name] = recipe
-                before, self._recipes, self._generation = self._recipes, recipes, generation
+                served = {self._image_of(r) for r in recipes.values()}
+                before, self._served = self._served, served
+                self._recipes, self._generation = recipes, generation
                 if before is not None and self.forget_image is not None:
-                    # Images a delete or an update (by any worker) left unnamed: the backend
-                    # stops serving them (their files stay: content-addressed, an environment
-                    # with the same inputs reuses them).
-                    kept = {r.image_hash() for r in recipes.values()}
-                    for digest in {r.image_hash() for r in before.values()} - kept:
-                        self.forget_image(IMAGE_PREFIX + digest)
+                    # Images a delete, an update or a rebuild (by any worker) left unnamed:
+                    # the backend stops serving them (their files stay: content-addressed,
+                    # an environment with the same inputs reuses them).
+                    for image in before - served:
+                        self.forget_image(image)
             return self._recipes
 
     def list(self) -> list[Recipe]:
@@ -350,22 +358,26 @@ class EnvironmentService:
         return Resolved(image)
 
     def _bound(self, recipe: Recipe) -> Resolved:
-        status = self.state(recipe)["status"]
-        if status != "ready":
-            raise EnvironmentNotReady(status)
-        return Resolved(IMAGE_PREFIX + recipe.image_hash(), environment=recipe.name)
+        state = self.state(recipe)
+        if state["status"] != "ready":
+            raise EnvironmentNotReady(state["status"])
+        image = image_name(recipe.image_hash(), state["revision"])
+        return Resolved(image, environment=recipe.name)
+
+    def _image_of(self, recipe: Recipe) -> str:
+        """The image ``recipe`` names now: its hash, at the revision of its last build."""
+        return image_name(recipe.image_hash(), self.state(recipe)["revision"])
 
     def local_image(self, image: str):
-        """The local backend's ``ImageSpec`` for a baked image name ``env-<hash>``, or None."""
+        """The local backend's ``ImageSpec`` for a baked image name (``env-<hash>``, or
+        ``env-<hash>.<revision>``), or None."""
         from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 
-        if not image.startswith(IMAGE_PREFIX):
-            return None
         if image in self._specs:
             return self._specs[image]
-        digest = image[len(IMAGE_PREFIX) :]
-        manifest_path = self.images_dir / digest / "manifest.json"
-        if not digest.isalnum() or not manifest_path.is_file():
+        folder = build_dir_name(image)
+        manifest_path = self.images_dir / (folder or ".") / "manifest.json"
+        if folder is None or not manifest_path.is_file():
             return None
         manifest = json.loads(manifest_path.read_text())
         spec = self._specs[image] = ImageSpec(

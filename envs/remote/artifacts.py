@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
+from analyst_env.envs.recipes.recipe import Recipe, build_dir_name
 from analyst_env.envs.remote.runner_image import default_recipe
 from analyst_env.envs.sandbox import SandboxError
 
@@ -40,15 +40,16 @@ def built_by(out_dir: Path, backend: str) -> bool:
 
 
 def recipe_resolver(images_dir: Path | None, backend: str):
-    """Image name -> recipe: ``default``, or ``env-<hash>`` from a manifest this backend wrote."""
+    """Image name -> recipe: ``default``, or ``env-<hash>[.<revision>]`` from a manifest this
+    backend wrote."""
 
     def resolve(image: str) -> Recipe:
         if image == "default":
             return default_recipe()
-        digest = image[len(IMAGE_PREFIX) :] if image.startswith(IMAGE_PREFIX) else ""
-        if images_dir is not None and digest.isalnum():
+        folder = build_dir_name(image)
+        if images_dir is not None and folder is not None:
             try:
-                manifest = json.loads((images_dir / digest / MANIFEST).read_text())
+                manifest = json.loads((images_dir / folder / MANIFEST).read_text())
             except (OSError, ValueError):
                 manifest = {}
             if manifest.get("backend") == backend:

@@ -70,6 +70,56 @@ def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index
         service.close()
 
 
+def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir, package_index):
+    """A forced rebuild of a ready image makes the next revision in a folder of its own: an
+    episode running on the first still imports from its files afterwards, new episodes
+    start on the rebuild, and the first build's zygote stops with its last episode."""
+    service = EnvironmentService(state_dir)
+    backend = LocalSandboxBackend(standbys=0)
+    backend.use_image_resolver(service.local_image)
+    service.forget_image = backend.forget_image
+    where = f"import {TINY}\nprint({TINY}.__file__)"
+    try:
+        service.create(
+            {
+                "name": "tiny",
+                "pip": "tinypkg-recipes==2.0.0",
+                "pip_index_url": package_index.url,
+                "preload": TINY,
+            }
+        )
+        digest = service.wait("tiny", 300)["hash"]
+        first = service.resolve("tiny").image
+        assert first == f"env-{digest}"
+        running = backend.start(first, files={})
+        first_file = running.run_cell(where, timeout_s=30).stdout.strip()
+        assert f"/images/{digest}/site/" in first_file
+
+        assert service.build("tiny", force=True)["status"] == "building"
+        assert service.wait("tiny", 300)["status"] == "ready", service.logs("tiny")
+        second = service.resolve("tiny").image
+        assert second == f"env-{digest}.1"
+        assert (state_dir / "envs" / "images" / digest / "manifest.json").is_file()
+
+        # Not preloaded: the running episode imports it now, from its own build's files.
+        lazy = running.run_cell(f"from {TINY}.extra import LAZY\nprint(LAZY)", timeout_s=30)
+        assert lazy.error is None and lazy.stdout.strip() == "loaded on demand", lazy
+        assert running.run_cell(where, timeout_s=30).stdout.strip() == first_file
+
+        fresh = backend.start(second, files={})
+        assert f"/images/{digest}.1/site/" in fresh.run_cell(where, timeout_s=30).stdout
+        fresh.close()
+        assert first in backend._zygotes.running(), "the first build still has an episode"
+        running.close()
+        deadline = time.monotonic() + 30
+        while first in backend._zygotes.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert first not in backend._zygotes.running(), "its last episode ended: its zygote stops"
+    finally:
+        backend.close()
+        service.close()
+
+
 def test_a_misspelled_package_fails_with_the_installer_error(state_dir, package_index):
     service = EnvironmentService(state_dir)
     try:
