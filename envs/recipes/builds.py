@@ -16,10 +16,11 @@ next attempt of the same hash); the log's last lines are the error of a failed b
 
 A forced rebuild of a built image never replaces the folder running episodes use: it
 builds the next revision beside it (``images/<hash>.<revision>``, image
-``env-<hash>.<revision>``), and once it is ready every server reads the recipes again
-(the generation in ``build_db``), so new episodes start on it and the zygote of the
-previous one stops with its last episode. Earlier revisions stay on disk, as images of
-deleted environments do.
+``env-<hash>.<revision>``); the previous one goes on serving new episodes while it runs
+(and if it fails). Once it is ready every server reads the recipes again (the generation
+in ``build_db``), so new episodes start on it and the zygote of the previous one stops
+with its last episode. Earlier revisions stay on disk, as images of deleted environments
+do.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class Builder:
         assert name is not None, f"not an image hash: {digest!r}"
         return self.images_dir / name
 
+    def built(self, digest: str, revision: int) -> bool:
+        """Whether revision ``revision`` of ``digest`` is complete on disk."""
+        return revision >= 0 and self._is_built(self.build_dir(digest, revision))
+
     def state(self, digest: str) -> dict[str, Any]:
         """``{"status", "progress", "elapsed_s", "error", "log_path", "revision"}`` of the image
         ``digest`` (``revision``: of the build that is, or is being, made)."""
@@ -117,7 +122,7 @@ class Builder:
                 "revision": 0,
             }
         status = row["status"]
-        if status == "ready" and not self._is_built(self.build_dir(digest, row["revision"])):
+        if status == "ready" and not self.built(digest, row["revision"]):
             status = "pending"
         started, finished = row["started_at"], row["finished_at"]
         elapsed = None
@@ -150,7 +155,7 @@ class Builder:
             if not force and state["status"] == "ready":
                 return state
             revision = state["revision"]
-            if self._is_built(self.build_dir(digest, revision)):
+            if self.built(digest, revision):
                 revision += 1  # episodes may run on that one: build the next beside it
             log_path = self.logs_dir / f"{self.backend}-{digest}.log"
             claimed = self.db.claim(
@@ -233,8 +238,8 @@ class Builder:
                 error=None,
                 finished_at=time.time(),
             )
-            if revision:  # the image the recipe names changed: every server reads them again
-                self.db.recipes_changed()
+            # The image a recipe's episodes start on changed: every server reads them again.
+            self.db.recipes_changed()
 
     def _beat(self, digest: str, done: threading.Event) -> None:
         while not done.wait(HEARTBEAT_S):

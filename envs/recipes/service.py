@@ -148,7 +148,7 @@ class EnvironmentService:
                         log.warning("skipping %s: it names itself %r", path, recipe.name)
                         continue
                     recipes[recipe.name] = recipe
-                served = {self._image_of(r) for r in recipes.values()}
+                served = {image for r in recipes.values() if (image := self._serving(r)[0])}
                 before, self._served = self._served, served
                 self._recipes, self._generation = recipes, generation
                 if before is not None and self.forget_image is not None:
@@ -292,7 +292,8 @@ class EnvironmentService:
         return self.builder.state(recipe.image_hash())
 
     def summary(self, recipe: Recipe) -> dict[str, Any]:
-        """The ``GET /envs`` entry: name, description, hash, status, progress, elapsed_s, error."""
+        """The ``GET /envs`` entry: name, description, hash, status, the image new episodes
+        start on (``serving``: None until one is built), progress, elapsed_s, error."""
         state = self.state(recipe)
         return {
             "name": recipe.name,
@@ -300,6 +301,7 @@ class EnvironmentService:
             "description": recipe.description,
             "hash": recipe.image_hash(),
             "status": state["status"],
+            "serving": self._serving(recipe)[0],
             "progress": state["progress"],
             "elapsed_s": state["elapsed_s"],
             "error": state["error"],
@@ -358,15 +360,29 @@ class EnvironmentService:
         return Resolved(image)
 
     def _bound(self, recipe: Recipe) -> Resolved:
-        state = self.state(recipe)
-        if state["status"] != "ready":
+        image, state = self._serving(recipe)
+        if image is None:
             raise EnvironmentNotReady(state["status"])
-        image = image_name(recipe.image_hash(), state["revision"])
-        return Resolved(image, environment=recipe.name)
+        warning = None
+        if state["status"] != "ready":
+            warning = (
+                f"Sandbox environment {recipe.name!r} is being rebuilt"
+                if state["status"] == "building"
+                else f"The rebuild of sandbox environment {recipe.name!r} failed"
+            ) + "; this episode runs on its previous build."
+        return Resolved(image, environment=recipe.name, warning=warning)
 
-    def _image_of(self, recipe: Recipe) -> str:
-        """The image ``recipe`` names now: its hash, at the revision of its last build."""
-        return image_name(recipe.image_hash(), self.state(recipe)["revision"])
+    def _serving(self, recipe: Recipe) -> tuple[str | None, dict[str, Any]]:
+        """The image new episodes of ``recipe`` start on (None: none is built), and its build
+        state. That is the revision of its last build once ready; while a forced rebuild
+        runs, or after it failed, the revision before it."""
+        state = self.state(recipe)
+        digest, revision = recipe.image_hash(), state["revision"]
+        if state["status"] == "ready":
+            return image_name(digest, revision), state
+        if self.builder.built(digest, revision - 1):
+            return image_name(digest, revision - 1), state
+        return None, state
 
     def local_image(self, image: str):
         """The local backend's ``ImageSpec`` for a baked image name (``env-<hash>``, or

@@ -16,6 +16,7 @@ from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.recipes import Recipe
 from analyst_env.envs.recipes.build_db import INTERRUPTED, STALE_S, BuildDB
 from analyst_env.envs.recipes.builds import Builder
+from analyst_env.envs.recipes.local_bake import bake as local_bake
 from analyst_env.envs.recipes.service import (
     TEMPLATES_DIR,
     EnvironmentExists,
@@ -73,13 +74,23 @@ def test_a_pip_package_builds_and_an_episode_imports_it(state_dir, package_index
 def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir, package_index):
     """A forced rebuild of a ready image makes the next revision in a folder of its own: an
     episode running on the first still imports from its files afterwards, new episodes
-    start on the rebuild, and the first build's zygote stops with its last episode."""
-    service = EnvironmentService(state_dir)
+    start on the first while the rebuild runs and on the rebuild once it is ready, the first
+    build's zygote stops with its last episode, and a rebuild that fails takes nothing away."""
+    gate, failing = threading.Event(), threading.Event()
+
+    def bake(recipe, out_dir, **kwargs):  # the real bake, held until the test lets it go
+        assert gate.wait(120)
+        if failing.is_set():
+            raise RuntimeError("the registry is down")
+        return local_bake(recipe, out_dir, **kwargs)
+
+    service = EnvironmentService(state_dir, bake=bake)
     backend = LocalSandboxBackend(standbys=0)
     backend.use_image_resolver(service.local_image)
     service.forget_image = backend.forget_image
     where = f"import {TINY}\nprint({TINY}.__file__)"
     try:
+        gate.set()
         service.create(
             {
                 "name": "tiny",
@@ -95,10 +106,15 @@ def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir
         first_file = running.run_cell(where, timeout_s=30).stdout.strip()
         assert f"/images/{digest}/site/" in first_file
 
+        gate.clear()
         assert service.build("tiny", force=True)["status"] == "building"
+        during = service.resolve("tiny")
+        assert during.image == first and "is being rebuilt" in during.warning
+        assert service.summary(service.get("tiny"))["serving"] == first
+        gate.set()
         assert service.wait("tiny", 300)["status"] == "ready", service.logs("tiny")
-        second = service.resolve("tiny").image
-        assert second == f"env-{digest}.1"
+        second = service.resolve("tiny")
+        assert (second.image, second.warning) == (f"env-{digest}.1", None)
         assert (state_dir / "envs" / "images" / digest / "manifest.json").is_file()
 
         # Not preloaded: the running episode imports it now, from its own build's files.
@@ -106,7 +122,7 @@ def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir
         assert lazy.error is None and lazy.stdout.strip() == "loaded on demand", lazy
         assert running.run_cell(where, timeout_s=30).stdout.strip() == first_file
 
-        fresh = backend.start(second, files={})
+        fresh = backend.start(second.image, files={})
         assert f"/images/{digest}.1/site/" in fresh.run_cell(where, timeout_s=30).stdout
         fresh.close()
         assert first in backend._zygotes.running(), "the first build still has an episode"
@@ -115,7 +131,19 @@ def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir
         while first in backend._zygotes.running() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert first not in backend._zygotes.running(), "its last episode ended: its zygote stops"
+
+        failing.set()
+        service.build("tiny", force=True)
+        assert service.wait("tiny", 60)["status"] == "failed"
+        after = service.resolve("tiny")
+        assert after.image == second.image and "rebuild of sandbox environment" in after.warning
+        assert service.build("tiny", force=True)["status"] == "building"
+        assert service.wait("tiny", 60)["status"] == "failed"
+        assert not (state_dir / "envs" / "images" / f"{digest}.3").exists(), (
+            "a failed revision is built again in place, not skipped"
+        )
     finally:
+        gate.set()
         backend.close()
         service.close()
 
