@@ -4,7 +4,8 @@ Trainers hold thousands of sessions for hours. The soak starts a real ``analyst-
 serve`` process and runs ``--sessions`` clients on it: first for a warm-up (a tenth of
 the run, 10 s to 60 s), then for ``--minutes``. Between the two it takes a snapshot of
 what the server holds (processes of its tree, open fds, the main process's RSS, mounts,
-cgroups, the backend's scratch directories). The warm-up plays the same random
+the cgroups its backend named after its pid, the scratch directories in a temporary
+directory of its own: other servers on the machine do not count). The warm-up plays the same random
 actions as the soak: what the first of each kind loads once (a scorer's module, the
 allocator's arenas at full concurrency) belongs to the baseline, and what grows after
 it is what a long run would keep growing (``rss_mib_samples`` shows which: a plateau
@@ -127,8 +128,9 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
             pass
     with open("/proc/self/mountinfo") as fh:
         mounts = sum(1 for _ in fh)
-    cgroups = len(glob.glob("/sys/fs/cgroup/**/analyst*", recursive=True))
-    scratch = len(glob.glob(os.path.join(tempfile.gettempdir(), "analyst-env-local-*")))
+    pattern = f"/sys/fs/cgroup/**/analyst-env-{server.proc.pid}-*"
+    cgroups = len(glob.glob(pattern, recursive=True))
+    scratch = len(glob.glob(os.path.join(server.env["TMPDIR"], "analyst-env-local-*")))
     return {
         "processes": len(pids),
         "fds": fds,
@@ -338,10 +340,11 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         "warning",
     ]
     # dropped-for-good episodes hold a slot for the grace period: twice the sessions
-    env = {"ANALYST_ENV_RESUME_GRACE_S": str(RESUME_GRACE_S)}
+    scratch = tempfile.TemporaryDirectory(prefix="analyst-env-soak-")
+    env = {"ANALYST_ENV_RESUME_GRACE_S": str(RESUME_GRACE_S), "TMPDIR": scratch.name}
     rng = random.Random(cfg.seed)
     tally = Tally()
-    with ServerProcess(argv, env=env) as server:
+    with scratch, ServerProcess(argv, env=env) as server:
         ws_url = server.url.replace("http://", "ws://") + "/ws"
         warm_up_s = cfg.warm_up_seconds()
         idle = snapshot(server)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,9 @@ def test_a_short_soak_answers_every_frame_and_leaks_nothing(tmp_path):
         ("processes", "fds", "mounts", "cgroups", "scratch_dirs"), 0
     )
     assert report["episodes"] >= 3 and report["frames_answered"] > 20
+    # What is counted is this server's own: its scratch directory, and as root its cgroups.
+    assert report["baseline"]["scratch_dirs"] == 1, report["baseline"]
+    assert report["baseline"]["cgroups"] > 0 or os.geteuid() != 0, report["baseline"]
     assert len(report["actions"]) >= 12, report["actions"]  # valid, invalid, hostile and cuts
     assert report["rss_growth_pct"] < 5
 
