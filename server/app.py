@@ -34,9 +34,11 @@ from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
 from analyst_env.server.http_reset import install_http_reset  # noqa: E402
 from analyst_env.server.metrics import mount_metrics  # noqa: E402
+from analyst_env.server.openapi_errors import document_errors  # noqa: E402
 from analyst_env.server.peers import HOLDS_ROUTE, Peers, from_sibling  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
+from analyst_env.server.step_action import install_http_step  # noqa: E402
 from analyst_env.server.web import mount_web  # noqa: E402
 from analyst_env.server.ws_endpoint import install_ws_endpoints  # noqa: E402
 
@@ -69,6 +71,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     # /ws and /mcp that answer every bad frame and never reap an open socket
     sockets = install_ws_endpoints(app, settings.resume_grace_s, siblings)
     install_http_reset(app, lambda: sockets.draining)  # reset errors as 4xx with the /ws message
+    install_http_step(app)  # an action OpenEnv cannot read is a 422, not a 500
     install_http_mcp(app, lambda: sockets.draining, siblings)  # no new sessions while draining
     mount_web(app, runtime, ENV_NAME)  # the /web debugging UI
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
@@ -168,6 +171,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
+    document_errors(app)  # 401 and 404 in the OpenAPI schema, where routes answer them
     return app
 
 

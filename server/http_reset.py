@@ -18,13 +18,45 @@ from __future__ import annotations
 
 import uuid
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Body, FastAPI, HTTPException
 from fastapi.routing import APIRoute
 from openenv.core.env_server.types import ResetRequest, ResetResponse
+from pydantic import ConfigDict
 
 from analyst_env.envs.recipes.service import EnvironmentNotReady
 from analyst_env.server.environment import SessionClosed
+from analyst_env.server.reset_options import ResetOptions
+
+
+def _document_options(schema: dict[str, Any]) -> None:
+    """The body's schema lists the options ``reset`` takes, and no others: an unknown one is
+    refused with 422 (by ``ResetOptions``, with the message ``/ws`` gives)."""
+    options = ResetOptions.model_json_schema()["properties"]
+    nested = {"type": "object", "properties": options, "additionalProperties": False}
+    schema["properties"] = {
+        **options,
+        "options": {
+            "anyOf": [nested, {"type": "null"}],
+            "description": "The same options, nested as Gymnasium's reset(options=...) nests"
+            " them; one given here and at the top must have the same value",
+        },
+    }
+    schema["additionalProperties"] = False
+
+
+class ResetBody(ResetRequest):
+    """``POST /reset``'s body: OpenEnv's ``ResetRequest`` with the accepted options documented.
+
+    Every option, ``seed`` too, reaches ``reset`` as sent and is checked there by
+    ``ResetOptions``: the same message as over ``/ws``, and JSON's ``false`` is not seed 0
+    (``ResetRequest`` would have read it so).
+    """
+
+    model_config = ConfigDict(json_schema_extra=_document_options)
+
+    seed: Any = None
 
 
 def reset_status(exc: BaseException) -> int | None:
@@ -77,7 +109,7 @@ def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
     app.router.routes.remove(route)
 
     # B008: FastAPI reads a Body() default as the declaration (as in OpenEnv's own route).
-    async def reset(request: ResetRequest = Body(default_factory=ResetRequest)) -> ResetResponse:  # noqa: B008
+    async def reset(request: ResetBody = Body(default_factory=ResetBody)) -> ResetResponse:  # noqa: B008
         if is_draining():
             raise HTTPException(503, "server is shutting down")
         try:

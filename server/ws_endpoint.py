@@ -47,7 +47,7 @@ from openenv.core.env_server.mcp_types import (
     WSMCPMessage,
     WSMCPResponse,
 )
-from openenv.core.env_server.serialization import deserialize_action, serialize_observation
+from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import (
     WSCloseMessage,
     WSErrorCode,
@@ -63,6 +63,7 @@ from starlette.routing import WebSocketRoute
 
 from analyst_env.server.peers import Peers
 from analyst_env.server.resume import Attachment, Parked, Parking, ResumeError, ResumeState
+from analyst_env.server.step_action import ActionError, read_action
 from analyst_env.server.ws_frames import (
     DRAINING_CLOSE_CODE,
     DRAINING_REASON,
@@ -341,7 +342,7 @@ class SessionSockets:
                 return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)
-                action = deserialize_action(msg.data, server.action_cls)
+                action = read_action(msg.data, server.action_cls)
                 if overrides_method(env.step_async, Environment.step_async):
                     observation = await env.step_async(action)
                 else:
@@ -380,6 +381,8 @@ class SessionSockets:
                     "errors": validation_errors(exc),
                 }
             ).model_dump_json()
+        except ActionError as exc:
+            return error_frame(str(exc), WSErrorCode.VALIDATION_ERROR)
         except Exception as exc:
             return error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
 

@@ -84,6 +84,10 @@ BAD_FRAMES = {
         "VALIDATION_ERROR",
     ),
     "huge-junk": ("x" * 20_000_000, "INVALID_JSON"),
+    "action-type-an-object": (
+        {"type": "step", "data": {"type": {}, "tool_name": "run_sql", "arguments": {}}},
+        "VALIDATION_ERROR",
+    ),
 }
 
 
@@ -218,6 +222,12 @@ RESET_ERRORS = [
     ({"split": "train", "index": 99}, 404, "out of range"),
     ({"split": "nope"}, 404, "unknown split 'nope'"),
     ({"task_id": "tiny-csv", "index": 0}, 422, "either task_id or split/index"),
+    ({"seed": False}, 422, "'seed': must be an integer, not true or false"),
+    ({"split": "train", "index": True}, 422, "'index': must be an integer, not true or false"),
+    ({"seed": 1, "options": {"seed": 2}}, 422, "'seed' is given twice with different values"),
+    ({"episode_id": "a", "options": {"episode_id": "b"}}, 422, "'episode_id' is given twice"),
+    ({"task_id": "tiny-csv", "options": {"task_id": "x"}}, 422, "'task_id' is given twice"),
+    ({"options": []}, 422, "'options' must be an object"),
 ]
 
 
@@ -236,6 +246,14 @@ def test_http_reset_errors_are_4xx_with_the_ws_message(url, body, status, fragme
     assert reply["data"]["code"] == "EXECUTION_ERROR" and reply["data"]["message"] == detail
     ok = httpx.post(f"{url}/reset", json={"task_id": "tiny-csv"}, timeout=30)
     assert ok.status_code == 200 and ok.json()["observation"]["task_id"] == "tiny-csv"
+
+
+@pytest.mark.parametrize("kind", [{}, ["call_tool"], 7])
+def test_http_step_refuses_an_action_type_that_is_no_string_with_422(url, kind):
+    action = {"type": kind, "tool_name": "run_sql", "arguments": {"query": "SELECT 1"}}
+    response = httpx.post(f"{url}/step", json={"action": action}, timeout=30)
+    assert response.status_code == 422, response.text
+    assert "'type' must be a string" in response.json()["detail"]
 
 
 def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken(settings, runtime):

@@ -1,0 +1,68 @@
+"""A step's action, read the same way over ``/ws`` and HTTP ``POST /step``.
+
+OpenEnv's ``deserialize_action`` looks the action's ``type`` up in a dict before it
+validates anything, so a ``type`` that is an object or a list raised ``TypeError``:
+over ``/ws`` an error frame saying ``unhashable type: 'dict'``, over HTTP a bare 500.
+:func:`read_action` refuses it first, with a message that says what ``type`` may be;
+:func:`install_http_step` puts that check in front of OpenEnv's ``/step`` route (422).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, HTTPException
+from fastapi.routing import APIRoute
+from openenv.core.env_server.serialization import deserialize_action
+from openenv.core.env_server.types import Action, StepRequest, StepResponse
+
+ACTION_TYPES = ("call_tool", "list_tools")
+
+
+class ActionError(ValueError):
+    """An action OpenEnv's deserializer cannot even look at (``VALIDATION_ERROR``, 422)."""
+
+
+def check_action(data: Any) -> None:
+    """Raise ``ActionError`` for an action that is not an object or whose ``type`` is no
+    string."""
+    if not isinstance(data, dict):
+        raise ActionError("a step's action must be a JSON object")
+    kind = data.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ActionError(f"the action's 'type' must be a string: one of {', '.join(ACTION_TYPES)}")
+
+
+def read_action(data: Any, action_cls: type[Action]) -> Action:
+    """The action of a step frame (pydantic's ``ValidationError`` for invalid fields)."""
+    check_action(data)
+    return deserialize_action(data, action_cls)
+
+
+def install_http_step(app: FastAPI) -> None:
+    """Wrap OpenEnv's ``POST /step`` route of ``app`` (same path, body and response model)."""
+    route = next(
+        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/step"), None
+    )
+    if route is None:  # production mode: no simulation routes
+        return
+    original = route.endpoint
+    app.router.routes.remove(route)
+
+    async def step(request: StepRequest) -> StepResponse:
+        try:
+            check_action(request.action)
+        except ActionError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return await original(request)
+
+    app.add_api_route(
+        "/step",
+        step,
+        methods=["POST"],
+        response_model=StepResponse,
+        tags=route.tags,
+        summary=route.summary,
+        description=route.description,
+        responses=route.responses,
+    )
