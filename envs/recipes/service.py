@@ -125,7 +125,7 @@ class EnvironmentService:
         # only when the generation in ``builds.sqlite`` moved (every worker of ``serve
         # --workers N`` writes the same files and bumps it); baked specs are immutable per hash.
         self._recipes: dict[str, Recipe] | None = None
-        self._served: set[str] | None = None  # the image each of them names
+        self._served: set[str] | None = None  # the images their new episodes start on
         self._generation = -1
         self._specs: dict[str, Any] = {}
 
@@ -294,14 +294,14 @@ class EnvironmentService:
     def summary(self, recipe: Recipe) -> dict[str, Any]:
         """The ``GET /envs`` entry: name, description, hash, status, the image new episodes
         start on (``serving``: None until one is built), progress, elapsed_s, error."""
-        state = self.state(recipe)
+        serving, state = self._serving(recipe)
         return {
             "name": recipe.name,
             "title": recipe.title,
             "description": recipe.description,
             "hash": recipe.image_hash(),
             "status": state["status"],
-            "serving": self._serving(recipe)[0],
+            "serving": serving,
             "progress": state["progress"],
             "elapsed_s": state["elapsed_s"],
             "error": state["error"],
