@@ -13,6 +13,7 @@ heartbeat is older than ``STALE_S`` (an owner elsewhere).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import sqlite3
@@ -106,9 +107,13 @@ class BuildDB:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
         self._lock = threading.Lock()
-        with self._lock:
+        # Servers starting together (the workers of ``serve --workers N``) set the file up one
+        # at a time: switching a new file to WAL while another connection does the same fails
+        # at once with "database is locked" (no busy wait), which ended a worker at start.
+        with self._lock, open(path.with_name(path.name + ".setup-lock"), "a") as setup:
+            fcntl.flock(setup, fcntl.LOCK_EX)
+            self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.executescript(_SCHEMA)
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(builds)")}
             added = (
