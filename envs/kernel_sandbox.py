@@ -130,12 +130,17 @@ class KernelSandbox(Sandbox):
     replacement kernel."""
 
     def __init__(self, link: KernelLink, workdir: str, *, interrupt_grace_s: float = 2.0) -> None:
-        self.workdir: str = workdir
+        self._workdir = workdir
         self._link = link
         self._grace_s = interrupt_grace_s
         self._closed = False
         self._state_lock = threading.Lock()
         self._call_lock = threading.Lock()
+
+    @property
+    def workdir(self) -> str:
+        """The working directory, as the kernel sees it."""
+        return self._workdir
 
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the kernel; see ``Sandbox.run_cell``."""

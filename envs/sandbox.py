@@ -37,6 +37,11 @@ class SandboxClosedError(SandboxError):
     """The sandbox was closed; start a new one."""
 
 
+class SandboxStartError(SandboxError):
+    """The sandbox's kernel could not be started (raised by the first call that needed it,
+    when ``start`` returned before its kernel ran); the episode cannot go on."""
+
+
 class ExecutionError(BaseModel):
     """An exception raised by a cell, as IPython reports it."""
 
@@ -89,8 +94,10 @@ class Sandbox(Protocol):
     ``close`` is idempotent and kills everything the episode started.
     """
 
-    workdir: str
-    """Absolute path of the working directory inside the sandbox."""
+    @property
+    def workdir(self) -> str:
+        """Absolute path of the working directory inside the sandbox."""
+        ...
 
     helpers_defined: bool = False
     """Kernels start with ``kernel_helpers.HELPER_SOURCE`` already run (the local
@@ -173,6 +180,11 @@ class SandboxBackend(Protocol):
         env: dict[str, str] | None = None,
     ) -> Sandbox:
         """Start a fresh sandbox.
+
+        A backend may return before the sandbox's kernel runs (the local backend
+        does when no standby is ready, so that a burst of resets is not served one
+        fork at a time): its first call then waits for the kernel, and raises
+        ``SandboxStartError`` if it could not be started.
 
         Args:
             image: Name of the baked environment image (``"default"`` for the

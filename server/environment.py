@@ -38,7 +38,7 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE  # noqa: E402
-from analyst_env.envs.sandbox import SandboxError  # noqa: E402
+from analyst_env.envs.sandbox import SandboxError, SandboxStartError  # noqa: E402
 from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
@@ -333,6 +333,14 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 raise ToolCallError(ToolErrorType.INVALID_ARGS, str(exc)) from None
             try:
                 output = tool.run(episode, **args)
+            except SandboxStartError as exc:
+                # The reset answered before its kernel ran (kernel_orders) and it never did.
+                self._runtime.metrics.sandbox_failures.labels("reset").inc()
+                episode.finish(0.0, "setup_failed")
+                output = ToolOutput(
+                    text=f"Error: {exc}. The episode is over (reward 0); reset to start a new one.",
+                    is_error=True,
+                )
             except SandboxError as exc:
                 self._runtime.metrics.sandbox_failures.labels("step").inc()
                 output = ToolOutput(text=f"Error: the sandbox failed: {exc}", is_error=True)

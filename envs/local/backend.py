@@ -4,10 +4,12 @@ Each image gets one warm zygote process, confined in a private root view (see
 ``rootview``/``isolation``). Kernels are forked from it *ahead of time*: a
 background thread keeps ``standbys`` kernels per image already forked, isolated
 (own namespaces, per-slot uid, rlimits, seccomp), moved into their slot's
-cgroups and warmed up. ``start()`` hands one out and only has to pass it the
-task files (as file descriptors, copied into its tmpfs), the seed and the
-environment: about a millisecond plus the copy. With no standby ready it forks
-one synchronously (10-30 ms). ``close()`` kills the episode's whole tree with
+cgroups and warmed up. ``start()`` does not wait for any of it: it places an
+order (``kernel_orders``) and returns, and a worker hands out a standby (or
+forks a kernel when none is ready) and passes it the task files (as file
+descriptors, copied into its tmpfs), the seed and the environment, about a
+millisecond plus the copy, while the episode's first turn is written; the first
+call waits for it if need be. ``close()`` kills the episode's whole tree with
 one ``cgroup.kill`` write; waiting for it to die, unmounting the slot and
 returning its uid to the pool happen on the same background thread.
 
@@ -15,7 +17,8 @@ returning its uid to the pool happen on the same background thread.
 picks the strongest mode the process can use (see ``isolation``). Linux only.
 
 Its parts: ``zygotes`` (one per image), ``slots`` (directories and uids),
-``activation`` (task files into a kernel), ``slot_workers`` with
+``activation`` (task files into a kernel), ``kernel_orders`` (kernels a reset
+is waiting for), ``slot_workers`` with
 ``standby_pool`` (standbys and teardown, on the background threads) and
 ``protection_report``.
 """
@@ -40,6 +43,7 @@ from analyst_env.envs.local.frame_socket import ConnectionClosed
 from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.isolation import Sizing, choose_mode, uses_slot_uids
 from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
 from analyst_env.envs.local.protection_report import degradation, protection_report
 from analyst_env.envs.local.rootview import hidden_interpreter_paths
 from analyst_env.envs.local.slot_workers import SlotWorkers
@@ -189,6 +193,7 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
         self._sandboxes: set[LocalSandbox] = set()
         self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
         self._teardowns: collections.deque[tuple[KernelHandle, KernelSlot]] = collections.deque()
+        self._orders: collections.deque[KernelOrder] = collections.deque()  # resets with no standby
         self._lock = threading.Condition()
         self._closed = False
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
@@ -256,52 +261,39 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
     ) -> LocalSandbox:
         """Start a fresh sandbox; see ``SandboxBackend.start``.
 
+        With the image's zygote running, the kernel is *ordered* (``kernel_orders``)
+        and this returns at once: a worker hands out a standby, or forks a kernel if
+        none is ready, and activates it with the task files while the episode's first
+        turn is written; the first call waits for it if need be. Otherwise (the zygote
+        must boot first) the kernel is started on this thread, so that an image that
+        cannot start fails this call.
+
         Raises:
             SandboxError: The backend is closed, the image is unknown, a task
-                file could not be read or staged, or no kernel could be started.
+                file could not be read, or no kernel could be started here.
         """
         if self._closed:
             raise SandboxError("the backend is closed")
         self._check_image(image)
-        fds = open_task_files(files)
+        order = KernelOrder(image, dict(files), open_task_files(files), seed, dict(env or {}))
         with self._lock:
             self._demand_of(image).began()
-        try:
-            for attempt in range(3):
-                kernel, slot, workdir = self._take_standby(image) or self._spawn(image, warm=False)
-                try:
-                    activate(kernel, files, fds, seed, env or {})
-                    break
-                except ConnectionClosed:
-                    # The standby died (e.g. its zygote was killed); tear it down, and every other
-                    # standby of a dead zygote with it, then try again.
-                    self._discard(kernel, slot)
-                    self._discard_orphaned_standbys(image)
-                    if attempt == 2:
-                        raise SandboxError("could not start a kernel: every attempt died") from None
-                except BaseException:
-                    self._discard(kernel, slot)
-                    raise
-        finally:
-            for fd in fds:
-                os.close(fd)
-            with self._lock:
-                self._demand_of(image).ended()
-                self._lock.notify_all()  # a burst may be over: refilling can resume
-        activation_seed, activation_env = seed, dict(env or {})
-
-        def respawn() -> KernelHandle:
-            fresh, _ = self._fork(slot, fresh=False)
-            activate(fresh, {}, [], activation_seed, activation_env)
-            return fresh
-
+            queued = not self._closed and self._zygotes.serving(image) is not None
+            if queued:
+                self._orders.append(order)
+                self._lock.notify_all()
+        if not queued:
+            try:
+                order.deliver(self._fill(order))
+            finally:
+                self._order_done(order)
         sandbox = LocalSandbox(
-            kernel,
-            workdir,
-            respawn=respawn,
-            kill=lambda k: self._kill(k, slot),
-            on_close=lambda sb, k: self._retire(sb, k, slot),
+            order,
+            respawn=lambda placement: self._respawn(placement, order),
+            kill=lambda placement: self._kill(placement.kernel, placement.slot),
+            on_close=self._retire,
             interrupt_grace_s=self.interrupt_grace_s,
+            start_timeout_s=self.boot_timeout_s,
         )
         with self._lock:
             self._sandboxes.add(sandbox)
@@ -351,7 +343,12 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 return
             self._closed = True
             sandboxes = list(self._sandboxes)
+            orders = list(self._orders)
+            self._orders.clear()
             self._lock.notify_all()
+        for order in orders:
+            order.fail("the sandbox backend was closed")
+            self._order_done(order)
         for sandbox in sandboxes:
             sandbox.close()
         for worker in self._workers:
@@ -430,6 +427,43 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
                 self._discard(kernel, slot)
                 raise
         return kernel, slot, workdir
+
+    def _fill(self, order: KernelOrder) -> Placement:
+        """A kernel for ``order``: a ready standby or a new fork, activated with the order's
+        files, seed and environment.
+
+        Raises:
+            SandboxError: No kernel could be started or activated.
+        """
+        for _ in range(3):
+            kernel, slot, workdir = self._take_standby(order.image) or self._spawn(
+                order.image, warm=False
+            )
+            try:
+                activate(kernel, order.files, order.fds, order.seed, order.env)
+                return Placement(kernel, slot, workdir)
+            except ConnectionClosed:
+                # The kernel died (e.g. its zygote was killed); tear it down, and every other
+                # standby of a dead zygote with it, then try again.
+                self._discard(kernel, slot)
+                self._discard_orphaned_standbys(order.image)
+            except BaseException:
+                self._discard(kernel, slot)
+                raise
+        raise SandboxError("could not start a kernel: every attempt died")
+
+    def _order_done(self, order: KernelOrder) -> None:
+        """An order was filled, failed or dropped: its files are closed, its reset has ended."""
+        order.release_files()
+        with self._lock:
+            self._demand_of(order.image).ended()
+            self._lock.notify_all()  # a burst may be over: refilling can resume
+
+    def _respawn(self, placement: Placement, order: KernelOrder) -> KernelHandle:
+        """A fresh kernel in ``placement``'s slot, with the episode's seed and environment."""
+        fresh, _ = self._fork(placement.slot, fresh=False)
+        activate(fresh, {}, [], order.seed, order.env)
+        return fresh
 
 
 def from_settings(settings: BackendSettings) -> LocalSandboxBackend:

@@ -1,9 +1,10 @@
-"""The local backend's standby pool and teardown: handing out, refilling and trimming standbys.
+"""The local backend's workers: filling kernel orders, refilling and trimming standbys, teardown.
 
 ``SlotWorkers`` is the part of ``LocalSandboxBackend`` its worker threads run
 (``_maintain``), and the teardown an episode's ``close`` queues for them. It
-works on the backend's state (``_lock``, ``_ready``, ``_teardowns``, the
-slots, zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
+works on the backend's state (``_lock``, ``_orders``, ``_ready``, ``_teardowns``,
+the slots, zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
+Orders come first: a reset's episode is waiting for each of them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from analyst_env.envs.local import procctl
 from analyst_env.envs.local.kernel import KernelHandle
+from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
 from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
 from analyst_env.envs.local.standby_pool import StandbyDemand
 from analyst_env.envs.sandbox import SandboxError
@@ -44,6 +46,7 @@ class SlotWorkers:
     _sandboxes: set[LocalSandbox]
     _ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]]
     _teardowns: collections.deque[tuple[KernelHandle, KernelSlot]]
+    _orders: collections.deque[KernelOrder]
     _spawning: collections.Counter[str]
     _live: collections.Counter[str]
     _forgotten: set[str]
@@ -53,6 +56,10 @@ class SlotWorkers:
         def _stop_if_forgotten(self, image: str) -> None: ...
 
         def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]: ...
+
+        def _fill(self, order: KernelOrder) -> Placement: ...
+
+        def _order_done(self, order: KernelOrder) -> None: ...
 
     def _kill(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         """Stop the slot's processes now: one ``cgroup.kill`` write, or the tree scan.
@@ -74,14 +81,33 @@ class SlotWorkers:
         with self._lock:  # re-entrant: also called with it held
             return self._burst_in_progress() and self._slots.in_use < self._slots.capacity * 3 // 4
 
-    def _retire(self, sandbox: LocalSandbox, kernel: KernelHandle, slot: KernelSlot) -> None:
+    def _retire(self, sandbox: LocalSandbox, placement: Placement | None) -> None:
+        """A sandbox closed: its last kernel (killed already) is torn down in the background. With
+        no placement its order was never filled (the worker filling it tears the kernel down)."""
         with self._lock:
             self._sandboxes.discard(sandbox)
-            self._live[slot.image] -= 1
-            self._teardowns.append((kernel, slot))
+            self._live[sandbox.image] -= 1
+            if placement is not None:
+                self._teardowns.append((placement.kernel, placement.slot))
             self._lock.notify_all()
         if self._closed:
             self._run_teardowns()
+
+    def _serve_order(self, order: KernelOrder) -> None:
+        """Fill one order on this worker; a kernel nobody wants any more is torn down."""
+        try:
+            if not order.wanted():
+                return
+            try:
+                placement = self._fill(order)
+            except Exception as exc:
+                log.warning("could not start a kernel for an episode of %r: %s", order.image, exc)
+                order.fail(f"the episode's kernel could not be started: {exc}")
+                return
+            if not order.deliver(placement):
+                self._discard(placement.kernel, placement.slot)
+        finally:
+            self._order_done(order)
 
     def _discard(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         self._kill(kernel, slot)
@@ -171,16 +197,21 @@ class SlotWorkers:
         return None
 
     def _maintain(self, refill_first: bool) -> None:
-        """Background worker: refill standbys and tear down ended episodes, one job at a time.
+        """Background worker: fill orders, refill standbys and tear down ended episodes, one job
+        at a time.
 
-        One worker prefers refilling, the other tearing down, so a burst of resets
-        gets kernels while a wave of ended episodes (say 1,000 closed at once) is
-        still being cleaned up, and neither queue starves.
+        Orders come first on both workers. Otherwise one worker prefers refilling, the
+        other tearing down, so a burst of resets gets kernels while a wave of ended
+        episodes (say 1,000 closed at once) is still being cleaned up, and neither
+        queue starves.
         """
         while True:
             with self._lock:
                 while (
-                    not self._closed and not self._teardown_due() and self._wanted_image() is None
+                    not self._closed
+                    and not self._orders
+                    and not self._teardown_due()
+                    and self._wanted_image() is None
                 ):
                     surplus = self._surplus_standby()
                     if surplus is not None:
@@ -191,12 +222,17 @@ class SlotWorkers:
                     self._lock.wait(timeout=self._recheck_after())
                 if self._closed:
                     return
-                image = self._wanted_image()
-                job = None
-                if image is not None and (refill_first or not self._teardown_due()):
-                    self._spawning[image] += 1
-                else:
-                    image, job = None, self._teardowns.popleft()
+                order = self._orders.popleft() if self._orders else None
+                image, job = None, None
+                if order is None:
+                    image = self._wanted_image()
+                    if image is not None and (refill_first or not self._teardown_due()):
+                        self._spawning[image] += 1
+                    else:
+                        image, job = None, self._teardowns.popleft()
+            if order is not None:
+                self._serve_order(order)
+                continue
             if job is not None:
                 self._teardown_logged(*job)
                 continue

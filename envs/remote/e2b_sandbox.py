@@ -90,6 +90,11 @@ def cell_result(
 class E2BSandbox(Sandbox):
     """One episode in one E2B sandbox. Created by ``E2BSandboxBackend.start``."""
 
+    @property
+    def workdir(self) -> str:
+        """The working directory: the same in every E2B sandbox."""
+        return WORKDIR
+
     def __init__(
         self,
         sandbox: Any,
@@ -100,7 +105,6 @@ class E2BSandbox(Sandbox):
         env: dict[str, str],
         on_close: Callable[[E2BSandbox], None] = lambda sandbox: None,
     ) -> None:
-        self.workdir: str = WORKDIR
         self._sandbox = sandbox
         self._env = dict(env)
         self._on_close = on_close

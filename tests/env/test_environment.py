@@ -319,3 +319,42 @@ def test_final_observation_carries_the_reward_breakdown(env):
     assert breakdown["components"] == {"verify:0": 1.0, "verify:1": 1.0, "verify:2": 0.0}
     assert breakdown["detail"] == "2/3 verify commands passed"
     assert obs.metadata["end_reason"] == "final_answer"
+
+
+def test_a_kernel_that_cannot_start_ends_the_episode_at_its_first_call(tmp_path, tiny_dataset):
+    """The reset answers before its kernel runs (a kernel order); when the kernel cannot be
+    started, the first tool call says so and the episode ends with reward 0."""
+    from analyst_env.server.runtime import Runtime
+    from analyst_env.server.settings import Settings
+    from analyst_env.task_format import Dataset, Task, VerifierSpec
+
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"a\n" + b"1\n" * (1024 * 1024))  # 2 MiB: over the episode's 1 MiB disk
+    task = Task(
+        id="too-big",
+        instruction="How many rows are in big.csv?",
+        files={"big.csv": str(big)},
+        answer=1024 * 1024,
+        oracle_answer=str(1024 * 1024),
+        verifier=VerifierSpec(name="numeric"),
+        split="train",
+    )
+    runtime = Runtime(
+        Settings(disk_limit_mb=1, standbys=0), datasets=[Dataset(name="big", tasks=[task])]
+    )
+    runtime.backend.warm_up()
+    env = AnalystEnvironment(runtime)
+    try:
+        obs = env.reset(task_id="too-big")
+        assert obs.status == "ready" and not obs.done
+        first = call(env, "add_and_execute_code_cell", code="1")
+        assert first.result["is_error"] and first.done and first.reward == 0.0
+        assert "could not be started" in first.text and "task files" in first.text
+        assert "The episode is over" in first.text
+        assert env.state.done and env.state.step_count == 1
+        later = call(env, "list_files")
+        assert later.error is not None and "episode is over (setup_failed)" in later.error.message
+        assert runtime.metrics.sandbox_failures.labels("reset")._value.get() >= 1
+    finally:
+        env.close()
+        runtime.close()
