@@ -273,21 +273,26 @@ async def throughput(ws_url: str, reset_frame: str, clients: int, rounds: int) -
 async def burst(
     ws_url: str, reset_frame: str, clients: int, rounds: int, settle_max_s: float = 60.0
 ) -> dict[str, float]:
-    """Figures of ``clients`` sessions acting at once (trainers reset a whole batch together).
+    """Figures of ``clients`` sessions acting at once, as a trainer's batch does.
 
     ``clients`` sockets are opened first (untimed). Then every one sends its reset at
-    the same moment: ``burst_reset_p50_ms``/``p99``. Then every one runs ``rounds``
-    trivial cells back to back, all sessions at once: ``burst_step_p99_ms`` and the
-    server's throughput ``burst_steps_per_s`` (all steps over the wall time). Then,
-    once the machine is quiet again (as it is while a trainer's model writes), all
-    reset together once more, as the next training step does:
-    ``burst_again_reset_p50_ms``/``p99`` (each reset also ends the session's episode).
+    the same moment: ``burst_reset_p50_ms``/``p99`` (the observation the model needs to
+    start writing). Then, when all have answered, every one sends its first trivial cell
+    at once: ``burst_first_step_p50_ms``/``p99`` (it waits for a kernel still starting,
+    so it shows what the reset did not wait for; a trainer's model writes for seconds
+    before it). Then every one runs ``rounds`` more trivial cells back to back, all
+    sessions at once: ``burst_step_p50_ms``/``p99`` and the server's throughput
+    ``burst_steps_per_s`` (all those steps over their wall time). Then, once the machine
+    is quiet again (as it is while a trainer's model writes), all reset together once
+    more, as the next training step does: ``burst_again_reset_p50_ms``/``p99`` (each
+    reset also ends the session's episode).
     """
     opening = (Session(ws_url, reset_frame).open() for _ in range(clients))
     sessions = list(await asyncio.gather(*opening))
     try:
         resets = await _reset_together(sessions)
         trivial = cell("1+1")
+        first = [ms for ms, _ in await asyncio.gather(*(s.send(trivial) for s in sessions))]
 
         async def steps(session: Session) -> list[float]:
             return [(await session.send(trivial))[0] for _ in range(rounds)]
@@ -301,6 +306,8 @@ async def burst(
         return {
             "burst_reset_p50_ms": statistics.median(resets),
             "burst_reset_p99_ms": quantile(resets, 0.99),
+            "burst_first_step_p50_ms": statistics.median(first),
+            "burst_first_step_p99_ms": quantile(first, 0.99),
             "burst_step_p50_ms": statistics.median(step_ms),
             "burst_step_p99_ms": quantile(step_ms, 0.99),
             "burst_steps_per_s": len(step_ms) / wall,

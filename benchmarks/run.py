@@ -29,6 +29,8 @@ TARGETS = ("analyst_env", "jupyter_kernel", "protocol_floor")
 BURST_FIGURES = (
     "burst_reset_p50_ms",
     "burst_reset_p99_ms",
+    "burst_first_step_p50_ms",
+    "burst_first_step_p99_ms",
     "burst_step_p50_ms",
     "burst_step_p99_ms",
     "burst_steps_per_s",
@@ -209,8 +211,9 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
             "max_concurrent": f"probed up to {cfg.max_probe} (analyst_env, protocol_floor)",
             "burst": "analyst_env on a server of its own with "
             + " ".join(f"{k}={v}" for k, v in BURST_SERVER_ENV.items())
-            + f"; {cfg.burst_clients} sessions at once: resets sent together, then "
-            f"{cfg.burst_rounds} trivial cells each, back to back, then (machine quiet again) "
+            + f"; {cfg.burst_clients} sessions at once: resets sent together, then one trivial "
+            f"cell each, sent together once all resets answered (burst_first_step), then "
+            f"{cfg.burst_rounds} more each, back to back, then (machine quiet again) "
             "all reset together once more (burst_again); the client is one asyncio process on "
             "the same machine",
             "load_average": "1/5/15-minute load average when the run ended: " + _load_average(),

@@ -15,18 +15,24 @@ socket and a pidfd to a kernel forked by the local zygote) and
 Modal sandbox). Requests and replies are the kernel's JSON messages
 (``local.child``): ``cell``, ``shell``, ``put``, ``get``.
 
-Threading: one thread makes calls at a time; ``interrupt`` and ``close`` may
-come from any thread. ``close`` during a call aborts the link, which makes the
-call raise ``SandboxClosedError``.
+Threading: one caller makes calls at a time (a thread, or a greenlet on the
+server's event loop: ``loop_bridge``); ``interrupt`` and ``close`` may come from
+any thread. ``close`` during a call aborts the link, which makes the call raise
+``SandboxClosedError``; it never waits for the call (a greenlet waiting on the
+loop's thread could not end while that thread waited for it): where aborting
+is sure to wake the call, the call closes the link on its way out.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import threading
 import time
-from typing import Any, Literal, Protocol
+from collections.abc import Iterator
+from typing import Any, Protocol
 
+from analyst_env.envs.loop_bridge import offload
 from analyst_env.envs.model_texts import (
     SHELL_KERNEL_LOST,
     kernel_died_result,
@@ -73,8 +79,9 @@ class KernelLink(Protocol):
     ``interrupt`` and ``abort`` from any thread.
     """
 
-    wait_for_calls_on_abort: bool
-    """``abort`` is sure to wake a blocked call, so ``close`` may wait for it to return."""
+    abort_wakes_calls: bool
+    """``abort`` is sure to wake a blocked call: ``close`` then leaves the link's ``close`` to
+    that call's return (never racing it); otherwise it closes the link at once."""
 
     def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any] | None:
         """Send ``message`` and wait for its reply until ``deadline`` (``time.monotonic()``).
@@ -134,6 +141,7 @@ class KernelSandbox(Sandbox):
         self._link = link
         self._grace_s = interrupt_grace_s
         self._closed = False
+        self._busy = False  # a call is in flight
         self._state_lock = threading.Lock()
         self._call_lock = threading.Lock()
 
@@ -144,7 +152,7 @@ class KernelSandbox(Sandbox):
 
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the kernel; see ``Sandbox.run_cell``."""
-        with self._call_lock, self._mapping_link_loss():
+        with self._calling():
             link = self._link
             try:
                 message = {"op": "cell", "code": code, "silent": silent}
@@ -171,7 +179,7 @@ class KernelSandbox(Sandbox):
 
     def run_shell(self, command: str, *, timeout_s: float) -> ShellResult:
         """Run ``command`` with ``/bin/sh`` in the working directory; see ``Sandbox.run_shell``."""
-        with self._call_lock, self._mapping_link_loss():
+        with self._calling():
             request = {"op": "shell", "command": command, "timeout_s": timeout_s}
             reply = self._request(request, timeout_s + SHELL_GRACE_S)
             if reply is None:
@@ -184,7 +192,7 @@ class KernelSandbox(Sandbox):
         Raises:
             ValueError: ``path`` is outside the working directory.
         """
-        with self._call_lock, self._mapping_link_loss():
+        with self._calling():
             request = {"op": "put", "path": path, "data_b64": base64.b64encode(data).decode()}
             if self._request(request, FILE_OP_TIMEOUT_S) is None:
                 raise SandboxError(f"the kernel failed while writing {path!r}; it was restarted")
@@ -196,7 +204,7 @@ class KernelSandbox(Sandbox):
             FileNotFoundError: The file does not exist.
             ValueError: ``path`` is outside the working directory.
         """
-        with self._call_lock, self._mapping_link_loss():
+        with self._calling():
             reply = self._request({"op": "get", "path": path}, FILE_OP_TIMEOUT_S)
             if reply is None:
                 raise SandboxError(f"the kernel failed while reading {path!r}; it was restarted")
@@ -209,34 +217,50 @@ class KernelSandbox(Sandbox):
                 self._link.interrupt()
 
     def close(self) -> None:
-        """End the episode: abort a call in flight, then close the link. Idempotent."""
+        """End the episode: abort a call in flight, and close the link. Idempotent; never waits
+        for the call."""
         with self._state_lock:
             if self._closed:
                 return
             self._closed = True
-        idle = self._call_lock.acquire(timeout=0)
-        try:
-            if not idle:
-                self._link.abort()
-                if self._link.wait_for_calls_on_abort:
-                    with self._call_lock:
-                        pass
+            busy = self._busy
+        if not busy:
             self._link.close()
-        finally:
-            if idle:
-                self._call_lock.release()
+            return
+        self._link.abort()
+        if not self._link.abort_wakes_calls:
+            self._link.close()
 
-    def _mapping_link_loss(self) -> _LinkLossMapping:
-        with self._state_lock:
-            if self._closed:
-                raise SandboxClosedError("the sandbox is closed")
-        return _LinkLossMapping(self)
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[None]:
+        """One call at a time; a lost link said clearly; the link closed on the way out if
+        ``close`` came during the call."""
+        with self._call_lock:
+            with self._state_lock:
+                if self._closed:
+                    raise SandboxClosedError("the sandbox is closed")
+                self._busy = True
+            try:
+                yield
+            except LinkLost as exc:
+                if self._closed:
+                    raise SandboxClosedError("the sandbox was closed") from exc
+                raise SandboxError(
+                    f"{exc}. Variables and files of this episode are lost; "
+                    "reset to start a new episode."
+                ) from exc
+            finally:
+                with self._state_lock:
+                    self._busy = False
+                    close_now = self._closed and self._link.abort_wakes_calls
+                if close_now:
+                    self._link.close()
 
     def _restart(self) -> None:
         with self._state_lock:
             if self._closed:
                 raise SandboxClosedError("the sandbox was closed")
-        self._link.restart()
+        offload(self._link.restart)  # a fork: on a thread when the caller shares the event loop
 
     def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """Send a non-cell request; on a dead or hung kernel, replace it and return None.
@@ -256,23 +280,3 @@ class KernelSandbox(Sandbox):
             failure = reply["failure"]
             raise FAILURE_TYPES.get(failure["type"], SandboxError)(failure["message"])
         return reply
-
-
-class _LinkLossMapping:
-    """Says clearly that a lost link lost the episode (or that ``close`` ended it)."""
-
-    def __init__(self, sandbox: KernelSandbox) -> None:
-        self.sandbox = sandbox
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
-        if isinstance(exc, LinkLost):
-            if self.sandbox._closed:
-                raise SandboxClosedError("the sandbox was closed") from exc
-            raise SandboxError(
-                f"{exc}. Variables and files of this episode are lost; "
-                "reset to start a new episode."
-            ) from exc
-        return False

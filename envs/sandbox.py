@@ -12,7 +12,7 @@ fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
 What a backend can do beyond the verbs is declared, not discovered: a backend
 subclasses ``SandboxBackend`` (and a sandbox ``Sandbox``) and overrides the
 defaults it improves on (``warm_up``, ``protections``, ``forget_image``,
-``use_image_resolver``, ``baker``; ``helpers_defined``). A backend that builds
+``use_image_resolver``, ``baker``; ``helpers_defined``, ``cooperative``). A backend that builds
 its own artifacts from recipes returns a ``SandboxBaker`` from ``baker()``.
 """
 
@@ -103,6 +103,12 @@ class Sandbox(Protocol):
     """Kernels start with ``kernel_helpers.HELPER_SOURCE`` already run (the local
     zygote and the slot runner define it before forking); when False the
     environment runs it at reset."""
+
+    cooperative: bool = False
+    """Every wait of its calls yields to the server's event loop when they run inside
+    ``loop_bridge.run_cooperatively`` (the local backend's kernels): the server then
+    runs its steps on the loop's thread instead of a thread per session. When False,
+    calls block their thread and are made from one."""
 
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the persistent kernel.

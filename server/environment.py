@@ -8,8 +8,10 @@ same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
 server built on first use whose tools call back into this environment, so both
 paths validate, count steps and score identically.
 
-Blocking work (starting a sandbox, running a cell) happens on the environment's
-own worker thread; the ``*_async`` methods the server awaits just hand it over.
+A session's calls run one at a time (``_serial``). A step on a sandbox whose waits
+can yield to the event loop (``Sandbox.cooperative``: the local backend's) runs on
+the loop's thread itself (``loop_bridge``), with no thread per session; a reset,
+and a step on any other sandbox, runs on the environment's own worker thread.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE  # noqa: E402
+from analyst_env.envs.loop_bridge import offload, run_cooperatively  # noqa: E402
 from analyst_env.envs.sandbox import SandboxError, SandboxStartError  # noqa: E402
 from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
@@ -93,6 +96,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         self._runtime = runtime
         self._episode: Episode | None = None
         self._lock = threading.RLock()
+        self._serial = asyncio.Lock()  # one call of the session's at a time, whichever path
         self._executor: ThreadPoolExecutor | None = None
         self._mcp_server: Any = None
         self._trajectories = runtime.trajectories
@@ -222,7 +226,8 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 text = output.text if output else error.message if error else ""
                 is_error = output is None or output.is_error
                 metadata.update(
-                    score_step(
+                    offload(
+                        score_step,
                         hook,
                         episode.task.public_view(),
                         action.tool_name,
@@ -257,10 +262,12 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
     async def reset_async(
         self, seed: int | None = None, episode_id: str | None = None, **options: Any
     ):
-        return await self._in_worker(self.reset, seed, episode_id, **options)
+        async with self._serial:
+            return await self._in_worker(self.reset, seed, episode_id, **options)
 
     async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any):
-        return await self._in_worker(self.step, action)
+        async with self._serial:
+            return await self._off_loop_if_needed(self.step, action)
 
     @property
     def state(self) -> AnalystState:
@@ -376,6 +383,16 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         if episode is not None and episode.sandbox is not None:
             episode.sandbox.close()
 
+    async def _off_loop_if_needed(self, fn, *args):
+        """Run ``fn`` cooperatively on the loop if the episode's sandbox can yield to it, else on
+        the worker thread."""
+        if self._closed:
+            raise SessionClosed()
+        episode = self._episode
+        if episode is None or episode.sandbox is None or episode.sandbox.cooperative:
+            return await run_cooperatively(fn, *args)
+        return await self._in_worker(fn, *args)
+
     async def _in_worker(self, fn, *args, **kwargs):
         if self._closed:
             raise SessionClosed()
@@ -422,4 +439,5 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 )
                 return result
 
-        return await self._in_worker(call)
+        async with self._serial:
+            return await self._off_loop_if_needed(call)

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from analyst_env.envs.kernel_helpers import LIST_FILES_CALL, sql_call
+from analyst_env.envs.loop_bridge import offload
 from analyst_env.models import NotebookCell, ToolSpec
 from analyst_env.server.episode import Episode
 from analyst_env.server.rendering import (
@@ -365,7 +366,7 @@ def final_answer(
     Returns:
         A confirmation that the answer was recorded.
     """
-    verdict = verify_answer(episode, answer)
+    verdict = offload(verify_answer, episode, answer)  # a scoring child: never on the loop
     episode.submitted_answer = answer
     episode.finish(verdict.reward, "final_answer")
     episode.reward_breakdown = {"components": verdict.components, "detail": verdict.detail}

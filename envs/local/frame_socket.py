@@ -3,17 +3,19 @@
 The server and an episode kernel talk over a ``socketpair``. The reader keeps
 partially received frames across timeouts, so a caller can wait for a reply in
 slices (e.g. until a deadline, then again after an interrupt) without losing bytes.
+A wait yields to the server's event loop when the caller runs cooperatively
+(``loop_bridge``), and blocks the calling thread otherwise.
 """
 
 from __future__ import annotations
 
 import collections
-import select
 import socket
 import time
 from typing import Any, overload
 
 from analyst_env.envs.frames import Decoder, encode
+from analyst_env.envs.loop_bridge import wait_readable
 
 
 class ConnectionClosed(EOFError):
@@ -94,7 +96,7 @@ class FrameConnection:
                 return self._inbox.popleft()
             if deadline is not None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _readable(self._sock, remaining):
+                if remaining <= 0 or not wait_readable(self._sock.fileno(), remaining):
                     return None
             try:
                 if self._accept_fds:
@@ -111,15 +113,3 @@ class FrameConnection:
     def close(self) -> None:
         """Close the socket. Idempotent."""
         self._sock.close()
-
-
-def _readable(sock: socket.socket, timeout_s: float) -> bool:
-    """Wait up to ``timeout_s`` for ``sock`` to be readable.
-
-    ``poll``, not ``select``: a server with a few hundred live episodes holds
-    descriptors above ``FD_SETSIZE`` (1024), which ``select`` rejects
-    ("filedescriptor out of range in select()").
-    """
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))

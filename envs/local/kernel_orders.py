@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.slots import KernelSlot
+from analyst_env.envs.loop_bridge import wait_future
 from analyst_env.envs.sandbox import SandboxClosedError, SandboxStartError
 
 
@@ -55,38 +56,29 @@ class KernelOrder:
     fds: list[int]
     seed: int | None
     env: dict[str, str]
-    _placement: Placement | None = None
-    _error: SandboxStartError | None = None
+    _outcome: Future[Placement] = field(default_factory=Future)
     _abandoned: bool = False
-    _done: threading.Condition = field(default_factory=threading.Condition)
-
-    @classmethod
-    def filled(cls, image: str, placement: Placement) -> KernelOrder:
-        """An order delivered already (a standby was ready, or the caller forked itself)."""
-        order = cls(image, {}, [], None, {})
-        order._placement = placement
-        return order
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ── the worker's side ───────────────────────────────────────────────────
     def wanted(self) -> bool:
         """Whether the kernel is still wanted (the sandbox was not closed meanwhile)."""
-        with self._done:
+        with self._lock:
             return not self._abandoned
 
     def deliver(self, placement: Placement) -> bool:
         """Hand the kernel over; False if the order was abandoned (the caller tears it down)."""
-        with self._done:
-            if self._abandoned:
+        with self._lock:
+            if self._abandoned or self._outcome.done():
                 return False
-            self._placement = placement
-            self._done.notify_all()
+            self._outcome.set_result(placement)
             return True
 
     def fail(self, reason: str) -> None:
         """No kernel could be made: the episode's next call raises ``SandboxStartError``."""
-        with self._done:
-            self._error = SandboxStartError(reason)
-            self._done.notify_all()
+        with self._lock:
+            if not self._outcome.done():
+                self._outcome.set_exception(SandboxStartError(reason))
 
     def release_files(self) -> None:
         """Close the task files' descriptors (once the kernel copied them, or on giving up)."""
@@ -98,36 +90,34 @@ class KernelOrder:
     @property
     def placement(self) -> Placement | None:
         """The kernel, if delivered."""
-        return self._placement
+        outcome = self._outcome
+        if outcome.done() and outcome.exception() is None:
+            return outcome.result()
+        return None
 
     def wait(self, timeout_s: float) -> Placement:
-        """The kernel, once delivered.
+        """The kernel, once delivered (yielding to the event loop meanwhile when the caller
+        runs cooperatively, ``loop_bridge``).
 
         Raises:
             SandboxStartError: The order failed, or was not filled within ``timeout_s``.
             SandboxClosedError: The order was abandoned (the sandbox was closed).
         """
-        deadline = time.monotonic() + timeout_s
-        with self._done:
-            while True:
-                if self._placement is not None:
-                    return self._placement
-                if self._abandoned:
-                    raise SandboxClosedError("the sandbox was closed")
-                if self._error is not None:
-                    raise self._error
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self._error = SandboxStartError(
-                        f"no kernel was ready within {timeout_s:.0f} s of the reset"
-                    )
-                    self._abandoned = True
-                    raise self._error
-                self._done.wait(left)
+        try:
+            return wait_future(self._outcome, timeout_s)
+        except TimeoutError:
+            self.fail(f"no kernel was ready within {timeout_s:.0f} s of the reset")
+            with self._lock:
+                self._abandoned = True  # a kernel delivered from now on is torn down
+            return self._outcome.result()  # raises what the order ended with
 
     def abandon(self) -> Placement | None:
-        """Stop wanting the kernel (the sandbox closes); its placement if it was delivered."""
-        with self._done:
+        """Stop wanting the kernel (the sandbox closes); its placement if it was delivered.
+
+        A call waiting for the kernel wakes with ``SandboxClosedError``.
+        """
+        with self._lock:
             self._abandoned = True
-            self._done.notify_all()
-            return self._placement
+            if not self._outcome.done():
+                self._outcome.set_exception(SandboxClosedError("the sandbox was closed"))
+        return self.placement

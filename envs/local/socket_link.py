@@ -4,9 +4,9 @@
 ``socketpair`` (``frame_socket``), signals through its pidfd (``kernel``), and a
 replacement kernel is forked by the zygote into the same slot. A kernel that
 exits closes its socket, which the link reports as ``KernelDied``. The link
-starts from a ``KernelOrder``: filled already when a standby was ready, otherwise
-filled by the backend's workers while the episode's first turn is written
-(``kernel_orders``); the first request waits for it.
+starts from a ``KernelOrder``, which the backend's workers fill while the
+episode's first turn is written (``kernel_orders``); the first request waits
+for it if need be.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class SocketLink:
         start_timeout_s: How long the first request waits for an order to be filled.
     """
 
-    wait_for_calls_on_abort = True
+    abort_wakes_calls = True
     """Killing the kernel closes its socket, and abandoning an order wakes its waiter:
     either wakes a blocked call at once."""
 
@@ -131,7 +131,8 @@ class SocketLink:
 class LocalSandbox(KernelSandbox):
     """A sandbox backed by a kernel forked from the local zygote.
 
-    Created by ``LocalSandboxBackend.start``.
+    Created by ``LocalSandboxBackend.start``. Cooperative: its waits (a kernel's socket,
+    its kernel order) yield to the event loop inside ``loop_bridge.run_cooperatively``.
 
     Args:
         order: The episode's kernel, delivered or on its way.
@@ -141,6 +142,8 @@ class LocalSandbox(KernelSandbox):
         interrupt_grace_s: How long an interrupted cell may take to stop
             before its kernel is replaced.
     """
+
+    cooperative = True
 
     def __init__(
         self,

@@ -138,8 +138,8 @@ class RunnerLink:
             still healthy (it can then serve another episode).
     """
 
-    wait_for_calls_on_abort = False
-    """Dropping a vendor stream need not wake its reader, so ``close`` does not wait."""
+    abort_wakes_calls = False
+    """Dropping a vendor stream need not wake its reader, so ``close`` closes the link at once."""
 
     def __init__(self, client: RunnerClient, *, on_close: Callable[[bool], None]) -> None:
         self._client = client

@@ -19,6 +19,8 @@ pytestmark = pytest.mark.live
 BURST = {
     "burst_reset_p50_ms",
     "burst_reset_p99_ms",
+    "burst_first_step_p50_ms",
+    "burst_first_step_p99_ms",
     "burst_step_p50_ms",
     "burst_step_p99_ms",
     "burst_steps_per_s",
