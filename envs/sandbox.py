@@ -11,8 +11,9 @@ fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
 
 What a backend can do beyond the verbs is declared, not discovered: a backend
 subclasses ``SandboxBackend`` (and a sandbox ``Sandbox``) and overrides the
-defaults it improves on (``warm_up``, ``protections``, ``forget_image``,
-``use_image_resolver``, ``baker``; ``helpers_defined``, ``cooperative``). A backend that builds
+defaults it improves on (``start_nowait``, ``warm_up``, ``protections``,
+``forget_image``, ``use_image_resolver``, ``baker``; ``helpers_defined``,
+``cooperative``). A backend that builds
 its own artifacts from recipes returns a ``SandboxBaker`` from ``baker()``.
 """
 
@@ -205,6 +206,24 @@ class SandboxBackend(Protocol):
             SandboxError: The sandbox could not be started.
         """
         ...
+
+    def start_nowait(
+        self,
+        image: str,
+        *,
+        files: dict[str, str],
+        seed: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Sandbox | None:
+        """``start``, if it can be done without waiting (no network call, no boot); else None.
+
+        The server calls it on its event loop's thread, and ``start`` on a worker thread
+        when it returns None. The default always returns None.
+
+        Raises:
+            SandboxError: As ``start`` does, for what it could check without waiting.
+        """
+        return None
 
     def close(self) -> None:
         """Stop every sandbox and shared process of this backend. Idempotent."""

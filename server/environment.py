@@ -20,8 +20,9 @@ import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from analyst_env.openenv_compat import load_openenv
 
@@ -46,8 +47,9 @@ from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
     AnalystToolObservation,
+    FileInfo,
 )
-from analyst_env.server.envs_binding import resolve_image  # noqa: E402
+from analyst_env.server.envs_binding import EpisodeImage, resolve_image  # noqa: E402
 from analyst_env.server.episode import Episode  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
     metered_reset,
@@ -59,12 +61,20 @@ from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.task_api import TaskApi  # noqa: E402
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
+from analyst_env.task_format import Task  # noqa: E402
+
+T = TypeVar("T")
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
     "notebook sandbox (Python with pandas/duckdb/matplotlib, SQL, shell) and "
     "scored by the task's verifier when the agent calls final_answer."
 )
+
+
+def _at_once(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call ``fn`` here (the counterpart of ``offload`` for work that does not block)."""
+    return fn(*args, **kwargs)
 
 
 class ToolCallError(Exception):
@@ -129,10 +139,9 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
-        task = runtime.select(
-            task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
-        )
-        image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
+        # Drawing from a procedural set generates the task (tens of ms): off the event loop.
+        choose = offload if runtime.unbounded else _at_once
+        task, image, files = choose(self._choose, opts)
         with self._lock:
             if self._closed:  # closed while this reset waited for the lock
                 raise SessionClosed()
@@ -147,14 +156,20 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
             self._episode = episode
             status, message = "ready", READY_MESSAGE
             try:
-                episode.sandbox = runtime.backend.start(
+                backend = runtime.backend
+                sandbox = backend.start_nowait(
                     image.image, files=task.files, seed=opts.seed
-                )
-                if not episode.sandbox.helpers_defined:
-                    episode.sandbox.run_cell(
-                        HELPER_SOURCE, timeout_s=runtime.limits.cell_timeout_s, silent=True
+                ) or offload(backend.start, image.image, files=task.files, seed=opts.seed)
+                episode.sandbox = sandbox
+                blocking = _at_once if sandbox.cooperative else offload
+                if not sandbox.helpers_defined:
+                    blocking(
+                        sandbox.run_cell,
+                        HELPER_SOURCE,
+                        timeout_s=runtime.limits.cell_timeout_s,
+                        silent=True,
                     )
-                failed = self._run_setup(episode)
+                failed = blocking(self._run_setup, episode)
                 if failed:
                     status, message = "error", f"Setup command failed: {failed}"
             except SandboxError as exc:
@@ -166,7 +181,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 episode_id=episode.episode_id,
                 task_id=task.id,
                 instruction=task.instruction,
-                files=runtime.describe_files(task),
+                files=files,
                 available_tools=[t.spec() for t in TOOLS.values()],
                 max_steps=task.max_steps,
                 status=status,
@@ -263,7 +278,11 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         self, seed: int | None = None, episode_id: str | None = None, **options: Any
     ):
         async with self._serial:
-            return await self._in_worker(self.reset, seed, episode_id, **options)
+            if self._closed:
+                raise SessionClosed()
+            # Every wait of a reset yields to the loop or goes to a thread (start_nowait,
+            # offload), so it runs on the loop's thread too.
+            return await run_cooperatively(self.reset, seed, episode_id, **options)
 
     async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any):
         async with self._serial:
@@ -360,6 +379,16 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
             )
         return output
 
+    def _choose(self, opts: ResetOptions) -> tuple[Task, EpisodeImage, list[FileInfo]]:
+        """The task a reset asked for, the image it runs on, and its files as the agent sees
+        them."""
+        runtime = self._runtime
+        task = runtime.select(
+            task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
+        )
+        image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
+        return task, image, runtime.describe_files(task)
+
     def _enforce_step_limit(self, episode: Episode) -> None:
         if not episode.done and episode.step_count >= episode.task.max_steps:
             episode.finish(0.0, "step_limit")
@@ -381,7 +410,9 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
             self._live.close(self._live_id)
         episode, self._episode = self._episode, None
         if episode is not None and episode.sandbox is not None:
-            episode.sandbox.close()
+            sandbox = episode.sandbox
+            # A remote sandbox's close ends the episode over the network: off the event loop.
+            (_at_once if sandbox.cooperative else offload)(sandbox.close)
 
     async def _off_loop_if_needed(self, fn, *args):
         """Run ``fn`` cooperatively on the loop if the episode's sandbox can yield to it, else on

@@ -272,17 +272,46 @@ class LocalSandboxBackend(SlotWorkers, SandboxBackend):
             SandboxError: The backend is closed, the image is unknown, a task
                 file could not be read, or no kernel could be started here.
         """
+        sandbox = self._start(image, files, seed, env, may_block=True)
+        assert sandbox is not None
+        return sandbox
+
+    def start_nowait(
+        self,
+        image: str,
+        *,
+        files: dict[str, str],
+        seed: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> LocalSandbox | None:
+        """Start a sandbox if that needs no waiting (the image's zygote runs: the kernel is
+        ordered), else None; see ``SandboxBackend.start_nowait``."""
+        return self._start(image, files, seed, env, may_block=False)
+
+    def _start(
+        self,
+        image: str,
+        files: dict[str, str],
+        seed: int | None,
+        env: dict[str, str] | None,
+        *,
+        may_block: bool,
+    ) -> LocalSandbox | None:
         if self._closed:
             raise SandboxError("the backend is closed")
         self._check_image(image)
         order = KernelOrder(image, dict(files), open_task_files(files), seed, dict(env or {}))
         with self._lock:
-            self._demand_of(image).began()
             queued = not self._closed and self._zygotes.serving(image) is not None
+            if queued or may_block:
+                self._demand_of(image).began()
             if queued:
                 self._orders.append(order)
                 self._lock.notify_all()
         if not queued:
+            if not may_block:
+                order.release_files()
+                return None
             try:
                 order.deliver(self._fill(order))
             finally:

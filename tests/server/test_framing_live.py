@@ -291,11 +291,13 @@ def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken
         assert not server._sessions, "the HTTP reset's slot is given back"
 
     runtime.backend.start = slow_start
+    runtime.backend.start_nowait = lambda *args, **kwargs: None  # every start the slow way
     try:
         with BackgroundServer(app) as base:
             asyncio.run(main(base))
     finally:
         del runtime.backend.start
+        del runtime.backend.start_nowait
 
 
 def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runtime):
@@ -341,8 +343,9 @@ def test_reset_on_a_closed_environment_starts_nothing(runtime):
     env = AnalystEnvironment(runtime)
     env.close()
     started = []
-    original = runtime.backend.start
+    original, original_nowait = runtime.backend.start, runtime.backend.start_nowait
     runtime.backend.start = lambda *a, **k: started.append(1) or original(*a, **k)
+    runtime.backend.start_nowait = lambda *a, **k: started.append(1) or original_nowait(*a, **k)
     try:
         with pytest.raises(SessionClosed):
             env.reset(task_id="tiny-csv")
@@ -350,4 +353,5 @@ def test_reset_on_a_closed_environment_starts_nothing(runtime):
             asyncio.run(env.reset_async(task_id="tiny-csv"))
     finally:
         del runtime.backend.start
+        del runtime.backend.start_nowait
     assert not started and env.state.episode_id is None
