@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import select
 import sys
 from collections.abc import Awaitable, Callable
@@ -128,9 +130,22 @@ def wait_future(future: concurrent.futures.Future[T], timeout_s: float) -> T:
     return _await(asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout_s))
 
 
+OFFLOAD_THREADS = 256
+"""Threads ``offload`` may run at once (made as needed). asyncio's default pool has
+``cpus + 4``: six slow scorings there would hold up every session's kernel restart."""
+
+
+@functools.cache
+def _offload_pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(
+        OFFLOAD_THREADS, thread_name_prefix="analyst-offload"
+    )
+
+
 def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn`` on a thread if the caller is cooperative (the loop goes on meanwhile);
     otherwise just call it."""
     if not cooperative():
         return fn(*args, **kwargs)
-    return _await(asyncio.to_thread(fn, *args, **kwargs))
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return _await(asyncio.get_running_loop().run_in_executor(_offload_pool(), call))
