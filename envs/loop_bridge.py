@@ -12,7 +12,7 @@ Where it would block, it yields to the loop instead and is resumed when it can g
 * ``wait_readable(fd, timeout_s)``: a kernel's socket has a reply (``frame_socket``);
 * ``wait_future(future, timeout_s)``: another thread delivers a result (a kernel order);
 * ``offload(fn)``: blocking work with no descriptor to wait on (a scoring child, a kernel
-  restart, a user's hook) runs on a thread meanwhile.
+  restart, a user's hook) runs on a thread meanwhile (``offload_if``: only when it blocks).
 
 Outside such a greenlet the three block as before, so one implementation serves the
 server's loop, worker threads and the in-process Gymnasium environment. Code run this
@@ -149,3 +149,9 @@ def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return fn(*args, **kwargs)
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     return _await(asyncio.get_running_loop().run_in_executor(_offload_pool(), call))
+
+
+def offload_if(blocks: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``offload(fn, ...)`` if ``blocks``, else call ``fn`` here (it does not block, or it
+    yields to the loop itself)."""
+    return offload(fn, *args, **kwargs) if blocks else fn(*args, **kwargs)

@@ -20,9 +20,8 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 from analyst_env.openenv_compat import load_openenv
 
@@ -40,17 +39,15 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 )
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
-from analyst_env.envs.kernel_helpers import HELPER_SOURCE  # noqa: E402
-from analyst_env.envs.loop_bridge import offload, run_cooperatively  # noqa: E402
+from analyst_env.envs.loop_bridge import offload, offload_if, run_cooperatively  # noqa: E402
 from analyst_env.envs.sandbox import SandboxError, SandboxStartError  # noqa: E402
 from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
     AnalystToolObservation,
-    FileInfo,
 )
-from analyst_env.server.envs_binding import EpisodeImage, resolve_image  # noqa: E402
 from analyst_env.server.episode import Episode  # noqa: E402
+from analyst_env.server.episode_start import choose, start_sandbox  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
     metered_reset,
     metered_tool_call,
@@ -61,20 +58,12 @@ from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.task_api import TaskApi  # noqa: E402
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
-from analyst_env.task_format import Task  # noqa: E402
-
-T = TypeVar("T")
 
 DESCRIPTION = (
     "Data-analyst tasks over CSV, SQLite and Excel files, solved in a stateful "
     "notebook sandbox (Python with pandas/duckdb/matplotlib, SQL, shell) and "
     "scored by the task's verifier when the agent calls final_answer."
 )
-
-
-def _at_once(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call ``fn`` here (the counterpart of ``offload`` for work that does not block)."""
-    return fn(*args, **kwargs)
 
 
 class ToolCallError(Exception):
@@ -90,10 +79,6 @@ class SessionClosed(RuntimeError):
 
     def __str__(self) -> str:
         return "this session is closed; open a new session (a new WebSocket) to start an episode"
-
-
-READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
-"""The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
 
 
 class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]):
@@ -139,9 +124,8 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
-        # Drawing from a procedural set generates the task (tens of ms): off the event loop.
-        choose = offload if runtime.unbounded else _at_once
-        task, image, files = choose(self._choose, opts)
+        chosen = choose(runtime, opts)
+        task, image = chosen.task, chosen.image
         with self._lock:
             if self._closed:  # closed while this reset waited for the lock
                 raise SessionClosed()
@@ -154,34 +138,12 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 seed=opts.seed,
             )
             self._episode = episode
-            status, message = "ready", READY_MESSAGE
-            try:
-                backend = runtime.backend
-                sandbox = backend.start_nowait(
-                    image.image, files=task.files, seed=opts.seed
-                ) or offload(backend.start, image.image, files=task.files, seed=opts.seed)
-                episode.sandbox = sandbox
-                blocking = _at_once if sandbox.cooperative else offload
-                if not sandbox.helpers_defined:
-                    blocking(
-                        sandbox.run_cell,
-                        HELPER_SOURCE,
-                        timeout_s=runtime.limits.cell_timeout_s,
-                        silent=True,
-                    )
-                failed = blocking(self._run_setup, episode)
-                if failed:
-                    status, message = "error", f"Setup command failed: {failed}"
-            except SandboxError as exc:
-                runtime.metrics.sandbox_failures.labels("reset").inc()
-                status, message = "error", f"Sandbox failed to start: {exc}"
-            if status == "error":
-                episode.finish(0.0, "setup_failed")
+            status, message = start_sandbox(runtime, episode, image)
             observation = AnalystResetObservation(
                 episode_id=episode.episode_id,
                 task_id=task.id,
                 instruction=task.instruction,
-                files=files,
+                files=chosen.files,
                 available_tools=[t.spec() for t in TOOLS.values()],
                 max_steps=task.max_steps,
                 status=status,
@@ -379,28 +341,9 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
             )
         return output
 
-    def _choose(self, opts: ResetOptions) -> tuple[Task, EpisodeImage, list[FileInfo]]:
-        """The task a reset asked for, the image it runs on, and its files as the agent sees
-        them."""
-        runtime = self._runtime
-        task = runtime.select(
-            task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
-        )
-        image = resolve_image(runtime, task, opts.environment)  # refuses if its build is not ready
-        return task, image, runtime.describe_files(task)
-
     def _enforce_step_limit(self, episode: Episode) -> None:
         if not episode.done and episode.step_count >= episode.task.max_steps:
             episode.finish(0.0, "step_limit")
-
-    def _run_setup(self, episode: Episode) -> str | None:
-        """Run the task's setup hooks; the first failing command, or None."""
-        for command in episode.task.setup:
-            sandbox = episode.require_sandbox()
-            result = sandbox.run_shell(command, timeout_s=episode.limits.shell_timeout_s)
-            if result.exit_code != 0:
-                return f"{command!r} (exit {result.exit_code}): {result.stderr[-500:]}"
-        return None
 
     def _end_episode(self) -> None:
         recorder, self._recorder = self._recorder, None
@@ -412,7 +355,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         if episode is not None and episode.sandbox is not None:
             sandbox = episode.sandbox
             # A remote sandbox's close ends the episode over the network: off the event loop.
-            (_at_once if sandbox.cooperative else offload)(sandbox.close)
+            offload_if(not sandbox.cooperative, sandbox.close)
 
     async def _off_loop_if_needed(self, fn, *args):
         """Run ``fn`` cooperatively on the loop if the episode's sandbox can yield to it, else on
