@@ -8,10 +8,11 @@ same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
 server built on first use whose tools call back into this environment, so both
 paths validate, count steps and score identically.
 
-A session's calls run one at a time (``_serial``). A step on a sandbox whose waits
-can yield to the event loop (``Sandbox.cooperative``: the local backend's) runs on
-the loop's thread itself (``loop_bridge``), with no thread per session; a reset,
-and a step on any other sandbox, runs on the environment's own worker thread.
+A session's calls run one at a time (``_serial``). A reset, and a step on a sandbox
+whose waits yield to the event loop (``Sandbox.cooperative``: the local backend's),
+run on the loop's thread itself (``loop_bridge``), with no thread per session; what
+would block there goes to a thread (``episode_start``, ``offload``). A step on any
+other sandbox runs on the environment's own worker thread.
 """
 
 from __future__ import annotations
