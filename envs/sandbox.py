@@ -248,6 +248,11 @@ class SandboxBackend(Protocol):
         (the default) when the backend keeps no such pool."""
         return None
 
+    def kernels_on_order(self) -> int | None:
+        """Sandboxes started whose kernel is not ready yet (``/metrics``), or None (the
+        default) when ``start`` always returns a running sandbox."""
+        return None
+
     def forget_image(self, image: str) -> None:
         """Stop serving a baked image no environment names any more. The default does nothing."""
         return None

@@ -13,7 +13,8 @@
 * gauges read when scraped: ``analyst_env_sessions_live`` (the number to autoscale
   on), ``analyst_env_sessions_max``, ``analyst_env_frames_in_flight``,
   ``analyst_env_draining``, ``analyst_env_standby_kernels`` (the local backend's
-  pre-forked pool) and ``analyst_env_environment_builds{status}``.
+  pre-forked pool), ``analyst_env_kernels_on_order`` (its episodes whose kernel is not
+  ready yet) and ``analyst_env_environment_builds{status}``.
 
 Label values come from closed sets (tool names the server knows, exception class
 names, error types): a policy that calls a thousand made-up tool names must not
@@ -162,6 +163,7 @@ class _SharedGauges:
             "analyst_env_sessions_max",
             "analyst_env_frames_in_flight",
             "analyst_env_standby_kernels",
+            "analyst_env_kernels_on_order",
         }
     )
     LABELS = {"analyst_env_environment_builds": ("status",)}
@@ -273,6 +275,13 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
         if standbys is not None:
             yield _gauge(
                 "analyst_env_standby_kernels", "Pre-forked kernels ready to hand out", standbys
+            )
+        on_order = runtime.backend.kernels_on_order()
+        if on_order is not None:
+            yield _gauge(
+                "analyst_env_kernels_on_order",
+                "Episodes reset whose kernel is not ready yet",
+                on_order,
             )
         service = runtime.environments
         if service is not None:

@@ -190,7 +190,8 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self._sandboxes: set[LocalSandbox] = set()
         self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
         self._teardowns: collections.deque[tuple[KernelHandle, KernelSlot]] = collections.deque()
-        self._orders: collections.deque[KernelOrder] = collections.deque()  # resets with no standby
+        self._orders: collections.deque[KernelOrder] = collections.deque()  # resets waiting
+        self._orders_open = 0  # orders queued or being filled
         self._lock = threading.Condition()
         self._closed = False
         # Maps an image name that is not built in (a baked recipe) to its spec; set by envs.recipes.
@@ -231,6 +232,11 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         """Kernels forked, isolated and ready to hand out now, over all images (``/metrics``)."""
         with self._lock:
             return sum(len(ready) for ready in self._ready.values())
+
+    def kernels_on_order(self) -> int:
+        """Episodes whose kernel order is not filled yet (``/metrics``)."""
+        with self._lock:
+            return self._orders_open
 
     def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
         """Serve baked recipes: ``resolve`` maps an image name to its package directory."""
@@ -329,6 +335,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             sandboxes = list(self._sandboxes)
             orders = list(self._orders)
             self._orders.clear()
+            self._orders_open -= len(orders)
             self._lock.notify_all()
         for order in orders:
             order.fail("the sandbox backend was closed")

@@ -48,6 +48,7 @@ class KernelSupply:
     _zygotes: Zygotes
     _cgroups: CgroupManager | None
     _orders: collections.deque[KernelOrder]
+    _orders_open: int
     _sandboxes: set[LocalSandbox]
     _live: collections.Counter[str]
     _forgotten: set[str]
@@ -89,6 +90,7 @@ class KernelSupply:
                 self._demand_of(image).began()
             if queued:
                 self._orders.append(order)
+                self._orders_open += 1
                 self._lock.notify_all()
         if not queued:
             if not may_block:

@@ -47,6 +47,7 @@ class SlotWorkers:
     _ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]]
     _teardowns: collections.deque[tuple[KernelHandle, KernelSlot]]
     _orders: collections.deque[KernelOrder]
+    _orders_open: int
     _spawning: collections.Counter[str]
     _live: collections.Counter[str]
     _forgotten: set[str]
@@ -107,6 +108,8 @@ class SlotWorkers:
             if not order.deliver(placement):
                 self._discard(placement.kernel, placement.slot)
         finally:
+            with self._lock:
+                self._orders_open -= 1
             self._order_done(order)
 
     def _discard(self, kernel: KernelHandle, slot: KernelSlot) -> None:

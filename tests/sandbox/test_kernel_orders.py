@@ -87,6 +87,7 @@ def test_a_burst_of_orders_gets_one_kernel_each(cold) -> None:
     with forks_held(cold):
         for i in range(24):
             sandboxes.append(cold.start("default", files={}, seed=i))
+        assert cold.kernels_on_order() == 24  # what /metrics shows as kernels on order
     try:
         results: list = [None] * len(sandboxes)
 
@@ -103,6 +104,7 @@ def test_a_burst_of_orders_gets_one_kernel_each(cold) -> None:
         assert len({s.workdir for s in sandboxes}) == len(sandboxes)
         for i, sandbox in enumerate(sandboxes):
             assert sandbox.run_cell("mine", timeout_s=10).outputs[0]["text/plain"] == str(i)
+        assert cold.kernels_on_order() == 0
     finally:
         for sandbox in sandboxes:
             sandbox.close()
@@ -128,7 +130,7 @@ def test_closing_before_the_kernel_arrives_leaves_nothing(cold) -> None:
         assert not waiter.is_alive()
         assert isinstance(waiter_error[0], SandboxClosedError)
     # Orders abandoned in the queue are dropped; one a worker had begun is torn down.
-    assert wait_until(lambda: cold._slots.in_use == 0 and not cold._orders)
+    assert wait_until(lambda: cold._slots.in_use == 0 and cold.kernels_on_order() == 0)
     with pytest.raises(SandboxClosedError):
         sandboxes[1].run_cell("1", timeout_s=5)
 

@@ -60,6 +60,7 @@ def test_metrics_count_what_happened_and_ready_reflects_capacity(tmp_path):
         assert before[("analyst_env_sessions_max", ())] == 2
         assert before[("analyst_env_draining", ())] == 0
         assert ("analyst_env_standby_kernels", ()) in before
+        assert before[("analyst_env_kernels_on_order", ())] == 0
         assert before.get(("analyst_env_resets_total", (("status", "ready"),)), 0) == 0
 
         async def episodes():
