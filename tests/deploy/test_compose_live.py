@@ -102,6 +102,34 @@ class Stack:
                 servers[cells["svname"]] = (cells["status"], address, int(cells["chkdown"]))
         return servers
 
+    def checked_servers(self) -> set[str]:
+        """HAProxy servers whose last health check passed (``L7OK``). A server HAProxy has
+        just resolved is shown UP before its first check, while its replica may still be
+        starting."""
+        try:
+            text = httpx.get(f"http://127.0.0.1:{self.stats_port}/;csv", timeout=5).text
+        except httpx.HTTPError:
+            return set()
+        rows = text.splitlines()
+        header = rows[0].lstrip("# ").split(",")
+        cells = [dict(zip(header, row.split(","))) for row in rows[1:]]
+        return {
+            c["svname"]
+            for c in cells
+            if c.get("pxname") == "replicas"
+            and c.get("status") == "UP"
+            and c.get("check_status") == "L7OK"
+        }
+
+    @staticmethod
+    def answers_ready(address: str) -> bool:
+        """Whether the replica at ``address`` (on the compose network, reachable from the
+        host) answers its own readiness probe."""
+        try:
+            return httpx.get(f"http://{address}:8000/ready?local=1", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def up_servers(self) -> dict[str, str]:
         """``{haproxy server name: address}`` of the servers HAProxy sends connections to."""
         return {name: addr for name, (status, addr, _) in self.servers().items() if status == "UP"}
@@ -150,7 +178,10 @@ def stack(image):
     try:
         stack.compose("up", "-d", "--no-build", "--scale", "analyst-env=3")
         wait_for(
-            lambda: len(stack.up_servers()) == 3,
+            lambda: (
+                len(stack.checked_servers()) == 3
+                and all(stack.answers_ready(stack.address(c)) for c in stack.replicas())
+            ),
             180,
             "HAProxy did not find three ready replicas through Docker's DNS",
             every_s=1,
@@ -202,9 +233,12 @@ def test_compose_file_spreads_restarts_drains_and_leaves_nothing(stack):
             if stack.inspect(victim)["RestartCount"] < 1:
                 return None
             address = stack.address(victim)
-            for name, (status, addr, downs) in stack.servers().items():
+            if not stack.answers_ready(address):  # HAProxy may show it UP before it listens
+                return None
+            checked = stack.checked_servers()
+            for name, (_, addr, downs) in stack.servers().items():
                 went_down = downs > downs_before.get(name, 0) or name != victim_server
-                if addr == address and status == "UP" and went_down:
+                if addr == address and name in checked and went_down:
                     return name
             return None
 
