@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 
 from fastapi import FastAPI, Request
-from fastapi.routing import APIRoute
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
 
 from analyst_env.server.peers import Peers
+from analyst_env.server.route_wrapping import docs_of, take_post_route
 from analyst_env.server.ws_frames import DRAINING_REASON
 
 
@@ -46,13 +46,10 @@ def _session_named(request: dict) -> str | None:
 def install_http_mcp(app: FastAPI, is_draining, peers: Peers | None = None) -> None:
     """Wrap OpenEnv's ``POST /mcp`` route of ``app`` so session creation is refused while
     draining, and a session held by a sibling worker is answered by it."""
-    route = next(
-        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/mcp"), None
-    )
+    route = take_post_route(app, "/mcp")
     if route is None:
         return
     original = route.endpoint
-    app.router.routes.remove(route)
 
     async def mcp_endpoint(request_raw: Request):
         forwardable = peers is not None and request_raw.query_params.get("local") != "1"
@@ -79,8 +76,5 @@ def install_http_mcp(app: FastAPI, is_draining, peers: Peers | None = None) -> N
         "/mcp",
         mcp_endpoint,
         methods=["POST"],
-        name=route.name,
-        tags=route.tags,
-        summary=route.summary,
-        description=route.description,
+        **docs_of(route),
     )

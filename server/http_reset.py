@@ -21,13 +21,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Body, FastAPI, HTTPException
-from fastapi.routing import APIRoute
 from openenv.core.env_server.types import ResetRequest, ResetResponse
 from pydantic import ConfigDict
 
 from analyst_env.envs.recipes.service import EnvironmentNotReady
 from analyst_env.server.environment import SessionClosed
 from analyst_env.server.reset_options import ResetOptions
+from analyst_env.server.route_wrapping import docs_of, take_post_route
 
 
 def _document_options(schema: dict[str, Any]) -> None:
@@ -98,15 +98,20 @@ async def session_slot(server):
             server._sessions.pop(slot, None)
 
 
+RESET_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such task, split, index or environment"},
+    409: {"description": "The sandbox environment's image is not ready"},
+    422: {"description": "Invalid reset options"},
+    503: {"description": "Every --max-sessions slot is taken, or the server drains"},
+}
+
+
 def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
     """Wrap OpenEnv's ``POST /reset`` route of ``app`` (same path, body and response model)."""
-    route = next(
-        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/reset"), None
-    )
-    if route is None:  # production mode: no simulation routes
+    route = take_post_route(app, "/reset")
+    if route is None:
         return
     original = route.endpoint
-    app.router.routes.remove(route)
 
     # B008: FastAPI reads a Body() default as the declaration (as in OpenEnv's own route).
     async def reset(request: ResetBody = Body(default_factory=ResetBody)) -> ResetResponse:  # noqa: B008
@@ -128,13 +133,5 @@ def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
         reset,
         methods=["POST"],
         response_model=ResetResponse,
-        tags=route.tags,
-        summary=route.summary,
-        description=route.description,
-        responses={
-            404: {"description": "No such task, split, index or environment"},
-            409: {"description": "The sandbox environment's image is not ready"},
-            422: {"description": "Invalid reset options"},
-            503: {"description": "Every --max-sessions slot is taken, or the server drains"},
-        },
+        **(docs_of(route) | {"responses": RESET_ERRORS}),
     )

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, HTTPException
-from fastapi.routing import APIRoute
 from openenv.core.env_server.serialization import deserialize_action
 from openenv.core.env_server.types import Action, StepRequest, StepResponse
+
+from analyst_env.server.route_wrapping import docs_of, take_post_route
 
 ACTION_TYPES = ("call_tool", "list_tools")
 
@@ -41,13 +42,10 @@ def read_action(data: Any, action_cls: type[Action]) -> Action:
 
 def install_http_step(app: FastAPI) -> None:
     """Wrap OpenEnv's ``POST /step`` route of ``app`` (same path, body and response model)."""
-    route = next(
-        (r for r in app.router.routes if isinstance(r, APIRoute) and r.path == "/step"), None
-    )
-    if route is None:  # production mode: no simulation routes
+    route = take_post_route(app, "/step")
+    if route is None:
         return
     original = route.endpoint
-    app.router.routes.remove(route)
 
     async def step(request: StepRequest) -> StepResponse:
         try:
@@ -61,8 +59,5 @@ def install_http_step(app: FastAPI) -> None:
         step,
         methods=["POST"],
         response_model=StepResponse,
-        tags=route.tags,
-        summary=route.summary,
-        description=route.description,
-        responses=route.responses,
+        **docs_of(route),
     )
