@@ -2,8 +2,9 @@
 
 The environment is an OpenEnv ``Environment`` whose actions are OpenEnv's MCP
 actions (``ListToolsAction``/``CallToolAction``). Tool calls are dispatched
-straight to the tool functions in ``tools.py``: routing them through FastMCP's
-in-process client would cost ~5 ms per call, ten times a notebook cell. The
+straight to the tool functions in ``tools.py`` (``tool_dispatch.py``): routing them
+through FastMCP's in-process client would cost ~5 ms per call, ten times a notebook
+cell. The
 same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
 server built on first use whose tools call back into this environment, so both
 paths validate, count steps and score identically.
@@ -41,7 +42,6 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
 from analyst_env.envs.loop_bridge import offload, offload_if, run_cooperatively  # noqa: E402
-from analyst_env.envs.sandbox import SandboxError, SandboxStartError  # noqa: E402
 from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
@@ -57,6 +57,11 @@ from analyst_env.server.process_reward import score_step  # noqa: E402
 from analyst_env.server.reset_options import ResetOptions  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.task_api import TaskApi  # noqa: E402
+from analyst_env.server.tool_dispatch import (  # noqa: E402
+    SessionClosed,
+    ToolCallError,
+    invoke_tool,
+)
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
 
@@ -65,21 +70,6 @@ DESCRIPTION = (
     "notebook sandbox (Python with pandas/duckdb/matplotlib, SQL, shell) and "
     "scored by the task's verifier when the agent calls final_answer."
 )
-
-
-class ToolCallError(Exception):
-    """A tool call that could not run at all (not a failure of the code it ran)."""
-
-    def __init__(self, error_type: ToolErrorType, message: str) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-
-
-class SessionClosed(RuntimeError):
-    """A reset or tool call on a session that has been closed."""
-
-    def __str__(self) -> str:
-        return "this session is closed; open a new session (a new WebSocket) to start an episode"
 
 
 class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]):
@@ -295,56 +285,9 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
     # ── tool dispatch (shared by /ws steps and /mcp tools/call) ───────────────
     @metered_tool_call
     def _invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
-        episode = self._episode
-        if episode is None and self._closed:
-            raise ToolCallError(ToolErrorType.EXECUTION_ERROR, str(SessionClosed()))
-        if episode is None:
-            raise ToolCallError(
-                ToolErrorType.EXECUTION_ERROR,
-                "No episode is running: the environment has not been reset yet.",
-            )
-        if episode.done:
-            raise ToolCallError(
-                ToolErrorType.EXECUTION_ERROR,
-                f"The episode is over ({episode.end_reason}); no further tool calls are accepted.",
-            )
-        episode.step_count += 1
-        try:
-            tool = TOOLS.get(name)
-            if tool is None:
-                raise ToolCallError(
-                    ToolErrorType.TOOL_NOT_FOUND,
-                    f"Unknown tool: {name!r}. Available tools: {', '.join(TOOLS)}.",
-                )
-            try:
-                args = tool.validate(arguments)
-            except ValueError as exc:
-                raise ToolCallError(ToolErrorType.INVALID_ARGS, str(exc)) from None
-            try:
-                output = tool.run(episode, **args)
-            except SandboxStartError as exc:
-                # The reset answered before its kernel ran (kernel_orders) and it never did.
-                self._runtime.metrics.sandbox_failures.labels("reset").inc()
-                episode.finish(0.0, "setup_failed")
-                output = ToolOutput(
-                    text=f"Error: {exc}. The episode is over (reward 0); reset to start a new one.",
-                    is_error=True,
-                )
-            except SandboxError as exc:
-                self._runtime.metrics.sandbox_failures.labels("step").inc()
-                output = ToolOutput(text=f"Error: the sandbox failed: {exc}", is_error=True)
-        finally:
-            self._enforce_step_limit(episode)
-        if episode.end_reason == "step_limit":
-            output.text += (
-                f"\n\nStep limit reached ({episode.task.max_steps} steps): "
-                "the episode is over with reward 0."
-            )
-        return output
-
-    def _enforce_step_limit(self, episode: Episode) -> None:
-        if not episode.done and episode.step_count >= episode.task.max_steps:
-            episode.finish(0.0, "step_limit")
+        return invoke_tool(
+            self._episode, name, arguments, closed=self._closed, metrics=self._runtime.metrics
+        )
 
     def _end_episode(self) -> None:
         recorder, self._recorder = self._recorder, None

@@ -25,9 +25,9 @@ from openenv.core.env_server.types import ResetRequest, ResetResponse
 from pydantic import ConfigDict
 
 from analyst_env.envs.recipes.service import EnvironmentNotReady
-from analyst_env.server.environment import SessionClosed
 from analyst_env.server.reset_options import ResetOptions
 from analyst_env.server.route_wrapping import docs_of, take_post_route
+from analyst_env.server.tool_dispatch import SessionClosed
 
 
 def _document_options(schema: dict[str, Any]) -> None:
