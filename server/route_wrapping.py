@@ -22,7 +22,7 @@ def take_post_route(app: FastAPI, path: str) -> APIRoute | None:
         (
             r
             for r in app.router.routes
-            if isinstance(r, APIRoute) and r.path == path and "POST" in r.methods
+            if isinstance(r, APIRoute) and r.path == path and "POST" in (r.methods or ())
         ),
         None,
     )
