@@ -4,8 +4,7 @@ The environment is an OpenEnv ``Environment`` whose actions are OpenEnv's MCP
 actions (``ListToolsAction``/``CallToolAction``). Tool calls are dispatched
 straight to the tool functions in ``tools.py`` (``tool_dispatch.py``): routing them
 through FastMCP's in-process client would cost ~5 ms per call, ten times a notebook
-cell. The
-same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
+cell. The same dispatch serves ``/mcp`` ``tools/call`` through ``mcp_server``, a FastMCP
 server built on first use whose tools call back into this environment, so both
 paths validate, count steps and score identically.
 
