@@ -10,7 +10,10 @@ the benchmark README states it:
   ``ignore_order`` sorts both vectors first. ``score_rule`` ``divide`` (default)
   scores the fraction of matched gold columns, ``all`` is all-or-nothing. With
   several gold files for one output the best one counts; several outputs average.
-* ``dacode_text``: the first ``{...}`` in the answer is parsed as JSON and
+* ``dacode_text``: the span from the first ``{`` to the last ``}`` is parsed as
+  JSON5 as upstream's ``json5.loads`` reads it (comments, trailing commas, single
+  quotes), with ``pyjson5``: the same grammar compiled, so a 64 KiB answer parses in
+  about a millisecond where the pure-Python ``json5`` takes seconds; and
   matched key by key with the gold dict (keys compared lower-cased and
   stripped; a one-element list equals its element; the value is cast to the
   gold's type; floats within 1e-2, ints exact, strings ignoring case and outer
@@ -36,6 +39,7 @@ import math
 from typing import Any
 
 import pandas as pd
+import pyjson5
 
 from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
@@ -174,7 +178,7 @@ def dacode_csv(
 
 
 def answer_json(text: str) -> Any:
-    """The first ``{...}`` span of the answer as JSON (or a Python literal), else ``None``.
+    """The first ``{...}`` span of the answer as JSON, a Python literal or JSON5, else ``None``.
 
     Example:
         >>> answer_json('Result: {"a": [1]} done')
@@ -188,10 +192,12 @@ def answer_json(text: str) -> Any:
     if start < 0 or end < start:
         return None
     chunk = text[start : end + 1]
-    for loader in (json.loads, ast.literal_eval):
+    for loader in (json.loads, ast.literal_eval, pyjson5.loads):
         try:
             value = loader(chunk)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        except pyjson5.Json5Exception:  # not a ValueError: the compiled parser's own family
             continue
         return value if isinstance(value, dict) else None
     return None

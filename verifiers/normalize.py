@@ -8,9 +8,10 @@ award 0.
 **The stated number** (:func:`parse_number`, used by the ``numeric`` scorer)
 is the number a person reading the answer would take as the answer:
 
-1. Digit groups separated by a no-break or thin space (``231 233.50``)
-   are one number, as are ``,`` thousands groups (``1,234.50``); a unicode
-   minus is a minus; ``$`` and ``%`` are allowed around the number.
+1. Digit groups separated by a space, a no-break or a thin space
+   (``231 233.50``, SI style) are one number, as are ``,`` thousands groups
+   (``1,234.50``); a unicode minus is a minus; ``$`` and ``%`` are allowed
+   around the number.
 2. An answer that is one number is that number.
 3. Otherwise these asides are set aside first: dates and times
    (``2024-03-20``, ``03/20/2024``, ``14:30``), rounding notes (``rounded to 2
@@ -81,13 +82,29 @@ def _to_float(token: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-_GROUP_SPACE = "\u00a0\u202f\u2009"
-_SPACE_GROUPED = re.compile(rf"(?<![\d.])\d{{1,3}}(?:[{_GROUP_SPACE}]\d{{3}})+(?![\d])")
+_GROUP_SPACE = "\u00a0\u202f\u2009 "
+# Whole tokens only: "1 234 5678" or "12.5 000" are not digit groups.
+_SPACE_GROUPED = re.compile(
+    rf"(?<![\d.,])(?<!\d[{_GROUP_SPACE}])\d{{1,3}}(?:[{_GROUP_SPACE}]\d{{3}})+(?![\d]|[{_GROUP_SPACE}]\d|,\d)"
+)
+
+
+def join_space_groups(text: str) -> str:
+    """Digit groups separated by spaces (SI style: ``231 233.50``, also no-break and thin
+    spaces) written as one number; other spaces left alone.
+
+    SI style, which ISO 80000 and many locales use, writes thousands apart with a
+    space; without this rule ``231 233.50`` reads as two numbers, a hedge.
+
+    Example:
+        >>> join_space_groups("total 231 233.50 and 1\u202f000"), join_space_groups("1 23 456")
+        ('total 231233.50 and 1000', '1 23 456')
+    """
+    return _SPACE_GROUPED.sub(lambda m: re.sub(f"[{_GROUP_SPACE}]", "", m.group(0)), text)
 
 
 def _clean_numeric_text(text: str) -> str:
-    text = text.replace("\u2212", "-")
-    text = _SPACE_GROUPED.sub(lambda m: re.sub(f"[{_GROUP_SPACE}]", "", m.group(0)), text)
+    text = join_space_groups(text.replace("\u2212", "-"))
     return re.sub(f"[{_GROUP_SPACE}]", " ", text)
 
 

@@ -124,7 +124,14 @@ def exact(submitted: str, gold: Any) -> float:
 
 
 @register("numeric")
-def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
+def numeric(
+    submitted: str,
+    gold: Any,
+    rel_tol: float = 0.0,
+    abs_tol: float = 1e-6,
+    decimals: int | None = None,
+    exact: float | None = None,
+) -> float:
     """1.0 iff the number stated in the answer is within tolerance of ``gold``.
 
     The number is the one the answer states (the rule is in
@@ -137,6 +144,13 @@ def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e
         gold: The gold number (or a numeric string).
         rel_tol: Relative tolerance.
         abs_tol: Absolute tolerance (default 1e-6).
+        decimals: The answer was asked rounded to this many places (``gold``
+            is rounded so): it pays iff it rounds to the gold, i.e. is within
+            half a unit of the last place of ``exact`` (else of ``gold``). A
+            value one unit off does not pay (an answer of 3.15 for 3.14159),
+            but at a tie (``exact`` 1.005) both roundings do (1.00 and 1.01).
+            Replaces ``abs_tol``.
+        exact: The unrounded value, where the gold was rounded from one.
 
     Example:
         >>> numeric("The answer is 42.0", 42)
@@ -145,11 +159,18 @@ def numeric(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e
         0.0
         >>> numeric("Either 41 or 42", 42)
         0.0
+        >>> [numeric(a, 3.14, decimals=2, exact=3.14159) for a in ("3.14", "3.1416", "3.15")]
+        [1.0, 1.0, 0.0]
+        >>> [numeric(a, 1.0, decimals=2, exact=1.005) for a in ("1.00", "1.01", "1.02")]
+        [1.0, 1.0, 0.0]
     """
     want = as_number(gold)
     got = parse_number(submitted)
     if want is None or got is None:
         return 0.0
+    if decimals is not None:
+        want = float(exact) if exact is not None else want
+        abs_tol = 0.5 * 10.0 ** -int(decimals) * (1 + 1e-9) + 1e-12 * abs(want)
     return 1.0 if close(got, want, rel_tol=rel_tol, abs_tol=abs_tol) else 0.0
 
 
@@ -279,6 +300,77 @@ def dabench(
 
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
+_NOTE_HEDGE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|/|\?", re.I
+)
+
+
+MAX_NOTES = 4
+"""Bracketed notes read after a list; more is not a note (and each costs a parse)."""
+
+
+def _list_literal(chunk: str) -> list | tuple | None:
+    """``chunk`` as a JSON (or Python literal) list, else ``None``."""
+    for loader in (json.loads, ast.literal_eval):
+        try:
+            value = loader(chunk)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        return value if isinstance(value, (list, tuple)) else None
+    return None
+
+
+def _bracket_groups(text: str, start: int, quotes: bool = True) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level ``[...]`` from ``start`` on, in one pass.
+
+    With ``quotes``, brackets inside quoted strings do not count (an unclosed
+    quote ends the scan); the cost stays linear in the text.
+    """
+    groups: list[tuple[int, int]] = []
+    depth, quote, opened = 0, "", 0
+    i = start
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif quotes and depth and c in "\"'":
+            quote = c
+        elif c == "[":
+            opened = i if depth == 0 else opened
+            depth += 1
+        elif c == "]" and depth:
+            depth -= 1
+            if depth == 0:
+                groups.append((opened, i + 1))
+        i += 1
+    return groups
+
+
+def _list_before_note(text: str, start: int) -> list | tuple | None:
+    """The first bracketed list when what follows it is a note, not another candidate.
+
+    ``'["a", "b"] [note: sorted by count]'`` is the list ``["a", "b"]``. Refused
+    (``None``): a second group that is itself a list (``["a"] ["b"]``: two
+    answers), or a rest that hedges (``[or maybe "c"]``).
+    """
+    groups = _bracket_groups(text, start)
+    if not groups:
+        return None
+    first = _list_literal(text[groups[0][0] : groups[0][1]])
+    if first is None:
+        return None
+    end = groups[0][1]
+    if _NOTE_HEDGE.search(text, end):
+        return None
+    later = groups[1:] + _bracket_groups(text, end, quotes=False)
+    if len(later) > 2 * MAX_NOTES:  # a note or two, not a string of candidates
+        return None
+    if any(_list_literal(text[a:b]) is not None for a, b in later):
+        return None
+    return first
 
 
 def parse_collection(text: str) -> list[str] | None:
@@ -304,15 +396,12 @@ def parse_collection(text: str) -> list[str] | None:
         return None
     start, end = text.find("["), text.rfind("]")
     if 0 <= start < end:
-        chunk = text[start : end + 1]
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                value = loader(chunk)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(value, (list, tuple)):
-                items = [v if isinstance(v, str) else json.dumps(v) for v in value]
-                return [i for i in items if i.strip()] or None
+        value = _list_literal(text[start : end + 1])
+        if value is None:  # '["a", "b"] [note: sorted by count]': the list, if the rest is a note
+            value = _list_before_note(text, start)
+        if value is not None:
+            items = [v if isinstance(v, str) else json.dumps(v) for v in value]
+            return [i for i in items if i.strip()] or None
     if "\n" in text:
         items = [_BULLET.sub("", line) for line in text.splitlines()]
     else:  # one line: "1. North" or "- North" is a list of one

@@ -23,8 +23,10 @@ import json
 import math
 import re
 import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from analyst_env.verifiers.sql_compare import results_match
 from analyst_env.verifiers.sql_readonly import Row
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
@@ -205,3 +207,67 @@ def read_result_values(text: str) -> list[list[Row]]:
             if all(sep in line for line in lines):
                 readings.append([tuple(c.strip() for c in line.split(sep)) for line in lines])
     return readings
+
+
+_TYPED_DECIMALS = re.compile(r"[-+]?\d*\.(\d+)")
+MIN_ROUNDED_PLACES = 2
+"""Typed numbers with at least this many decimals may be the gold rounded to them."""
+
+
+def _typed(value: Any) -> Any:
+    """A typed or gold value as the values form compares it: :func:`canonical`, text case-folded."""
+    value = canonical(value)
+    return value.casefold() if isinstance(value, str) else value
+
+
+def _typed_places(reading: list[Row]) -> int | None:
+    """The most decimals a typed number of the reading shows, if at least ``MIN_ROUNDED_PLACES``."""
+    places = 0
+    for row in reading:
+        for cell in row:
+            if isinstance(cell, float):
+                cell = repr(cell)
+            if isinstance(cell, str) and (m := _TYPED_DECIMALS.fullmatch(cell.strip())):
+                places = max(places, len(m.group(1)))
+    return places if places >= MIN_ROUNDED_PLACES else None
+
+
+def _rounded(value: Any, places: int, half_up: bool) -> Any:
+    if not isinstance(value, float):
+        return value
+    if half_up:  # as a person rounds the printed value: 2.675 -> 2.68
+        return canonical(
+            float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP))
+        )
+    return canonical(round(value, places))  # as Python rounds the binary value: 2.675 -> 2.67
+
+
+def values_match(gold: list[Row], reading: list[Row], order_matters: bool) -> bool:
+    """Whether a reading of a typed values answer is the gold result.
+
+    Values compare as :func:`canonical` makes them, strings ignoring case (a
+    typed ``paris`` is the value ``Paris``; how the agent wrote it, not which
+    value it named). When the typed numbers show ``places`` >= 2 decimals, the
+    gold's fractional numbers rounded to that many places match too (a mean
+    typed as ``3.14`` for ``3.14159...``), rounded half-up or as Python rounds.
+    The shape still counts: a reading with other rows or columns never matches.
+
+    Example:
+        >>> values_match([("Paris", 3.14159)], [("paris", "3.14")], False)
+        True
+        >>> values_match([("Paris", 3.14159)], [("paris", "3.1")], False)
+        False
+    """
+    got = [tuple(_typed(v) for v in row) for row in reading]
+    want = [tuple(_typed(v) for v in row) for row in gold]
+    if results_match(want, got, order_matters):
+        return True
+    places = _typed_places(reading)
+    if places is None:
+        return False
+    return any(
+        results_match(
+            [tuple(_rounded(v, places, half_up) for v in row) for row in want], got, order_matters
+        )
+        for half_up in (False, True)
+    )

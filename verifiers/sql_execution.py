@@ -33,6 +33,7 @@ from analyst_env.verifiers.sql_answer import (
     extract_sql,
     read_result_values,
     strip_fences,
+    values_match,
 )
 from analyst_env.verifiers.sql_compare import (
     MAX_PERMUTATIONS,
@@ -147,11 +148,7 @@ def sql_execution(
         gold_rows = run_readonly(path, gold, timeout_s, max_rows)
     except SqlRunError as exc:
         return Verdict(0.0, {"result_match": 0.0}, f"gold query failed: {exc}")
-    want = [tuple(canonical(v) for v in row) for row in gold_rows]
-    match = any(
-        results_match(want, [tuple(canonical(v) for v in row) for row in reading], ordered)
-        for reading in readings
-    )
+    match = any(values_match(gold_rows, reading, ordered) for reading in readings)
     if sql_error is not None:
         detail = f"SQL answer failed: {sql_error}; read as values it does not match"
         return Verdict(float(match), {"executes": 0.0, "result_match": float(match)}, detail)

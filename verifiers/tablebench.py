@@ -40,6 +40,7 @@ import string
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from analyst_env.verifiers.normalize import join_space_groups
 from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict
 
@@ -79,11 +80,13 @@ _KEPT_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?%?|\d+(?:\.\d+)?%?")
 def strict_normalize_answer(s: str) -> str:
     """``normalize_answer`` per comma-separated item, keeping each number whole (sign, decimals, %).
 
+    Thousands groups (``1,200``, SI ``231 233.50``) are joined first.
+
     Example:
         >>> strict_normalize_answer("The -3.24, 1,200 and a B."), normalize_answer("-3.24")
         ('-3.24, 1200 and b', '324')
     """
-    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s.lower())
+    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", join_space_groups(s.lower()))
     items = []
     for item in s.split(","):
         numbers: list[str] = []
@@ -103,15 +106,51 @@ def strict_normalize_answer(s: str) -> str:
     return ", ".join(items)
 
 
-def final_answer_text(text: str) -> str:
-    """The text after the last ``Final Answer:``, or the whole text when there is none.
+_FINAL_ANSWER = re.compile(r"Final Answer\s*:")
+_ANY_CASE = re.compile(r"final answer\s*:", re.IGNORECASE)
+
+
+def _markers(text: str) -> list[re.Match]:
+    """The ``Final Answer:`` markers as upstream writes them (its regex is case-sensitive), or,
+    when there is none, the marker in any case (``FINAL ANSWER:``)."""
+    return list(_FINAL_ANSWER.finditer(text)) or list(_ANY_CASE.finditer(text))
+
+
+def final_answer_text(text: str, whole_rest: bool = False) -> str:
+    """The answer after the first ``Final Answer:``, as upstream reads it.
+
+    Upstream (``parse_dp_prediction``) takes ``re.search(r"Final Answer: (.+)")``:
+    the first marker, up to the end of its line, so an explanation on the next
+    line is not part of the answer and a second ``Final Answer:`` is ignored. A
+    marker alone on its line takes the next non-empty line. ``whole_rest`` keeps
+    everything after the first marker (a chart's ``y_references`` may span
+    lines). Without a marker, the whole text.
 
     Example:
-        >>> final_answer_text("Reasoning...\\nFinal Answer: 42")
+        >>> final_answer_text("Reasoning...\\nFinal Answer: 42\\nBecause 6 * 7.")
         '42'
+        >>> final_answer_text("Final Answer: 41\\nFinal Answer: 42")
+        '41'
     """
-    matches = list(re.finditer(r"final answer\s*:", text, re.IGNORECASE))
-    return (text[matches[-1].end() :] if matches else text).strip()
+    markers = _markers(text)
+    if not markers:
+        return text.strip()
+    rest = text[markers[0].end() :].strip()
+    return rest if whole_rest else rest.split("\n", 1)[0].strip()
+
+
+def final_answers(text: str, whole_rest: bool = False) -> list[str]:
+    """The answer line after every ``Final Answer:`` marker in any case, in order; a marker
+    with nothing before the next one (``My final answer:`` then ``Final Answer: 42``) gives none.
+
+    Example:
+        >>> final_answers("Final Answer: 41\\nor rather\\nFinal Answer: 42")
+        ['41', '42']
+    """
+    starts = [m.start() for m in _ANY_CASE.finditer(text)]
+    ends = starts[1:] + [len(text)]
+    found = (final_answer_text(text[a:b], whole_rest) for a, b in zip(starts, ends))
+    return [answer for answer in found if answer]
 
 
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?%?$")
@@ -229,12 +268,36 @@ def parse_series(text: str) -> list[list[float]] | None:
         return None
 
 
+def _hedges(submitted: str, metric: str) -> bool:
+    """Whether the answer gives several ``Final Answer:`` lines that differ (``strict``).
+
+    Upstream reads the first; reading any one of them still lets a policy offer
+    two candidates and be paid when the one read is right, so ``strict`` pays
+    nothing for an answer that changes its mind. Repeats of one answer are fine.
+    """
+    answers = final_answers(submitted, whole_rest=metric == "Pass@1")
+    if len(answers) < 2:
+        return False
+    if metric == "Pass@1":
+        return len({str(parse_series(a)) for a in answers}) > 1
+    if metric == "ROUGE-L":
+        return len({normalize_answer(a) for a in answers}) > 1
+    first, *others = [strict_normalize_answer(a) for a in answers]
+    return any(  # "42" and "42.0" are one answer; a different number of items is not
+        len(a.split(",")) != len(first.split(","))
+        or exact_match(first, a) < 1
+        or exact_match(a, first) < 1
+        for a in others
+    )
+
+
 @register("tablebench")
 def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
     """Score a TableBench answer with its question type's metric.
 
     Args:
-        submitted: The answer text; only what follows the last ``Final Answer:`` counts.
+        submitted: The answer text; only the line after the first ``Final Answer:`` counts
+            (``strict``: several differing ``Final Answer:`` lines score 0).
         gold: ``{"answer": reference text, "metric": one of METRICS}``.
         profile: ``"strict"`` (default) or ``"official"``; see the module docstring.
 
@@ -244,7 +307,9 @@ def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
     metric, reference = gold["metric"], str(gold["answer"])
     if metric not in METRICS:
         raise ValueError(f"unknown TableBench metric {metric!r}; known: {', '.join(METRICS)}")
-    prediction = final_answer_text(submitted)
+    if profile != "official" and _hedges(submitted, metric):
+        return Verdict(0.0, {metric: 0.0}, "several different final answers (a hedge)")
+    prediction = final_answer_text(submitted, whole_rest=metric == "Pass@1")
     if metric == "Pass@1":
         want, got = parse_series(reference), parse_series(prediction)
         ok = want is not None and got == want

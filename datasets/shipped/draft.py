@@ -32,6 +32,8 @@ class Draft:
         style: One of ``number``, ``integer``, ``text``, ``set``, ``list``, ``parts``.
         level: ``easy``, ``medium`` or ``hard``.
         decimals: Rounding asked for (``number`` style).
+        exact: The unrounded value of a ``number`` answer, for the scorer to tell a
+            tie (both roundings right) from an answer one unit off.
         what: Noun phrase for the format sentence, e.g. "region name".
         order: Ordering phrase for ``list`` answers.
         params: The template's parameters (public; they are in the question anyway).
@@ -45,12 +47,19 @@ class Draft:
     what: str = ""
     order: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    exact: float | None = None
 
 
 def number(question: str, value: float, decimals: int, level: str, **params: Any) -> Draft:
     """A float answer to be given rounded to ``decimals`` places."""
     return Draft(
-        question, round(float(value), decimals), "number", level, decimals=decimals, params=params
+        question,
+        round(float(value), decimals),
+        "number",
+        level,
+        decimals=decimals,
+        params=params,
+        exact=float(value),
     )
 
 
@@ -120,11 +129,12 @@ def format_sentence(d: Draft) -> str:
 def oracle_and_verifier(d: Draft) -> tuple[str, Any, VerifierSpec]:
     """The oracle text, the stored gold answer and the verifier for a draft."""
     if d.style == "number":
-        tol = 1.01 * 10 ** (-d.decimals)  # one unit in the last asked-for place
+        # An answer that rounds to the gold pays, not one a unit off (docs/rewards.md).
+        exact = {} if d.exact is None else {"exact": d.exact}
         return (
             _fmt(d.answer, d.decimals),
             d.answer,
-            VerifierSpec(name="numeric", params={"abs_tol": tol}),
+            VerifierSpec(name="numeric", params={"decimals": d.decimals, **exact}),
         )
     if d.style == "integer":
         return str(d.answer), d.answer, VerifierSpec(name="numeric")

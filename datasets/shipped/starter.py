@@ -69,7 +69,7 @@ from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_
 from analyst_env.task_format import Dataset, Task
 
 NAME = "starter"
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4  # 4: number answers scored to half a unit (numeric decimals)
 DEFAULT_SEED = 0
 TEST_FRACTION = 0.2
 
