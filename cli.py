@@ -15,25 +15,14 @@ in ``eval_cli.py``, ``envs`` in ``envs_cli.py`` and ``generate`` in
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import sys
 
 from analyst_env.eval_cli import add_eval_parsers, add_export_parser
 
-LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
-
-
-def _is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from analyst_env.envs.local.fail_closed import is_loopback as _is_loopback
     from analyst_env.server.settings import Settings
 
     settings = Settings.from_args(args)
@@ -54,6 +43,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from analyst_env.server.workers import default_workers
 
         workers = default_workers()
+    refusal = _fail_closed_preflight(args, settings, workers)
+    if refusal:
+        print(refusal, file=sys.stderr, flush=True)
+        return 2
     if workers > 1:  # a supervisor: the workers make their own backends
         from analyst_env.server.workers import supervise
 
@@ -66,18 +59,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (
         ValueError,
         SandboxError,
-    ) as exc:  # unknown backend; SDK, credentials or service missing
-        print(f"error: {exc}", file=sys.stderr)
+    ) as exc:  # unknown backend; SDK, credentials or service missing; a fail-closed refusal
+        print(getattr(exc, "line", None) or f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     info = backend.protections()
     if info:  # the mode in force, named before anything is served
         line = (
             f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
         )
-        for key in ("degraded", "stronger_modes_unavailable"):
+        for key in ("limits", "degraded", "stronger_modes_unavailable"):
             if info.get(key):
                 line += f"; {key.replace('_', ' ')}: {info[key]}"
         print(line, file=sys.stderr, flush=True)
+        if info.get("unconfined"):
+            print(info.get("warning", "analyst-env: WARNING: unconfined"), file=sys.stderr)
     try:
         from analyst_env.server.runtime import Runtime
 
@@ -89,6 +84,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _serve(args, settings, runtime)
     finally:
         runtime.close()
+
+
+def _fail_closed_preflight(args: argparse.Namespace, settings, workers: int) -> str:
+    """The start-up checks of the fail-closed rule that need the command line (envs/local/
+    fail_closed.py); the refusal line, or ``""`` to go on.
+
+    ``none`` is served only on loopback and without builds. ``--per-process-limits`` is
+    passed on as ``ANALYST_ENV_PER_PROCESS_LIMITS`` so every backend of this server (its
+    workers, a build's import check) follows it. A supervisor of several workers checks
+    the whole rule once itself (one refusal line, not one per worker), by making and
+    closing the backend its workers would make.
+    """
+    import os
+
+    if settings.backend != "local":
+        return ""
+    from analyst_env.envs.local import fail_closed
+
+    if settings.per_process_limits:
+        os.environ[fail_closed.PER_PROCESS_ENV] = "1"
+    try:
+        if settings.isolation == "none":
+            fail_closed.check_unconfined(args.host, builds_enabled=settings.allow_builds)
+        if workers > 1:
+            from analyst_env.envs.backends import make_backend
+            from analyst_env.envs.local.probe import export_verdicts
+
+            make_backend(settings).close()
+            export_verdicts()  # the workers take these verdicts instead of probing again
+    except fail_closed.Refusal as refusal:
+        return refusal.line
+    return ""
 
 
 def _start_backend(settings):
@@ -144,6 +171,11 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         print(
             f"  {len(runtime.quarantined)} of them quarantined (broken upstream gold): served by "
             "task_id only, never drawn (ANALYST_ENV_SERVE_QUARANTINED=1 draws them)"
+        )
+    if runtime.refused:
+        print(
+            f"  {len(runtime.refused)} of them refused: workbook tasks need formula recalculation "
+            "and LibreOffice (soffice) is not installed (apt-get install libreoffice-calc-nogui)"
         )
     print(f"  URL:    http://{shown}:{args.port}   (WebSocket: ws://{shown}:{args.port}/ws)")
     print(f"  health: http://{shown}:{args.port}/health   docs: http://{shown}:{args.port}/docs")
@@ -261,6 +293,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-builds",
         action="store_true",
         help="Allow /envs to create and build sandbox environments without a token",
+    )
+    serve.add_argument(
+        "--isolation",
+        choices=["auto", "full", "userns", "landlock", "none"],
+        help="Local sandbox isolation (default auto: the strongest that works here, never none; "
+        "none only on loopback, without builds)",
+    )
+    serve.add_argument(
+        "--per-process-limits",
+        action="store_true",
+        help="Serve where per-episode cgroups cannot be written, with per-process memory "
+        "limits instead (otherwise such a host refuses to start)",
     )
     serve.add_argument("--log-level", default="info")
     serve.add_argument(

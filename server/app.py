@@ -85,10 +85,13 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
         """The sandbox backend and the protections in force for its episodes (isolation, limits,
         cgroups).
 
-        ``isolation`` is the mode that was tried and is in use, ``degraded`` what
-        that mode normally gives but this host could not, ``stronger_modes_unavailable``
-        each stronger mode and why it failed here, ``verified`` what a kernel
-        confined this way saw of itself.
+        Every entry is what start-up verified, not what was requested (a claim that
+        could not be verified stops the server: docs/security.md, "Fail-closed rule").
+        ``isolation`` is the mode that was tried and is in use, ``limits`` how memory,
+        CPU and pids are enforced, ``degraded`` what that mode normally gives but this
+        host could not (with the operator's consent), ``stronger_modes_unavailable``
+        each stronger mode and why it failed here, ``verified`` what a kernel confined
+        this way saw of itself; ``unconfined`` (with a ``warning``) for ``none``.
         """
         return {"backend": runtime.backend.name, "protections": protections()}
 
@@ -98,13 +101,19 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     @app.get("/health", tags=["Health"])
     async def health() -> dict:
-        """Liveness: ``{"status": "healthy", "sandbox": {backend, isolation, degraded}}``."""
+        """Liveness: ``{"status": "healthy", "sandbox": {backend, isolation, degraded,
+        verified}}``, plus ``unconfined`` and a ``warning`` under isolation ``none``.
+
+        What was verified at start-up, as ``/sandbox`` reports it."""
         info = protections()
         sandbox = {
             "backend": runtime.backend.name,
             "isolation": info.get("isolation"),
             "degraded": info.get("degraded", ""),
+            "verified": info.get("verified", ""),
         }
+        if info.get("unconfined"):
+            sandbox.update(unconfined=True, warning=info.get("warning", ""))
         return {"status": "healthy", "sandbox": sandbox}
 
     async def warm_backend() -> None:

@@ -100,6 +100,12 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     settings = runtime.settings
 
     def builds_allowed() -> None:
+        if backend.protections().get("unconfined"):  # isolation none: fail_closed refuses builds
+            raise HTTPException(
+                403,
+                "sandbox-environment builds are off under isolation none (their import check "
+                "would run unconfined); restart with a real isolation (ANALYST_ENV_ISOLATION=auto)",
+            )
         if not settings.token and not settings.allow_builds:
             raise HTTPException(
                 403,

@@ -83,8 +83,20 @@ class Settings(BaseModel):
     )
     isolation: str = Field(
         default="auto",
-        pattern="^(auto|full|userns|none)$",
-        description="Local sandbox isolation: auto, full (root), userns (unprivileged) or none",
+        pattern="^(auto|full|userns|landlock|none)$",
+        description=(
+            "Local sandbox isolation: auto (the strongest that works here, never none), full "
+            "(root), userns, landlock, or none (unconfined: by name only, loopback only, no "
+            "builds)"
+        ),
+    )
+    per_process_limits: bool = Field(
+        default=False,
+        description=(
+            "Local sandbox: serve where memory, CPU and pids cannot be limited per episode "
+            "(no writable cgroups), with per-process limits (RLIMIT_AS) instead; without it "
+            "such a host refuses to start"
+        ),
     )
     standbys: int = Field(
         default=4,
@@ -227,6 +239,8 @@ class Settings(BaseModel):
             backend=getattr(args, "backend", None),
             token=getattr(args, "token", None),
             allow_builds=getattr(args, "allow_builds", None) or None,
+            isolation=getattr(args, "isolation", None),
+            per_process_limits=getattr(args, "per_process_limits", None) or None,
         )
 
 

@@ -37,8 +37,14 @@ from typing import TYPE_CHECKING
 from analyst_env.envs.local import procctl, uid_ranges
 from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.local.cgroups import CgroupManager
+from analyst_env.envs.local.fail_closed import (
+    Refusal,
+    check_facts,
+    check_limits,
+    per_process_accepted,
+)
 from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
-from analyst_env.envs.local.isolation import Sizing, choose_mode, uses_slot_uids
+from analyst_env.envs.local.isolation import Sizing, choose_mode, protections, uses_slot_uids
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder
 from analyst_env.envs.local.kernel_supply import KernelSupply
@@ -89,10 +95,16 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         hidden_paths: Host directories kernels must never read, also where the
             private root exposes their parent (the server's package is always
             hidden; the task cache by default too).
+        per_process_limits: Accept per-process memory and pids limits where per-episode
+            cgroups cannot be verified (``fail_closed.check_limits``). ``None``: as
+            ``ANALYST_ENV_PER_PROCESS_LIMITS`` says (so builds' import checks and every
+            worker follow the server's choice).
 
     Raises:
         ValueError: Invalid mode or sizing, or the server's Python lives where the
             private root cannot show it (under ``/tmp``).
+        fail_closed.Refusal: A claimed protection or limit could not be verified here
+            (the fail-closed rule; its message is the one line ``serve`` prints).
     """
 
     name = "local"
@@ -113,6 +125,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         interrupt_grace_s: float = 2.0,
         boot_timeout_s: float = 120.0,
         hidden_paths: tuple[str, ...] | None = None,
+        per_process_limits: bool | None = None,
     ) -> None:
         if standbys < 0 or (max_standbys or 0) < 0 or max_slots < 1:
             raise ValueError("standbys and max_standbys must be >= 0 and max_slots >= 1")
@@ -142,16 +155,23 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self._cgroups = (
             CgroupManager(f"analyst-env-{os.getpid()}-{id(self):x}") if slot_uids else None
         )
-        if isolation == "full" and degradation(self._cgroups):
-            # Both exist here: only slot-uid modes have cgroups, so only they can degrade.
+        try:  # the fail-closed rule: what is claimed was verified, or nothing starts
+            if self._cgroups is not None:
+                self._cgroups.verify(self.sizing.memory_mb, self.sizing.cpus, self.sizing.pids)
+            check_facts(self.mode, protections(self.mode), self.isolation_report["facts"])
+            self.limits = check_limits(
+                self.mode,
+                self._cgroups.failure if self._cgroups is not None else None,
+                self._cgroups is not None and self._cgroups.limits_everything(),
+                slot_uids,
+                per_process_accepted() if per_process_limits is None else per_process_limits,
+            )
+        except Refusal:
             if self._cgroups is not None:
                 self._cgroups.close()
             if self._uid_range is not None:
                 self._uid_range.release()
-            raise ValueError(
-                f"isolation 'full' cannot be honoured: {degradation(self._cgroups)}; "
-                "use 'auto' to run degraded"
-            )
+            raise
         if degradation(self._cgroups):
             log.warning("local sandbox runs degraded: %s", degradation(self._cgroups))
         self.standbys = standbys
@@ -225,7 +245,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             else f"{self.standbys}-{self.max_standbys}"
         )
         return protection_report(
-            self.mode, self.isolation_report, self._cgroups, self._uid_range, shown
+            self.mode, self.isolation_report, self._cgroups, self._uid_range, shown, self.limits
         )
 
     def standby_count(self) -> int:
@@ -380,4 +400,5 @@ def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
         ),
         uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
+        per_process_limits=getattr(settings, "per_process_limits", None),
     )

@@ -30,6 +30,7 @@ import time
 log = logging.getLogger(__name__)
 _CONTROLLERS = ("memory", "pids", "cpu")
 _CPU_PERIOD_US = 100_000
+_VERIFY_UID = -1  # the throwaway cgroup ``verify`` writes limits to (``u-1``)
 
 
 def _mounts() -> tuple[str | None, dict[str, str]]:
@@ -166,7 +167,7 @@ class CgroupManager:
             self._detect()
         except OSError as exc:
             self.failure = f"cgroups unavailable: {exc}"
-            log.warning("%s", self.failure)
+            log.info("%s", self.failure)
             self.controllers.clear()
             self._bases.clear()
         if os.geteuid() == 0 and self.failure is None and "memory" not in self.controllers:
@@ -206,6 +207,34 @@ class CgroupManager:
             os.makedirs(base, exist_ok=True)
             self.controllers[controller] = "v1"
             self._bases[controller] = base
+
+    def verify(self, memory_mb: int, cpus: float, pids: int) -> None:
+        """Try the limits for real: make a throwaway slot cgroup, write them, remove it.
+
+        Finding a controller mounted says nothing about whether this process may
+        write its files (a container's read-only cgroupfs, a tree owned by another
+        user); a refusal here sets ``failure`` and leaves nothing to limit with.
+        """
+        if self.failure is not None or not self._bases:
+            return
+        try:
+            self.prepare(_VERIFY_UID, memory_mb, cpus, pids)
+        except OSError as exc:
+            self.failure = f"cgroup limits cannot be written: {exc}"
+            log.info("%s", self.failure)
+        finally:
+            for path in self._made.pop(_VERIFY_UID, None) or self._dirs(_VERIFY_UID):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+        if self.failure is not None:
+            self.controllers.clear()
+            self._bases.clear()
+
+    def limits_everything(self) -> bool:
+        """Whether every episode's memory, pids and CPU are limited by a verified cgroup."""
+        return self.failure is None and set(_CONTROLLERS) <= set(self.controllers)
 
     def available(self) -> bool:
         """Whether any limit or the kill can be applied."""

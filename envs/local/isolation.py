@@ -23,7 +23,9 @@ Three modes, chosen once per backend (``auto`` picks the strongest available):
   cannot read its memory or environment); the server and zygote are not
   dumpable either. Episodes share the host's PID namespace: they can list
   processes and read world-readable ``/proc`` files such as command lines.
-* ``none``: no namespaces; rlimits, ``no_new_privs`` and seccomp only.
+* ``none``: no namespaces; rlimits, ``no_new_privs`` and seccomp only. Never chosen
+  by ``auto``: only when asked for by name, on loopback, without builds
+  (``fail_closed``).
 
 The child's setup order follows the measured recipe: namespaces and mounts
 while still privileged, then uid, rlimits, ``no_new_privs`` and seccomp last;
@@ -44,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from analyst_env.envs.local import landlock, procctl, rootview, seccomp
+from analyst_env.envs.local import fail_closed, landlock, procctl, rootview, seccomp
 from analyst_env.envs.local import syscalls as sc
 from analyst_env.envs.local.confine_steps import (
     drop_capabilities,
@@ -86,7 +88,7 @@ def _interpreter_world_reachable() -> bool:
 
 
 STRENGTH: tuple[Mode, ...] = ("full", "userns", "landlock", "none")
-"""Modes from strongest to weakest: ``auto`` takes the first that works here."""
+"""Modes from strongest to weakest: ``auto`` takes the first that works here, never ``none``."""
 NOFILE_LIMIT = 4096
 CPU_TIME_LIMIT_S = 3600
 
@@ -147,15 +149,15 @@ def resolve_mode(requested: str) -> Mode:
     if requested == "auto":
         if os.geteuid() == 0:
             return "full"
-        if user_namespaces_available():
-            return "userns"
-        return "landlock" if landlock.abi() >= 1 else "none"
+        return "userns" if user_namespaces_available() else "landlock"  # never "none"
     if requested == "full" and os.geteuid() != 0:
-        raise ValueError("isolation 'full' needs the server to run as root; use 'userns' or 'auto'")
+        raise fail_closed.Refusal(
+            "isolation full needs the server to run as root; use ANALYST_ENV_ISOLATION=auto"
+        )
     if requested == "landlock" and landlock.abi() < 1:
-        raise ValueError(
-            "isolation 'landlock' needs a kernel with Landlock enabled "
-            "(Linux >= 5.13, lsm=landlock)"
+        raise fail_closed.Refusal(
+            "isolation landlock needs a kernel with Landlock enabled (Linux >= 5.13, "
+            "lsm=landlock); choose another with ANALYST_ENV_ISOLATION (--isolation)"
         )
     return requested  # type: ignore[return-value]
 
@@ -169,27 +171,34 @@ def choose_mode(requested: str) -> tuple[Mode, dict[str, Any]]:
         why) and ``facts`` (what the probe's confined kernel saw of itself).
 
     Raises:
-        ValueError: Unknown mode, or an explicit mode that cannot be honoured
-            here (the message names what failed).
+        ValueError: Unknown mode.
+        fail_closed.Refusal: An explicit mode that cannot be honoured here, or for
+            ``auto`` no real mode at all (the message names what failed; ``auto``
+            never serves ``none``).
     """
     from analyst_env.envs.local import probe
 
     first = resolve_mode(requested)  # static checks and auto's first guess
+    if requested == "none":
+        return "none", {"tried": {}, "facts": {}}  # asked for by name: the caller's rules apply
+    candidates: list[Mode] = [first]
     if requested == "auto":
-        candidates = [m for m in STRENGTH if m != "full" or os.geteuid() == 0]
-    else:
-        candidates = [first]
+        # ``none`` is never a candidate: it is served only when asked for by name (fail_closed).
+        candidates = [m for m in STRENGTH if m != "none" and (m != "full" or os.geteuid() == 0)]
     tried: dict[str, str] = {}
+    if os.geteuid() != 0 and requested == "auto":
+        tried["full"] = "needs the server to run as root"
     for mode in candidates:
-        if mode == "none":
-            return "none", {"tried": tried, "facts": {}}
         verdict = probe.try_mode(mode)
         if verdict.get("ok"):
             return mode, {"tried": tried, "facts": verdict.get("facts", {})}
         tried[mode] = str(verdict.get("error", "failed"))
         if requested != "auto":
-            raise ValueError(f"isolation {mode!r} cannot be used here: {tried[mode]}")
-    raise AssertionError("unreachable: 'none' ends the list")
+            raise fail_closed.Refusal(
+                f"isolation {mode} cannot be used here: {tried[mode]}; "
+                "choose another with ANALYST_ENV_ISOLATION (--isolation)"
+            )
+    raise fail_closed.no_isolation(tried)
 
 
 # ── zygote side ─────────────────────────────────────────────────────────────
@@ -390,4 +399,5 @@ def protections(mode: Mode) -> dict[str, bool | str]:
         "no_new_privs": True,
         "seccomp": seccomp.supported(),
         "rlimits": "AS,FSIZE,NOFILE,CPU" + (",NPROC" if uses_slot_uids(mode) else ""),
+        "cgroup_tree_hidden": mode != "none",
     }

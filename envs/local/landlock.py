@@ -9,7 +9,9 @@ allowed accesses. A kernel in ``landlock`` isolation restricts itself to:
   directories (``rootview.exposed_paths``), except the server's own package and
   state, which are left out entry by entry (Landlock has no deny rule, so a
   directory holding a hidden one is allowed child by child);
-* read beneath ``/proc`` and ``/sys``; read and write on ``/dev/null``,
+* read beneath ``/proc`` and ``/sys``, but in ``/sys/fs/cgroup`` files only (a
+  runtime reads its own limits there; no directory of the tree can be listed);
+  read and write on ``/dev/null``,
   ``/dev/zero``, ``/dev/full``, ``/dev/random`` and ``/dev/urandom``;
 * everything beneath its own slot directory (working directory and ``tmp``);
 * no TCP bind or connect at all (ABI 4);
@@ -121,6 +123,29 @@ def restrict_scope() -> None:
         os.close(ruleset)
 
 
+CGROUP_TREE = "/sys/fs/cgroup"
+
+
+def sys_paths(root: str = "/sys", hidden: str = CGROUP_TREE) -> list[str]:
+    """``/sys`` as rule paths, without ``hidden``: its siblings and theirs up to ``root``.
+
+    Landlock grants access beneath a path, so leaving one directory out means naming
+    everything beside it on the way down. The cgroup tree names every server's
+    cgroups, pids and slot uids on the host; a kernel needs none of it.
+    """
+    paths: list[str] = []
+    cut = hidden
+    while cut != root and cut.startswith(root + "/"):
+        parent = os.path.dirname(cut)
+        try:
+            entries = sorted(os.listdir(parent))
+        except OSError:
+            entries = []
+        paths += [os.path.join(parent, e) for e in entries if os.path.join(parent, e) != cut]
+        cut = parent
+    return paths if hidden.startswith(root + "/") else [root]
+
+
 def restrict(read_only: list[str], writable: list[str]) -> int:
     """Restrict this process (and what it starts) to the rules above; returns the ABI in force.
 
@@ -128,7 +153,7 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
 
     Args:
         read_only: Paths to allow read and execute beneath (from ``plan``), plus
-            ``/proc`` and ``/sys``.
+            ``/proc`` and ``/sys`` (in its cgroup tree, files only: ``sys_paths``).
         writable: Paths to allow everything beneath (the slot directory).
 
     Raises:
@@ -147,7 +172,10 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
     attr = struct.pack(f"={len(fields)}Q", *fields)
     ruleset = _syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     try:
-        rules = [(p, READ_ONLY) for p in [*read_only, "/proc", "/sys"]]
+        rules = [(p, READ_ONLY) for p in [*read_only, "/proc", *sys_paths()]]
+        # The cgroup tree's files but not its directories: a runtime reads its own limits
+        # (DuckDB's CPU quota at the path /proc/self/cgroup names), nothing lists the tree.
+        rules.append((CGROUP_TREE, READ_FILE))
         rules += [(p, READ_FILE | WRITE_FILE | (fs & (1 << 15))) for p in _DEVICES]
         rules += [(p, fs) for p in writable]
         for path, access in rules:

@@ -9,9 +9,12 @@ its kernel use it, with the same code (``isolation.enter_zygote``,
 ``enter_pid_namespace``, ``make_slot``, ``confine_child``), in a throwaway
 process: ``python -m analyst_env.envs.local.probe --mode M --host-root DIR``.
 It prints one JSON line, ``{"ok": true, "facts": {...}}`` with what the
-confined child observed of itself (uid, seccomp, no_new_privs, namespaces),
-or ``{"ok": false, "error": "..."}``; ``try_mode`` runs it and caches the
-answer per process (a host does not change its mind between two backends).
+confined child observed of itself (uid, seccomp, no_new_privs, namespaces,
+rlimits, how much of ``/sys/fs/cgroup`` it can list) beside the server's own
+uid and namespaces (``server_*``), or ``{"ok": false, "error": "..."}``;
+``try_mode`` runs it and caches the answer per process (a host does not change
+its mind between two backends). ``fail_closed.check_facts`` holds the mode's
+claims against these facts before anything is served.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -31,29 +35,48 @@ _PROBE_UID = 65534  # nobody: the probe's kernel switches to it where slots get 
 _cache: dict[tuple[str, int], dict] = {}
 
 
-def _facts() -> dict:
-    """What a confined kernel can see of its own confinement."""
+def _own_identity(prefix: str = "") -> dict[str, Any]:
+    """This process's uid and namespaces (``prefix`` names the server's, read before confining)."""
+    facts: dict[str, Any] = {f"{prefix}uid": os.getuid()}
+    for ns in ("net", "pid", "mnt"):
+        try:
+            facts[f"{prefix}{ns}_namespace"] = os.readlink(f"/proc/self/ns/{ns}")
+        except OSError:
+            facts[f"{prefix}{ns}_namespace"] = None
+    return facts
+
+
+def _cgroup_entries() -> int | None:
+    """How many entries the kernel sees under ``/sys/fs/cgroup`` (None: not readable)."""
+    try:
+        return len(os.listdir("/sys/fs/cgroup"))
+    except OSError:
+        return None
+
+
+def _facts(server: dict[str, Any]) -> dict:
+    """What a confined kernel can see of its own confinement, beside the server's identity."""
     status = {}
     with open("/proc/self/status") as f:
         for line in f:
             key, _, value = line.partition(":")
             status[key] = value.strip()
     facts: dict[str, Any] = {
-        "uid": os.getuid(),
+        **server,
+        **_own_identity(),
         "seccomp": status.get("Seccomp") == "2",
         "no_new_privs": status.get("NoNewPrivs") == "1",
+        "rlimit_as": resource.getrlimit(resource.RLIMIT_AS)[0],
+        "rlimit_nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+        "cgroup_entries_visible": _cgroup_entries(),
     }
-    for ns in ("net", "pid", "mnt"):
-        try:
-            facts[f"{ns}_namespace"] = os.readlink(f"/proc/self/ns/{ns}")
-        except OSError:
-            facts[f"{ns}_namespace"] = None
     return facts
 
 
 def _run(mode: str, host_root: str) -> dict:
     from analyst_env.envs.local import isolation, procctl, seccomp
 
+    server = _own_identity("server_")
     hidden = [_PACKAGE_DIR]
     exposed: list[str] = []
     if mode != "none":
@@ -72,7 +95,7 @@ def _run(mode: str, host_root: str) -> dict:
         try:
             program = seccomp.build_filter() if seccomp.supported() else None
             isolation.confine_child(mode, slot, uid, isolation.Sizing(), program, exposed)  # type: ignore[arg-type]
-            os.write(write_end, json.dumps({"ok": True, "facts": _facts()}).encode())
+            os.write(write_end, json.dumps({"ok": True, "facts": _facts(server)}).encode())
             os._exit(0)
         except BaseException as exc:
             os.write(
@@ -107,9 +130,39 @@ def main() -> None:
     print(json.dumps(verdict), flush=True)
 
 
+INHERITED_ENV = "ANALYST_ENV_PROBE_VERDICTS"
+"""Where ``serve``'s supervisor hands its verdicts to its workers (``export_verdicts``)."""
+
+
+def export_verdicts() -> None:
+    """Put this process's verdicts in its environment, for the workers it starts.
+
+    A supervisor of ``serve --workers N`` checks the fail-closed rule once before
+    starting them; its workers, the same binary on the same host as the same user, take
+    its verdicts instead of probing again (about a second of CPU each). A verdict can
+    only name a mode to try: the zygote and every kernel still confine themselves and
+    fail rather than run unconfined.
+    """
+    os.environ[INHERITED_ENV] = json.dumps(
+        [[mode, euid, verdict] for (mode, euid), verdict in _cache.items()]
+    )
+
+
+def _inherit() -> None:
+    try:
+        entries = json.loads(os.environ.pop(INHERITED_ENV, "[]"))
+        for mode, euid, verdict in entries:
+            if euid == os.geteuid() and isinstance(verdict, dict):
+                _cache.setdefault((str(mode), euid), verdict)
+    except (ValueError, TypeError):
+        pass
+
+
 def try_mode(mode: str, timeout_s: float = 60.0) -> dict:
     """Probe ``mode`` in a throwaway process: ``{"ok": bool, "facts" | "error"}`` (cached per
-    process)."""
+    process, or inherited from the supervisor that started this worker)."""
+    if INHERITED_ENV in os.environ:
+        _inherit()
     key = (mode, os.geteuid())
     if key not in _cache:
         root = tempfile.mkdtemp(prefix="analyst-env-probe-")

@@ -10,7 +10,9 @@ tmpfs that holds read-only bind mounts of exactly:
 * ``/usr``, ``/etc`` and the ``/bin``, ``/lib*``, ``/sbin`` links or dirs;
 * the interpreter's prefixes and every ``sys.path`` directory, except ones
   inside the server's own package directory (``.venv`` inside it is kept);
-* ``/proc`` and ``/sys`` (another uid's ``/proc/<pid>`` details stay private);
+* ``/proc`` and ``/sys`` (another uid's ``/proc/<pid>`` details stay private),
+  with ``/sys/fs/cgroup`` covered by an empty tmpfs (the host's tree names every
+  server's cgroups, pids and slot uids);
 * a minimal ``/dev`` (null, zero, full, random, urandom; a tmpfs ``/dev/shm``);
 * ``/tmp`` (tmpfs; each kernel gets its slot's own ``tmp`` there) and
   ``/slots``, where the zygote mounts one size-limited tmpfs per episode slot.
@@ -47,6 +49,8 @@ _DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
 _RESERVED = ("/tmp", "/proc", "/sys", "/dev", SLOTS_DIR)
+CGROUP_TREE = "/sys/fs/cgroup"
+"""Covered by an empty tmpfs in the view, cut out of Landlock's rules: no kernel lists it."""
 
 
 def _is_reserved(path: str) -> bool:
@@ -155,6 +159,24 @@ def _mounts_below(target: str) -> list[str]:
     return sorted(set(points), key=len)
 
 
+def _hide_cgroup_tree(new_root: str) -> None:
+    """Cover ``/sys/fs/cgroup`` with an empty read-only tmpfs.
+
+    The host's cgroup tree names every server's cgroups (other servers' pids, their
+    slot uids, sibling kernels' pids); a kernel needs none of it (the server applies
+    the limits from outside), so it sees an empty directory.
+    """
+    target = new_root + CGROUP_TREE
+    if os.path.isdir(target):
+        sc.mount(
+            "tmpfs",
+            target,
+            "tmpfs",
+            sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
+            "mode=0555,size=4k",
+        )
+
+
 def _bind_device(name: str, new_root: str) -> None:
     target = os.path.join(new_root, "dev", name)
     open(target, "ab").close()
@@ -198,6 +220,7 @@ def enter(
     for path in covered_paths([package_dir, *hidden], paths):
         _cover(new_root + path)
     _bind_readonly("/sys", new_root + "/sys", recursive=True)
+    _hide_cgroup_tree(new_root)
     os.makedirs(new_root + "/proc")
     sc.mount("/proc", new_root + "/proc", None, sc.MS_BIND | sc.MS_REC)
     os.makedirs(new_root + "/dev")

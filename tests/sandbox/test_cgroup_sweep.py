@@ -11,6 +11,7 @@ import pytest
 
 from analyst_env.envs.local import cgroups
 from analyst_env.envs.local.cgroups import CgroupManager
+from analyst_env.envs.local.fail_closed import Refusal
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating cgroups needs root")
 
@@ -102,14 +103,56 @@ def test_a_backend_that_cannot_apply_its_limits_says_so(monkeypatch):
         raise PermissionError(13, "Permission denied", "/sys/fs/cgroup/memory")
 
     monkeypatch.setattr(CgroupManager, "_detect", refuse)
-    with pytest.raises(
-        ValueError, match="isolation 'full' cannot be honoured: cgroups unavailable"
-    ):
-        LocalSandboxBackend(isolation="full", standbys=0)
-    backend = LocalSandboxBackend(isolation="auto", standbys=0)
+    monkeypatch.delenv("ANALYST_ENV_PER_PROCESS_LIMITS", raising=False)
+    for mode in ("full", "auto"):  # fail closed: no per-episode limits, no server
+        with pytest.raises(Refusal, match=r"per episode cannot be enforced here \(cgroups unav"):
+            LocalSandboxBackend(isolation=mode, standbys=0)
+    backend = LocalSandboxBackend(isolation="auto", standbys=0, per_process_limits=True)
     try:
         protections = backend.protections()
         assert protections["cgroup_memory"] is False
+        assert protections["limits"].startswith("per process (RLIMIT_AS")
         assert "cgroups unavailable" in protections["degraded"]
     finally:
         backend.close()
+
+
+READ_ONLY_CGROUPS = """
+import os, sys
+from analyst_env.envs.local import cgroups, fail_closed
+from analyst_env.envs.local import syscalls as sc
+sc.unshare(sc.CLONE_NEWNS)
+sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+v2, v1 = cgroups._mounts()
+for point in {*v1.values(), *([v2] if v2 else [])}:  # what a container's cgroupfs looks like
+    sc.mount(None, point, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY)
+os.environ.pop(fail_closed.PER_PROCESS_ENV, None)
+from analyst_env.envs.local import LocalSandboxBackend
+for mode in ("full", "auto"):
+    try:
+        LocalSandboxBackend(isolation=mode, standbys=0).close()
+        print("STARTED", mode)
+    except fail_closed.Refusal as refusal:
+        print("REFUSED", refusal.line)
+backend = LocalSandboxBackend(isolation="auto", standbys=0, per_process_limits=True)
+print("ACCEPTED", backend.protections()["limits"])
+backend.close()
+"""
+
+
+def test_a_read_only_cgroup_tree_refuses_the_start_unless_per_process_limits_are_accepted():
+    """A container's read-only cgroupfs, for real (a mount namespace of its own): the limits
+    cannot be written, so the server does not start without the operator's consent."""
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", READ_ONLY_CGROUPS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, done.stdout + done.stderr[-3000:]
+    for line in lines[:2]:
+        assert line.startswith("REFUSED analyst-env: refusing to start: memory and pids limits")
+        assert "ANALYST_ENV_PER_PROCESS_LIMITS=1" in line
+    assert lines[2] == "ACCEPTED per process (RLIMIT_AS, RLIMIT_NPROC per slot uid)"

@@ -275,7 +275,7 @@ def test_standby_is_handed_out_and_seeded(backend: LocalSandboxBackend) -> None:
     reason="simulates the unprivileged path from root (a user namespace without host privileges)",
 )
 def test_user_namespace_fallback() -> None:
-    backend = LocalSandboxBackend(isolation="userns", standbys=1)
+    backend = LocalSandboxBackend(isolation="userns", standbys=1, per_process_limits=True)
     try:
         info = backend.protections()
         assert info["isolation"] == "userns"
@@ -297,7 +297,7 @@ def test_user_namespace_fallback() -> None:
 def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
     """In ``userns`` every kernel has the same uid: the slot view and Landlock scoping keep them
     apart."""
-    backend = LocalSandboxBackend(isolation="userns", standbys=0)
+    backend = LocalSandboxBackend(isolation="userns", standbys=0, per_process_limits=True)
     try:
         victim, attacker = backend.start("default", files={}), backend.start("default", files={})
         victim.run_cell("open('secret.txt', 'w').write('s3cret')", timeout_s=10)

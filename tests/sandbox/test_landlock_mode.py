@@ -44,7 +44,7 @@ def refused(sandbox, code: str) -> str:
 
 @pytest.fixture(scope="module")
 def backend():
-    backend = LocalSandboxBackend(isolation="landlock", standbys=0)
+    backend = LocalSandboxBackend(isolation="landlock", standbys=0, per_process_limits=True)
     yield backend
     backend.close()
 
@@ -131,7 +131,7 @@ UNPRIVILEGED = textwrap.dedent(
     os.environ["HOME"] = "/nonexistent"
     os.environ["ANALYST_ENV_TOKEN"] = "tok-9d2b71"
     from analyst_env.envs.local import LocalSandboxBackend
-    backend = LocalSandboxBackend(isolation="auto", standbys=0)
+    backend = LocalSandboxBackend(isolation="auto", standbys=0, per_process_limits=True)
     report = {"protections": backend.protections()}
     first, second = backend.start("default", files={}), backend.start("default", files={})
     def run(sb, code):

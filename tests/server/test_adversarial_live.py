@@ -105,7 +105,9 @@ def test_sandbox_route_reports_protections(server):
         "backend": "local",
         "isolation": body["protections"]["isolation"],
         "degraded": "",
+        "verified": body["protections"]["verified"],
     }
+    assert "cgroup limits written" in health["sandbox"]["verified"]
 
 
 @needs_root
