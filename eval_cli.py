@@ -233,7 +233,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as exc:
             print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
             return 2
-        tasks = [t for t in tasks if args.split is None or t.split == args.split][: args.limit]
+        tasks = [t for t in tasks if args.split is None or t.split == args.split]
+        held = [] if args.include_quarantined else [t for t in tasks if t.quarantine_reason]
+        tasks = [t for t in tasks if args.include_quarantined or not t.quarantine_reason]
+        tasks = tasks[: args.limit]
+        if held:
+            print(
+                f"skipped {len(held)} quarantined task(s) (broken upstream gold; "
+                "--include-quarantined exports them)",
+                file=sys.stderr,
+            )
         try:
             dirs = export(
                 tasks,
@@ -341,6 +350,11 @@ def add_export_parser(sub) -> None:
     harbor.add_argument("--out", required=True, help="Output directory (tasks/ is written inside)")
     harbor.add_argument("--split", help="Only this split")
     harbor.add_argument("--limit", type=int, help="Only the first N tasks")
+    harbor.add_argument(
+        "--include-quarantined",
+        action="store_true",
+        help="also export tasks quarantined for a broken upstream gold (metadata gold_status)",
+    )
     harbor.add_argument(
         "--grader-requirement",
         default=None,

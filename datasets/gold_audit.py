@@ -3,10 +3,11 @@
 A benchmark's reference answer can be wrong, and then a correct answer scores
 0 and training pushes the policy towards the mistake. Loaders run these checks
 and record what they find in ``metadata["gold_status"]`` (``"ok"`` or the
-evidence); ``analyst-env validate`` adds the check that needs an episode (a
-task its untouched initial state already solves) and lists every such task as
-quarantined. Nothing is dropped: see ``docs/rewards.md`` for how quarantined
-tasks are served.
+evidence); :mod:`~analyst_env.datasets.quarantine` adds, at load, the check that
+needs the task's files (a task its untouched initial state already solves), and
+that one decision is what serving, ``eval``, exports, ``/web`` and ``validate``
+read. Nothing is dropped: see ``docs/rewards.md`` for how quarantined tasks are
+served.
 
 Checks on reference **workbooks** (SheetCopilot), read from the formulas the
 reference itself was built with:
@@ -19,7 +20,10 @@ reference itself was built with:
 - **inconsistent formula**: in a column of at least three formulas that agree
   once literals are set aside, one formula that differs from all the others
   (a copy-paste slip such as a lookup of the wrong column), the rule behind
-  Excel's own "inconsistent formula" warning.
+  Excel's own "inconsistent formula" warning. A **summary row** is not such a
+  slip: the odd formula at the top or bottom of the run that aggregates the
+  run's own cells (``=COUNTIF(C2:C25,TRUE)`` under ``C2:C25``, a total, a mean),
+  as SheetCopilot PeriodRate-4 asks for ("count them in an underneath row").
 
 Check on **labels** (DABench, and any loader whose gold is ``name -> value``
 pairs): a name given two different values contradicts itself; no answer can
@@ -165,6 +169,36 @@ def _template(formula: str, row: int, column: int) -> str:
     return _CELL.sub(relative, _STRING.sub('"…"', formula))
 
 
+def is_summary_row(ws, run: list[tuple[int, str]], row: int, column: int) -> bool:
+    """Whether the odd formula at ``row`` closes or opens the run by aggregating it: it is the
+    run's first or last cell and refers to a range of its own sheet and column that spans
+    every other row of the run (a count, total or mean row, not a copy-paste slip).
+
+    Example:
+        >>> book = openpyxl.Workbook()
+        >>> ws = book.active
+        >>> for r in range(2, 6):
+        ...     ws.cell(r, 3, f"=B{r}>=5")
+        >>> ws["C6"] = "=COUNTIF(C2:C5,TRUE)"
+        >>> run = [(r, "") for r in range(2, 7)]
+        >>> is_summary_row(ws, run, 6, 3), is_summary_row(ws, run, 4, 3)
+        (True, False)
+    """
+    first, last = run[0][0], run[-1][0]
+    if row not in (first, last):
+        return False
+    others = (first + 1, last) if row == first else (first, last - 1)
+    formula = ws.cell(row, column).value
+    for ref in _REF.finditer(_STRING.sub('"…"', str(formula))):
+        sheet = (ref.group("sheet") or ws.title).strip("'")
+        if sheet != ws.title or ":" not in ref.group("range"):
+            continue
+        min_col, min_row, max_col, max_row = range_boundaries(ref.group("range").replace("$", ""))
+        if min_col <= column <= max_col and min_row <= others[0] and max_row >= others[1]:
+            return True
+    return False
+
+
 def inconsistent_formulas(ws, min_run: int = 3) -> list[str]:
     """Cells whose formula differs from every other formula of its column's run, which all agree."""
     found = []
@@ -191,6 +225,8 @@ def inconsistent_formulas(ws, min_run: int = 3) -> list[str]:
             if len(counts) == 2 and min(counts.values()) == 1:
                 odd = min(counts, key=counts.__getitem__)
                 row_number = next(r for r, t in run if t == odd)
+                if is_summary_row(ws, run, row_number, column):
+                    continue
                 cell = ws.cell(row_number, column).coordinate
                 found.append(
                     f"{ws.title}!{cell} (differs from the {len(run) - 1} formulas around it)"
@@ -212,6 +248,7 @@ __all__ = [
     "GOLD_OK",
     "contradicting_labels",
     "inconsistent_formulas",
+    "is_summary_row",
     "unsorted_approximate_lookups",
     "workbook_reference_problems",
 ]

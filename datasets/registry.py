@@ -63,6 +63,10 @@ def load_dataset(spec: str) -> Any:
 
     Raises:
         ValueError: If the format or set name is unknown, or the path is empty.
+
+    A benchmark folder's upstream tasks come back with the quarantine decided
+    (:mod:`~analyst_env.datasets.quarantine`: the loader's gold checks, then whether
+    the untouched initial state already solves the task).
     """
     spec = spec.strip()
     if spec in SHIPPED:
@@ -80,4 +84,8 @@ def load_dataset(spec: str) -> Any:
         raise ValueError(f"unknown dataset format {fmt!r}; {hint}")
     if not path:
         raise ValueError(f"dataset spec {spec!r} has no path after {fmt + ':'!r}")
-    return load_entry_point(FORMATS[fmt])(os.path.abspath(os.path.expanduser(path)))
+    dataset = load_entry_point(FORMATS[fmt])(os.path.abspath(os.path.expanduser(path)))
+    from analyst_env.datasets.quarantine import audit_initial_state
+
+    audit_initial_state(dataset.tasks)  # the one quarantine decision, made once at load
+    return dataset

@@ -23,6 +23,7 @@ from analyst_env.server.peers import session_prefix
 from analyst_env.server.settings import Settings
 from analyst_env.server.tools import TOOLS
 from analyst_env.server.trajectories import TrajectoryStore
+from analyst_env.verifiers.recalc import recalculation_refusal
 
 if TYPE_CHECKING:
     from analyst_env.envs.recipes.service import EnvironmentService
@@ -52,6 +53,19 @@ class TaskNotFoundError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class TaskUnavailableError(TaskNotFoundError):
+    """A reset asked for a task this server cannot score (no LibreOffice for a workbook task)."""
+
+
+def _servable(task: Task) -> Task:
+    """``task``, unless this server cannot score it: then the reset is refused with the reason
+    (a procedural set's workbook task, made on demand, is refused here rather than skipped)."""
+    reason = recalculation_refusal(task)
+    if reason:
+        raise TaskUnavailableError(reason)
+    return task
 
 
 class Chain(Sequence):
@@ -119,11 +133,14 @@ class Runtime:
             raise ValueError("task ids must be unique across the served datasets")
         self.quarantined: list[Task] = [t for t in self.tasks if t.quarantine_reason]
         """Upstream tasks with a broken gold: listed and served by id, drawn only if allowed."""
-        self.drawable: list[Task] = (
-            self.tasks
-            if settings.serve_quarantined or not self.quarantined
-            else [t for t in self.tasks if not t.quarantine_reason]
-        )
+        self.refused: list[Task] = [t for t in self.tasks if recalculation_refusal(t)]
+        """Tasks this server cannot score (a workbook task without LibreOffice): never served."""
+        refused = {t.id for t in self.refused}
+        self.drawable: list[Task] = [
+            t
+            for t in self.tasks
+            if t.id not in refused and (settings.serve_quarantined or not t.quarantine_reason)
+        ]
         """What a reset without ``task_id`` draws from (by seed, or by split and index)."""
         self._splits: dict[str, list[Task]] = {}
         for t in self.tasks:
@@ -191,11 +208,17 @@ class Runtime:
         if task_id is not None:
             if split is not None or index is not None:
                 raise ValueError("pass either task_id or split/index, not both")
-            return self.task(task_id)
+            return _servable(self.task(task_id))
         pool = self.split(split) if split is not None else self.all_tasks()
         if not pool:
-            held = [t for t in self.quarantined if split is None or t.split == split]
             where = f" in split {split!r}" if split is not None else ""
+            refused = [t for t in self.refused if split is None or t.split == split]
+            if refused:
+                raise TaskUnavailableError(
+                    f"no task{where} can be drawn: {recalculation_refusal(refused[0])} "
+                    f"({len(refused)} such task(s))"
+                )
+            held = [t for t in self.quarantined if split is None or t.split == split]
             if held:
                 raise TaskNotFoundError(
                     f"no task{where} can be drawn: its {len(held)} task(s) are quarantined "
@@ -206,8 +229,8 @@ class Runtime:
         if index is not None:
             if not 0 <= index < len(pool):
                 raise IndexError(f"index {index} out of range for {len(pool)} task(s)")
-            return pool[index]
-        return pool[random.Random(seed).randrange(len(pool))]
+            return _servable(pool[index])
+        return _servable(pool[random.Random(seed).randrange(len(pool))])
 
     def describe_files(self, task: Task) -> list[FileInfo]:
         return [describe_file(name, path) for name, path in sorted(task.files.items())]

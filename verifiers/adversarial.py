@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import io
+import math
 import re
 import zipfile
 from collections.abc import Iterable
@@ -199,14 +200,29 @@ def collection_probes(items: list[str], ordered: bool) -> tuple[list[Probe], lis
     return adversarial, natural
 
 
+def is_nan_text(value: Any) -> bool:
+    """Whether a gold value is NaN (written ``nan``, ``NaN``...): then ``nan`` is its right answer.
+
+    Example:
+        >>> is_nan_text("NaN"), is_nan_text("0.5"), is_nan_text("n/a")
+        (True, False, False)
+    """
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def dabench_probes(parts: list[list[str]], oracle: str) -> tuple[list[Probe], list[Probe]]:
     wrong = " ".join(f"@{n}[-12345.678]" for n, _ in parts)
     adversarial = [
         Probe("wrong-then-right", f"{wrong} {oracle}"),
         Probe("right-then-wrong", f"{oracle} {wrong}"),
         Probe("no-format", " ".join(f"{n} {v}" for n, v in parts)),
-        Probe("nan", " ".join(f"@{n}[nan]" for n, _ in parts)),
     ]
+    if not all(is_nan_text(v) for _, v in parts):  # NaN for a number; a NaN gold keeps its value
+        nan = " ".join(f"@{n}[{v if is_nan_text(v) else 'nan'}]" for n, v in parts)
+        adversarial.append(Probe("nan", nan))
     if len(parts) > 1:
         adversarial.append(Probe("missing-part", " ".join(oracle.split()[:-1])))
     natural = [
@@ -285,7 +301,11 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
     gold, oracle = task.answer, task.oracle_answer.strip()
     if name == "workbook_match":
         return workbook_probes(gold["workbook"], dict(task.files)), []
-    if name == "numeric" and (value := as_number(gold)) is not None:
+    if name == "numeric" and (value := as_number(gold)) is not None and math.isnan(value):
+        junk = [p for p in junk if not is_nan_text(p.answer)]  # "nan" is this gold's own answer
+        adversarial: list[Probe] = []
+        natural = [Probe("plain", oracle)]
+    elif name == "numeric" and value is not None:
         text = oracle if parse_number(oracle) == value else repr(value)  # the oracle's rounding
         adversarial, natural = numeric_probes(text, value)
     elif name == "exact" and isinstance(gold, str) and gold.strip():
@@ -394,4 +414,13 @@ def summarize(results: Iterable[ProbeResult]) -> dict[str, dict[str, Any]]:
     return dict(sorted(table.items()))
 
 
-__all__ = ["JUNK", "PROBED", "Probe", "ProbeResult", "probe_task", "probes_for", "summarize"]
+__all__ = [
+    "JUNK",
+    "PROBED",
+    "Probe",
+    "ProbeResult",
+    "is_nan_text",
+    "probe_task",
+    "probes_for",
+    "summarize",
+]

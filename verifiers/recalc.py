@@ -108,8 +108,42 @@ def soffice_path() -> str | None:
     """The LibreOffice executable (``$ANALYST_ENV_SOFFICE``, else ``soffice`` on PATH), or None."""
     configured = os.environ.get("ANALYST_ENV_SOFFICE")
     if configured:
-        return configured if os.access(configured, os.X_OK) else None
+        runnable = os.path.isfile(configured) and os.access(configured, os.X_OK)
+        return configured if runnable else None  # a directory is "executable" too
     return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+RECALCULATING_SCORERS = frozenset({"workbook_match"})
+"""Scorers that read computed cell values: every workbook task's instruction says formulas
+are fine, and SheetCopilot references hold formula cells saved without values."""
+
+
+def needs_recalculation(task) -> bool:
+    """Whether scoring ``task`` needs a formula engine (its scorer recalculates workbooks).
+
+    Example:
+        >>> from analyst_env.task_format import Task, VerifierSpec
+        >>> spec = VerifierSpec(name="workbook_match")
+        >>> needs_recalculation(Task(id="t", instruction="", answer={}, oracle_answer="",
+        ...                          verifier=spec))
+        True
+    """
+    verifier = task.verifier
+    return (
+        verifier.name in RECALCULATING_SCORERS and verifier.params.get("recalc", True) is not False
+    )
+
+
+def recalculation_refusal(task) -> str | None:
+    """Why ``task`` cannot be served here (it needs recalculation and there is no LibreOffice),
+    or None. Served anyway, a formula the agent wrote could never be checked: scored 0."""
+    if not needs_recalculation(task) or soffice_path() is not None:
+        return None
+    return (
+        f"task {task.id} cannot be served: its workbook is scored on computed formula values "
+        "and LibreOffice (soffice) is not installed here; install Debian "
+        "'libreoffice-calc-nogui' (or set ANALYST_ENV_SOFFICE)"
+    )
 
 
 def recalculate_bytes(

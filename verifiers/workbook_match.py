@@ -21,6 +21,13 @@ floats (Excel COM returns every number as a float); ``UsedRange`` is the
 bounding box of non-empty cells (openpyxl cannot see formatting-only cells the
 way Excel does).
 
+Without a recalculation (LibreOffice absent or failed, or ``recalc=False``) no cell
+is skipped: a formula cell saved without its value, in a reference or in the
+agent's workbook, holds :data:`UNCOMPUTED`, which equals nothing, so the check
+fails there with the reason (before, such a reference cell was left unchecked,
+and a workbook whose formulas were all ``=1+1`` matched references saved without
+cached values).
+
 Example:
     >>> grid = {(1, 1): "Week", (2, 1): "Week 1", (1, 2): "Sales", (2, 2): 5.0}
     >>> table_extent(grid)
@@ -53,6 +60,20 @@ tens of seconds and most of a gigabyte on a 200,000-row sheet; a zip bomb much m
 
 Grid = dict[tuple[int, int], Any]
 """A sheet's non-empty cells: ``{(row, column): value}``, 1-based."""
+
+
+class Uncomputed:
+    """A formula cell with no value: saved without one and not recalculated.
+
+    It stands in the grid so the cell is not taken for empty, and it equals no
+    value (not even itself under :func:`cell_equal`), so it can never match.
+    """
+
+    def __repr__(self) -> str:
+        return "a formula without a computed value"
+
+
+UNCOMPUTED = Uncomputed()
 
 
 def normalize_value(value: Any) -> Any:
@@ -114,7 +135,11 @@ def table_extent(grid: Grid) -> tuple[int, int]:
 
 
 def cell_equal(gold: Any, got: Any) -> bool:
-    """Upstream's cell rule: same type, then strip-equal strings, allclose numbers, else ==."""
+    """Upstream's cell rule: same type, then strip-equal strings, allclose numbers, else ==.
+
+    A cell whose value is unknown (:data:`UNCOMPUTED`) equals nothing."""
+    if isinstance(gold, Uncomputed) or isinstance(got, Uncomputed):
+        return False
     if type(gold) is not type(got):
         return False
     if isinstance(gold, str):
@@ -158,6 +183,16 @@ def compare_sheet(gold: dict[tuple[int, int], tuple[Any, ...]], result: Grid) ->
         for row in range(1, n_rows + 1, step):
             want = gold.get((row, col), (None,))
             got = result.get((row, match))
+            if UNCOMPUTED in want:
+                return (
+                    f"row {row}, column {col} of the reference is a formula saved without its "
+                    "value and nothing recalculated it: the cell cannot be checked"
+                )
+            if isinstance(got, Uncomputed):
+                return (
+                    f"row {row}, column {match}: a formula without a computed value (the "
+                    "workbook was not recalculated): the cell cannot be checked"
+                )
             if not _accepts(want, got):
                 return f"row {row}, column {match}: the value {got!r} is not the expected one"
     return None
@@ -165,15 +200,40 @@ def compare_sheet(gold: dict[tuple[int, int], tuple[Any, ...]], result: Grid) ->
 
 def _gold_cells(cached: Grid, recalculated: Grid) -> dict[tuple[int, int], tuple[Any, ...]]:
     """Each reference cell with the values it accepts: cached first, then the engine's if
-    different."""
+    different. A cell whose only value is :data:`UNCOMPUTED` keeps it (it fails the check)."""
     cells = {}
     for key in cached.keys() | recalculated.keys():
         options = [v for v in (cached.get(key), recalculated.get(key)) if v is not None]
         if len(options) == 2 and cell_equal(options[0], options[1]):
             options.pop()
+        if len(options) == 2 and isinstance(options[0], Uncomputed):
+            options.pop(0)  # the engine's value stands in for the missing cached one
         if options:
             cells[key] = tuple(options)
     return cells
+
+
+def uncomputed_cells(formulas_ws, values_ws) -> set[tuple[int, int]]:
+    """Formula cells of a sheet that were saved without a value (``data_only`` reads ``None``).
+
+    Args:
+        formulas_ws: The sheet as saved (openpyxl, formulas).
+        values_ws: The same sheet read with ``data_only=True``.
+    """
+    formulas = {
+        (c.row, c.column) for row in formulas_ws.iter_rows() for c in row if c.data_type == "f"
+    }
+    if not formulas:
+        return set()
+    valued = {
+        (c.row, c.column) for row in values_ws.iter_rows() for c in row if c.value is not None
+    }
+    return formulas - valued
+
+
+def mark_uncomputed(grid: Grid, cells: set[tuple[int, int]]) -> Grid:
+    """``grid`` with each of ``cells`` set to :data:`UNCOMPUTED` (never left out as empty)."""
+    return {**grid, **dict.fromkeys(cells, UNCOMPUTED)} if cells else grid
 
 
 def enabled_value_sheets(check_board: dict[str, Any]) -> list[int]:
@@ -208,7 +268,13 @@ def unsupported_checks(check_board: dict[str, Any]) -> list[str]:
 
 
 def compare_workbooks(
-    result, ref_cached, ref_recalculated, check_board: dict[str, Any]
+    result,
+    ref_cached,
+    ref_recalculated,
+    check_board: dict[str, Any],
+    *,
+    result_formulas=None,
+    ref_formulas=None,
 ) -> str | None:
     """Compare a result workbook with one reference; ``None`` if it matches, else the reason.
 
@@ -218,19 +284,32 @@ def compare_workbooks(
         ref_recalculated: The reference recalculated by the same engine as the result,
             or ``None`` to accept cached values only.
         check_board: The reference's ``check_board`` (sheet index -> enabled checks).
+        result_formulas: The agent's workbook with its formulas, when it was not
+            recalculated: its formula cells without saved values are unknown, never empty.
+        ref_formulas: The reference with its formulas, when ``ref_recalculated`` is
+            ``None``: the same for its cells.
     """
     if len(result.worksheets) != len(ref_cached.worksheets):
         return f"the workbook has {len(result.worksheets)} worksheets, not the expected number"
     for index in enabled_value_sheets(check_board):
         if index > len(ref_cached.worksheets):
             continue
-        cached = sheet_grid(ref_cached.worksheets[index - 1])
+        ref_ws = ref_cached.worksheets[index - 1]
+        cached = sheet_grid(ref_ws)
         recalculated = (
             sheet_grid(ref_recalculated.worksheets[index - 1]) if ref_recalculated else {}
         )
-        reason = compare_sheet(
-            _gold_cells(cached, recalculated), sheet_grid(result.worksheets[index - 1])
-        )
+        if ref_recalculated is None and ref_formulas is not None:
+            cached = mark_uncomputed(
+                cached, uncomputed_cells(ref_formulas.worksheets[index - 1], ref_ws)
+            )
+        got_ws = result.worksheets[index - 1]
+        got = sheet_grid(got_ws)
+        if result_formulas is not None:
+            got = mark_uncomputed(
+                got, uncomputed_cells(result_formulas.worksheets[index - 1], got_ws)
+            )
+        reason = compare_sheet(_gold_cells(cached, recalculated), got)
         if reason is not None:
             return f"sheet {index}: {reason}"
     return None
@@ -303,11 +382,25 @@ def workbook_match(
         except RecalcError as exc:
             detail_prefix = f"not recalculated ({exc}); "
     result = _load_values(recalculated[0] or data)
+    result_formulas = None
+    if recalculated[0] is None and has_formulas(data):  # its formulas may lack values
+        result_formulas = openpyxl.load_workbook(io.BytesIO(data))
     components, reasons = {}, []
     for number, (ref, ref_recalc) in enumerate(zip(refs, recalculated[1:]), start=1):
-        cached = openpyxl.load_workbook(ref["path"], data_only=True)
+        ref_data = Path(ref["path"]).read_bytes()
+        cached = _load_values(ref_data)
         again = _load_values(ref_recalc) if ref_recalc else None
-        reason = compare_workbooks(result, cached, again, ref.get("check_board", {}))
+        formulas = None
+        if again is None and has_formulas(ref_data):  # its formulas may lack cached values
+            formulas = openpyxl.load_workbook(io.BytesIO(ref_data))
+        reason = compare_workbooks(
+            result,
+            cached,
+            again,
+            ref.get("check_board", {}),
+            result_formulas=result_formulas,
+            ref_formulas=formulas,
+        )
         components[f"reference {number}"] = float(reason is None)  # numbered: file names are gold
         reasons.append(f"reference {number}: {reason or 'match'}")
     reward = max(components.values(), default=0.0)
@@ -326,11 +419,13 @@ def _recalculate(blobs: list[bytes], timeout_s: float) -> list[bytes]:
 
 
 __all__ = [
+    "UNCOMPUTED",
     "cell_equal",
     "compare_sheet",
     "compare_workbooks",
     "enabled_value_sheets",
     "table_extent",
+    "uncomputed_cells",
     "unsupported_checks",
     "workbook_match",
 ]

@@ -30,16 +30,19 @@ hands every frame to the leak scan; a task's three runs go one after another
 visible, so a gold value written into a file *name* (or any other sign of it
 that reaches the agent before it answers) is caught.
 
-**Quarantine.** Tasks whose metadata carries a ``gold_status`` other than
-``"ok"`` (loaders set it to the evidence, e.g. ``"error: no such column"`` or
-``"reference formulas wrong: ..."``, see :mod:`analyst_env.datasets.gold_audit`)
-are still run and reported, under ``broken_upstream`` with that evidence, and
-do not fail the validation; they are never dropped. Validation adds one
-finding of its own: an upstream task (one whose loader records a
-``gold_status``) that its untouched initial state already solves, i.e. whose
-null run scores above 0, is quarantined as ``"solved by its initial state:
-..."``. A task of our own with that fault fails the ``null`` check instead: it
-is ours to fix. ``quarantine`` in the report counts them by reason.
+**Quarantine.** Validation reads the one decision every other user reads
+(:func:`analyst_env.datasets.quarantine.quarantine_reason`: the loaders' gold
+checks and, at load, whether the untouched initial state solves the task).
+Quarantined tasks are still run and reported, under ``broken_upstream`` with
+that evidence, and do not fail the validation; they are never dropped. Its own
+null run is a cross-check of that decision: an upstream task (one whose loader
+records a ``gold_status``) that is served although its null run scores above 0
+fails the ``quarantine`` check (the load-time decision missed it, a bug); one
+scored by verify hooks, which only an episode can run, is listed under
+``broken_upstream`` with ``"solved by its initial state: ..."``. Both kinds are
+named in ``served_but_quarantinable``: served, yet quarantinable. A task of our own
+with that fault fails the ``null`` check: it is ours to fix. ``quarantine`` in
+the report counts quarantined tasks by reason.
 """
 
 from __future__ import annotations
@@ -52,11 +55,15 @@ from typing import Any
 from analyst_env.client.evaluation.engine import run_episode
 from analyst_env.client.evaluation.gold_leaks import Frames, scan_runs
 from analyst_env.datasets import Task
-from analyst_env.datasets.gold_audit import GOLD_OK
+from analyst_env.datasets.quarantine import (
+    SOLVED_BY_INITIAL_STATE,
+    initial_state_checkable,
+    quarantine_reason,
+)
 from analyst_env.task_format import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 
-CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural")
+CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural", "quarantine")
 """Names of the checks, as the report names a failing one."""
 
 NULL_STEPS = [ToolCall(tool="list_files")]
@@ -164,16 +171,31 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
         for failure in failures:
             run = failure["check"] if failure["check"] in plans else "null"
             failure["reward_breakdown"] = runs[run].get("reward_breakdown")
-    gold_status = task.metadata.get("gold_status")
-    if gold_status == GOLD_OK and any(f["check"] == "null" for f in failures):
-        gold_status = (
-            f"solved by its initial state: the null run scored {_cell(runs['null'].get('reward'))}"
-        )
-    if gold_status not in (None, GOLD_OK):
+    reason = quarantine_reason(task)  # the decision serving, eval and exports read
+    if reason is not None:
         row["status"] = "broken_upstream"
-        row["gold_status"] = gold_status
-    else:
-        row["status"] = "fail" if failures else "pass"
+        row["gold_status"] = reason
+        return row
+    null_reward = runs["null"].get("reward")
+    if "gold_status" in task.metadata and null_reward is not None and null_reward > 0:
+        found = f"{SOLVED_BY_INITIAL_STATE}: the null run scored {_cell(null_reward)}"
+        if not initial_state_checkable(task):  # verify hooks: only this run can tell
+            row.update(status="broken_upstream", gold_status=found, served=True)
+            return row
+        # served and drawn, yet its own null run says "solved by its initial state": the
+        # load-time decision missed it, which is a bug to fix there, so the run fails
+        failures.append(
+            {
+                "check": "quarantine",
+                "reason": (
+                    f"served, but the null run scored {_cell(null_reward)}: "
+                    f"{SOLVED_BY_INITIAL_STATE}, which the load-time quarantine "
+                    "(datasets/quarantine.py) did not find"
+                ),
+                "reward_breakdown": runs["null"].get("reward_breakdown"),
+            }
+        )
+    row["status"] = "fail" if failures else "pass"
     return row
 
 
@@ -223,6 +245,10 @@ def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
         "failed": failed,
         "broken_upstream": broken,
         "quarantine": quarantine_counts(broken),
+        "served_but_quarantinable": sorted(
+            {r["task_id"] for r in rows for f in r["failures"] if f["check"] == "quarantine"}
+            | {r["task_id"] for r in rows if r.get("served")}
+        ),
         "scorers": summarize(ProbeResult(**r["probes"]) for r in rows if "probes" in r),
         "tasks": rows,
     }
@@ -264,7 +290,8 @@ def summary(result: dict[str, Any]) -> str:
     failed_tasks = len({f["task_id"] for f in result["failed"]})
     line = (
         f"validate {result['dataset']}: n={result['n']} passed={result['passed']} "
-        f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])}"
+        f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])} "
+        f"served_but_quarantinable={len(result.get('served_but_quarantinable', []))}"
     )
     if result.get("quarantine"):
         line += (

@@ -147,4 +147,5 @@ def _task_row(task: Any) -> dict:
         "domain": meta.get("domain"),
         "instruction": task.instruction[:300],
         "files": sorted(task.files),
+        "quarantined": task.quarantine_reason is not None,  # never drawn; the evidence stays out
     }
