@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import zipfile
@@ -149,7 +150,12 @@ def numeric_probes(gold_text: str, gold: float) -> tuple[list[Probe], list[Probe
         Probe("date-beside", f"{gold_text} on 2022-12-31"),
         Probe("trailing-zero", gold_text + ("0" if "." in gold_text else ".0")),
     ]
-    for label, sep in (("commas", ","), ("thin-space", "\u202f"), ("no-break-space", "\u00a0")):
+    for label, sep in (
+        ("commas", ","),
+        ("space", " "),
+        ("thin-space", "\u202f"),
+        ("no-break-space", "\u00a0"),
+    ):
         grouped = _grouped(gold_text, sep)
         if grouped:
             natural.append(Probe(label, grouped))
@@ -180,6 +186,7 @@ def collection_probes(items: list[str], ordered: bool) -> tuple[list[Probe], lis
     adversarial = [
         Probe("superset", f'[{quoted}, "Other"]'),
         Probe("nested", f"[[{quoted}]]"),
+        Probe("second-list", f'[{quoted}] ["Other"]'),
     ]
     if len(items) > 1:  # one item joined by spaces is that item, the correct answer
         adversarial.append(Probe("space-joined", " ".join(items)))
@@ -193,6 +200,7 @@ def collection_probes(items: list[str], ordered: bool) -> tuple[list[Probe], lis
         Probe("lowercase", ", ".join(i.lower() for i in items)),
         Probe("numbered", "\n".join(f"{n}. {i}" for n, i in enumerate(items, 1))),
         Probe("in-prose", f"They are [{quoted}]."),
+        Probe("with-note", f"[{quoted}] [note: as the question asks]"),
     ]
     if not ordered:
         natural.append(Probe("other-order", ", ".join(items[::-1])))
@@ -294,6 +302,19 @@ def _rouge_safe(junk: list[Probe], gold_text: str) -> list[Probe]:
     return [p for p in junk if not set(re.findall(r"\w+", p.answer.lower())) & words]
 
 
+def _json5_form(oracle: str) -> str | None:
+    """The oracle's JSON object written as JSON5 (a comment and a trailing comma),
+    as DA-Code's upstream scorer reads it; ``None`` when the oracle is no JSON object."""
+    try:
+        value = json.loads(oracle)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    items = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in value.items())
+    return "{\n  // the values asked for\n" + items + ",\n}"
+
+
 def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
     """(adversarial, natural) probes for ``task``: the shared junk plus its scorer's own."""
     name = task.verifier.name
@@ -324,7 +345,12 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
         ]
         if gold.get("metric") == "ROUGE-L":
             junk, adversarial = _rouge_safe(junk, str(gold.get("answer"))), adversarial[:1]
-        natural = [Probe("oracle", oracle)]
+        else:  # a hedge: a wrong final answer first, the right one after it
+            adversarial.append(Probe("second-final", f"Final Answer: all of them\n{oracle}"))
+        natural = [
+            Probe("oracle", oracle),
+            Probe("explained", f"{oracle}\nThis follows from the table's rows."),
+        ]
     elif name == "dacode_text":
         adversarial = [
             Probe("empty-object", "{}"),
@@ -336,6 +362,8 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
             ),
         ]
         natural = [Probe("oracle", oracle), Probe("in-prose", f"Here it is: {oracle}")]
+        if (commented := _json5_form(oracle)) is not None:
+            natural.append(Probe("json5", commented))
     else:
         adversarial, natural = [], []
     return junk + adversarial, natural

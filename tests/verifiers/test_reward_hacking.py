@@ -359,10 +359,24 @@ def test_generated_probes_hold_on_every_starter_task(starter):
 def test_generated_hedges_include_the_gold_and_natural_forms_are_the_documented_ones(starter):
     adversarial, natural = probes_for(starter["starter-sales-000"])
     assert "Either 640436.2 or 256171.68" in [p.answer for p in adversarial]
-    assert {"256,171.68", "256\u202f171.68", "256171.68 (rounded)", "256171.680"} <= {
-        p.answer for p in natural
-    }
+    assert {
+        "256,171.68",
+        "256 171.68",
+        "256\u202f171.68",
+        "256171.68 (rounded)",
+        "256171.680",
+    } <= {p.answer for p in natural}
     assert {"", "all of them", "nan", "1e309"} <= {p.answer for p in adversarial}
+
+
+def test_generated_probes_carry_the_notes_and_second_answers_a_scorer_must_tell_apart(starter):
+    collection = next(t for t in starter.values() if t.verifier.name == "set")
+    adversarial, natural = probes_for(collection)
+    note = next(p for p in natural if p.label == "with-note")
+    second = next(p for p in adversarial if p.label == "second-list")
+    assert note.answer.endswith("[note: as the question asks]")
+    assert second.answer.endswith('["Other"]')
+    assert score(collection, note.answer) == 1.0 and score(collection, second.answer) == 0.0
 
 
 @pytest.mark.parametrize(
