@@ -34,12 +34,33 @@ COPY . /app/env
 RUN pip install --no-cache-dir --no-deps -e /app/env \
     && analyst-env tasks --dataset starter > /dev/null
 
-# Run as an unprivileged user that owns the cache and the recorded trajectories.
-RUN useradd --create-home --uid 1000 user \
+# Run as an unprivileged user (uid 1000) that owns the cache and the state directory.
+# The image runs with a read-only root (`--read-only --tmpfs /tmp`, docs/publishing.md):
+# the server writes only the state directory (a declared volume, so `docker run` gives
+# it a writable anonymous volume with this ownership when none is mounted), /tmp and the
+# episodes' directories beneath it. Hence:
+# - the home directory is /tmp (root's too, for `-u 0`): matplotlib, IPython and fontconfig
+#   write their config and caches under $HOME (the sandbox's zygotes, started without
+#   $HOME, find it in /etc/passwd). A read-only home made them fall back to temporary
+#   directories, and a zygote that looked one up made every kernel inherit /tmp as its
+#   temp directory, which Landlock refuses (openpyxl could not save a workbook);
+# - fontconfig's caches are made again here: the ones apt made record sub-second mtimes,
+#   which the image's layers do not keep, so every process found them stale;
+# - the starter set is in the task cache already (above); other generated datasets need
+#   a writable ANALYST_ENV_CACHE (docs/publishing.md).
+RUN useradd --uid 1000 --user-group --home-dir /tmp --no-create-home user \
+    && sed -i '/^root:/s#:/root:#:/tmp:#' /etc/passwd \
+    && fc-cache -fs \
     && mkdir -p /var/cache/analyst_env /var/lib/analyst_env \
-    && chown -R user /var/cache/analyst_env /var/lib/analyst_env
-ENV ANALYST_ENV_STATE_DIR=/var/lib/analyst_env
+    && chown -R user:user /var/cache/analyst_env /var/lib/analyst_env
+# A container without root gets no writable cgroups, so memory and pids are limited per
+# kernel process (RLIMIT_AS, the cell limits), not per episode; without this consent the
+# server refuses to start there (docs/security.md). A hub Space cannot pass options, so the
+# image gives it; `-e ANALYST_ENV_PER_PROCESS_LIMITS=0` restores the refusal.
+ENV ANALYST_ENV_STATE_DIR=/var/lib/analyst_env \
+    ANALYST_ENV_PER_PROCESS_LIMITS=1
 USER user
+VOLUME ["/var/lib/analyst_env"]
 
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health')"

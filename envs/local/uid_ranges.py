@@ -19,6 +19,8 @@ import fcntl
 import os
 from dataclasses import dataclass
 
+from analyst_env.envs.local.fail_closed import Refusal
+
 RANGE_STRIDE = 65_536
 DEFAULT_BASE = 23 * RANGE_STRIDE  # 1,507,328: above any uid a distribution hands out
 MAX_RANGES = 256
@@ -97,9 +99,21 @@ def claim(size: int, base: int | None = None, lock_dir: str = LOCK_DIR) -> UidRa
 
     Raises:
         UidRangeBusy: ``base`` is held by another server, or every candidate is.
+        Refusal: ``lock_dir`` cannot be created or written (a read-only root filesystem).
         ValueError: ``size`` exceeds ``RANGE_STRIDE`` without an explicit ``base``.
     """
-    os.makedirs(lock_dir, mode=0o755, exist_ok=True)
+    try:
+        os.makedirs(lock_dir, mode=0o755, exist_ok=True)
+        if not os.access(lock_dir, os.W_OK):
+            raise PermissionError(f"{lock_dir} is not writable")
+    except OSError as exc:
+        # A read-only root (`docker run --read-only`) has no writable /run: one line, not a
+        # traceback, saying what to mount there.
+        raise Refusal(
+            f"the uid-range locks of isolation full cannot be kept in {lock_dir} ({exc}); "
+            "mount a writable directory there, shared by every server of the host (docker: "
+            f"-v analyst-env-uid-ranges:{lock_dir}; Kubernetes: a hostPath volume)"
+        ) from None
     if base is not None:
         claimed = _try_claim(base, size, lock_dir)
         if claimed is None:

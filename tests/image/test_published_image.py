@@ -21,14 +21,11 @@ instead of building; ANALYST_ENV_IMAGE_RUNS=space,full picks option sets.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 
 import probes
 import pytest
-from docker_engine import docker as _docker
+from docker_engine import Container
 
 pytestmark = pytest.mark.live
 TOKEN = "image-probe-token-" + os.urandom(12).hex()
@@ -55,59 +52,11 @@ RUNS = {
 CHOSEN = [r for r in os.environ.get("ANALYST_ENV_IMAGE_RUNS", ",".join(RUNS)).split(",") if r]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Container:
-    """One `docker run` of the image; the probes' view of the server's side goes through docker
-    exec."""
-
-    def __init__(self, image: str, options: list[str]) -> None:
-        self.port = _free_port()
-        self.name = f"analyst-env-probe-{os.getpid()}-{self.port}"
-        _docker(
-            "run",
-            "-d",
-            "--name",
-            self.name,
-            "-e",
-            f"ANALYST_ENV_TOKEN={TOKEN}",
-            "-p",
-            f"127.0.0.1:{self.port}:8000",
-            *options,
-            image,
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def inspect(self) -> dict:
-        return json.loads(_docker("inspect", self.name).stdout)[0]
-
-    def running(self) -> bool:
-        info = self.inspect()
-        return info["State"]["Running"] and info["RestartCount"] == 0
-
-    def exec(self, *argv: str) -> subprocess.CompletedProcess:
-        return _docker("exec", self.name, *argv, check=False)
-
-    def exists(self, path: str) -> bool:
-        return self.exec("test", "-e", path).returncode == 0
-
-    def logs(self) -> str:
-        done = _docker("logs", "--tail", "60", self.name, check=False)
-        return done.stdout + done.stderr
-
-    def remove(self) -> None:
-        _docker("rm", "-f", self.name, check=False)
-
-
 @pytest.fixture(scope="module", params=CHOSEN)
 def run(request, image):
     """The container for one option set, with the probes' Target for it."""
     options, mode = RUNS[request.param]
-    container = Container(image, options)
+    container = Container(image, options, TOKEN)
     try:
         try:
             probes.wait_healthy(
@@ -133,7 +82,8 @@ def run(request, image):
             token=TOKEN,
             secret_paths=secret,
             listen_addresses=[("127.0.0.1", 8000), (ip, 8000), (gateway, container.port)],
-            protected_write_dirs=["/", "/etc", "/home/user", "/usr/local/bin", "/var/tmp", *secret],
+            # The image's user has /tmp as its home (Dockerfile): /tmp is the write probe's own.
+            protected_write_dirs=["/", "/etc", "/home", "/usr/local/bin", "/var/tmp", *secret],
             exists_on_server=container.exists,
             server_alive=container.running,
         )
