@@ -45,6 +45,7 @@ from analyst_env.envs.sandbox import (
     SandboxClosedError,
     SandboxError,
     ShellResult,
+    VerifierUnavailable,
 )
 
 FILE_OP_TIMEOUT_S = 120.0
@@ -116,6 +117,18 @@ class KernelLink(Protocol):
         """Stop at once (kill the kernel, drop the connection), waking a blocked call."""
         ...
 
+    def stop_agent_processes(self) -> None:
+        """Kill every process of the episode (the kernel, whatever it started, whatever left
+        its tree) and wait until none is left, then fork a fresh kernel from the clean template
+        in the same working directory; see ``Sandbox.stop_agent_processes``.
+
+        Raises:
+            VerifierUnavailable: The link cannot be sure every process is gone.
+            SandboxClosedError: The link was aborted.
+            SandboxError: No fresh kernel could be started.
+        """
+        ...
+
     def close(self) -> None:
         """End the episode once no call is in flight; hand its resources back. Called once."""
         ...
@@ -141,6 +154,7 @@ class KernelSandbox(Sandbox):
         self._link = link
         self._grace_s = interrupt_grace_s
         self._closed = False
+        self._agent_stopped = False  # stop_agent_processes ran: verify commands may run
         self._busy = False  # a call is in flight
         self._state_lock = threading.Lock()
         self._call_lock = threading.Lock()
@@ -153,6 +167,8 @@ class KernelSandbox(Sandbox):
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the kernel; see ``Sandbox.run_cell``."""
         with self._calling():
+            if self._agent_stopped:
+                raise SandboxError("the episode is being scored; no cell runs any more")
             link = self._link
             try:
                 message = {"op": "cell", "code": code, "silent": silent}
@@ -182,6 +198,33 @@ class KernelSandbox(Sandbox):
         with self._calling():
             request = {"op": "shell", "command": command, "timeout_s": timeout_s}
             reply = self._request(request, timeout_s + SHELL_GRACE_S)
+            if reply is None:
+                return ShellResult(stderr=SHELL_KERNEL_LOST, timed_out=True)
+            return ShellResult(**reply)
+
+    def stop_agent_processes(self) -> None:
+        """Kill every agent process and continue with a clean kernel; see
+        ``Sandbox.stop_agent_processes``. Cells are refused afterwards."""
+        with self._calling():
+            offload(self._link.stop_agent_processes)  # forks: on a thread on the event loop
+            self._agent_stopped = True
+
+    def run_verifier(self, command: str, *, verifier_dir: str, timeout_s: float) -> ShellResult:
+        """Run a verify command in the clean kernel with a clean environment; see
+        ``Sandbox.run_verifier``."""
+        with self._calling():
+            if not self._agent_stopped:
+                raise VerifierUnavailable("verify commands run only after stop_agent_processes")
+            request = {
+                "op": "verify",
+                "command": command,
+                "timeout_s": timeout_s,
+                "verifier_dir": verifier_dir,
+            }
+            try:
+                reply = self._request(request, timeout_s + SHELL_GRACE_S)
+            except PermissionError as exc:  # the kernel found a trusted directory writable
+                raise VerifierUnavailable(str(exc)) from exc
             if reply is None:
                 return ShellResult(stderr=SHELL_KERNEL_LOST, timed_out=True)
             return ShellResult(**reply)

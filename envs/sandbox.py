@@ -13,7 +13,8 @@ What a backend can do beyond the verbs is declared, not discovered: a backend
 subclasses ``SandboxBackend`` (and a sandbox ``Sandbox``) and overrides the
 defaults it improves on (``start_nowait``, ``warm_up``, ``protections``,
 ``forget_image``, ``use_image_resolver``, ``baker``; ``helpers_defined``,
-``cooperative``). A backend that builds
+``cooperative``, ``stop_agent_processes`` and ``run_verifier``, whose default refuses
+verification). A backend that builds
 its own artifacts from recipes returns a ``SandboxBaker`` from ``baker()``.
 """
 
@@ -41,6 +42,12 @@ class SandboxClosedError(SandboxError):
 class SandboxStartError(SandboxError):
     """The sandbox's kernel could not be started (raised by the first call that needed it,
     when ``start`` returned before its kernel ran); the episode cannot go on."""
+
+
+class VerifierUnavailable(SandboxError):
+    """The sandbox cannot run verify commands out of the agent's reach (its backend cannot stop
+    every agent process, or the agent could write what the commands would run): verification
+    is refused rather than run where the agent could answer for it."""
 
 
 class ExecutionError(BaseModel):
@@ -139,6 +146,34 @@ class Sandbox(Protocol):
     def interrupt(self) -> None:
         """Interrupt the running cell, if any (from another thread)."""
         ...
+
+    def stop_agent_processes(self) -> None:
+        """End the agent's part of the episode before it is scored: kill the kernel and every
+        process it started (detached, double-forked, ``setsid``), then continue with a fresh
+        kernel forked from the clean template (one no cell ever ran in) in the same working
+        directory. Files stay; variables are gone. No cell may run afterwards.
+
+        The default refuses: a backend that cannot do it must not run verify commands.
+
+        Raises:
+            VerifierUnavailable: This backend cannot stop every agent process.
+            SandboxError: Stopping them failed.
+        """
+        raise VerifierUnavailable(
+            f"{type(self).__name__} cannot stop the agent's processes before verification, "
+            "so verify-command tasks are refused on it"
+        )
+
+    def run_verifier(self, command: str, *, verifier_dir: str, timeout_s: float) -> ShellResult:
+        """Run a verify command with ``/bin/sh`` in the working directory, after
+        ``stop_agent_processes``, with a clean environment (``verifier_env.clean_env``: a fixed
+        ``PATH``, ``HOME`` and ``$VERIFIER_DIR`` at ``verifier_dir``), never the kernel's.
+
+        Raises:
+            VerifierUnavailable: ``stop_agent_processes`` was not called, or the sandbox's
+                processes can write a directory the command trusts (its ``PATH``).
+        """
+        raise VerifierUnavailable(f"{type(self).__name__} cannot run verify commands")
 
     def close(self) -> None:
         """Kill the kernel and every process it started; remove the working directory."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from analyst_env.envs.verifier_env import clean_env
 from analyst_env.server.episode import Episode, Limits
 from analyst_env.server.verification import verify_answer
 from analyst_env.task_format import Task, answer_references
@@ -46,10 +47,26 @@ class _DirectorySandbox:
     def get_file(self, path: str) -> bytes:
         return (self.root / path).read_bytes()
 
-    def run_shell(self, command: str, timeout_s: float | None = None) -> _ShellResult:
+    def stop_agent_processes(self) -> None:
+        """Nothing to stop here: Harbor runs its verifier after the agent's phase, in the agent's
+        container, and owns that boundary (the served backends stop the agent themselves)."""
+
+    def run_verifier(self, command: str, *, verifier_dir: str, timeout_s: float) -> _ShellResult:
+        """A verify command with the served backends' clean environment, not the caller's."""
+        home = str((self.root / verifier_dir).resolve())
+        env = clean_env(home, {"VERIFIER_DIR": home})
+        return self.run_shell(command, timeout_s, env=env)
+
+    def run_shell(
+        self, command: str, timeout_s: float | None = None, env: dict[str, str] | None = None
+    ) -> _ShellResult:
         try:
             proc = subprocess.run(
-                ["/bin/sh", "-c", command], cwd=self.root, timeout=timeout_s, capture_output=True
+                ["/bin/sh", "-c", command],
+                cwd=self.root,
+                timeout=timeout_s,
+                capture_output=True,
+                env=env,
             )
         except subprocess.TimeoutExpired:
             return _ShellResult(exit_code=124)

@@ -5,25 +5,36 @@ by default, ``ANALYST_ENV_MAX_ANSWER_BYTES``): a longer answer scores 0.0
 without being parsed, and the verdict says so. Then:
 
 * Tasks with ``verify`` shell commands are scored the way OpenEnv's
-  ``jupyter_env`` and Harbor score them, in a verify directory created fresh
-  for this verification, with a random name the agent could not know in
-  advance (``logs/verifier-<random>``; ``mkdir`` refuses one that exists). The
-  answer is written to ``answer.txt`` there, each command runs with
-  ``$VERIFIER_DIR`` set to it and with ``logs/verifier`` in its text pointing
-  at it, and the reward is the fraction that exit 0, unless a hook wrote a
-  number to its ``reward.txt``, which wins (only a finite number in [0, 1]:
-  see ``verifiers/hooks.py``). Whatever the agent left in ``logs/verifier``
-  (a ``reward.txt``, a symlink) is never read.
+  ``jupyter_env`` and Harbor score them, but out of the agent's reach. First
+  every process the agent started is killed, its kernel included
+  (``Sandbox.stop_agent_processes``: the slot's cgroup or uid on the local
+  backend, every descendant of the slot runner on Docker and Modal; a backend
+  that cannot, E2B, refuses the task with a 0 and the reason), and a fresh
+  kernel is forked from the clean template. Only then is the verify directory
+  created, with a random name the agent could not know in advance
+  (``logs/verifier-<random>``; ``mkdir`` refuses one that exists). The answer
+  is written to ``answer.txt`` there, and each command runs in a new process
+  with a clean environment (``Sandbox.run_verifier``, ``envs.verifier_env``: a
+  fixed system ``PATH``, ``HOME`` in the verify directory, nothing the cells
+  set), with ``$VERIFIER_DIR`` set to the directory and ``logs/verifier`` in its
+  text pointing at it; it is refused if the sandbox could write a directory on
+  that ``PATH``. The reward is the fraction that exit 0, unless a hook wrote a
+  number to its ``reward.txt``, which wins (only a finite number in [0, 1]: see
+  ``verifiers/hooks.py``). Whatever the agent left in ``logs/verifier`` (a
+  ``reward.txt``, a symlink) is never read. See docs/security.md,
+  "Verification the agent cannot reach".
 * Other tasks are scored by their named scorer against the gold answer, which
   never leaves the server, in a child process with time and memory limits
   (``verifiers/bounded.py``). Files the agent produced are read through a
   reader that refuses symlinks, non-regular files and files over
-  ``Limits.max_scored_file_mb``.
+  ``Limits.max_scored_file_mb``; before its first read the agent's processes
+  are stopped as above, where the backend can, so none rewrites a file while
+  it is scored.
 
-Any failure (a limit, a crash, a file that cannot be read) is a reward of 0.0
-with the reason, never an exception: ``final_answer`` always ends the episode.
-The verdict keeps its components, which the final observation reports as the
-reward breakdown.
+Any failure (a limit, a crash, a file that cannot be read, a refused
+verification) is a reward of 0.0 with the reason, never an exception:
+``final_answer`` always ends the episode. The verdict keeps its components,
+which the final observation reports as the reward breakdown.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import re
 import secrets
 import shlex
 
+from analyst_env.envs.sandbox import VerifierUnavailable
 from analyst_env.server.episode import Episode, Limits
 from analyst_env.verifiers import Verdict, reward_from_verify
 from analyst_env.verifiers.bounded import ScoringLimits, score_bounded
@@ -70,7 +82,11 @@ def verify_answer(episode: Episode, answer: str) -> Verdict:
 
 def _score(episode: Episode, answer: str) -> Verdict:
     task, limits = episode.task, episode.limits
-    reader = bounded_reader(episode.sandbox, limits.max_scored_file_mb * 1024 * 1024)
+    reader = bounded_reader(
+        episode.sandbox,
+        limits.max_scored_file_mb * 1024 * 1024,
+        before_first_read=lambda: _stop_agent_if_possible(episode.sandbox),
+    )
     scoring = ScoringLimits(
         timeout_s=limits.score_timeout_s,
         memory_mb=limits.score_memory_mb,
@@ -85,15 +101,31 @@ def _score(episode: Episode, answer: str) -> Verdict:
     )
 
 
-def bounded_reader(sandbox, max_bytes: int):
+def _stop_agent_if_possible(sandbox) -> None:
+    """Stop the agent's processes before a scorer reads its files; a backend that cannot (E2B)
+    is read as it is: a running process could only change the agent's own files, each read
+    once and size-checked, while a verify command would trust what it runs."""
+    try:
+        sandbox.stop_agent_processes()
+    except VerifierUnavailable:
+        pass
+
+
+def bounded_reader(sandbox, max_bytes: int, before_first_read=None):
     """A ``read_file`` for scorers: only regular files (no symlinks) of at most ``max_bytes``.
+
+    ``before_first_read`` (if given) runs once, before the first file is looked at.
 
     Raises (in the returned function):
         FileNotFoundError: No such file.
         OSError: A symlink, not a regular file, or too large; the message says which.
     """
 
+    pending = [before_first_read] if before_first_read is not None else []
+
     def read_file(name: str) -> bytes:
+        while pending:
+            pending.pop()()
         path = shlex.quote(name)
         check = (
             f"if [ -L {path} ]; then echo symlink; elif [ ! -e {path} ]; then echo missing; "
@@ -120,8 +152,17 @@ def bounded_reader(sandbox, max_bytes: int):
 
 
 def _run_hooks(episode: Episode, answer: str) -> Verdict:
+    try:
+        return _run_hooks_unreached(episode, answer)
+    except VerifierUnavailable as exc:
+        return Verdict(0.0, {}, f"verification refused: {exc}")
+
+
+def _run_hooks_unreached(episode: Episode, answer: str) -> Verdict:
+    """The hooks' verdict, run after every agent process is gone (see the module docstring)."""
     task, sandbox = episode.task, episode.require_sandbox()
     timeout_s = episode.limits.shell_timeout_s
+    sandbox.stop_agent_processes()
     verify_dir = VERIFY_DIR_PREFIX + secrets.token_hex(16)
     made = sandbox.run_shell(
         "{ [ -d logs ] && [ ! -L logs ]; } || { rm -rf logs && mkdir logs; }; "
@@ -138,8 +179,8 @@ def _run_hooks(episode: Episode, answer: str) -> Verdict:
     exit_codes = []
     for command in task.verify:
         pointed = _CONVENTIONAL_DIR.sub(verify_dir, command)
-        script = f"VERIFIER_DIR={verify_dir}; export VERIFIER_DIR\n{pointed}"
-        exit_codes.append(sandbox.run_shell(script, timeout_s=timeout_s).exit_code)
+        result = sandbox.run_verifier(pointed, verifier_dir=verify_dir, timeout_s=timeout_s)
+        exit_codes.append(result.exit_code)
     try:
         reward_txt = bounded_reader(sandbox, 4096)(f"{verify_dir}/reward.txt").decode(
             errors="replace"

@@ -3,7 +3,9 @@
 The zygote forks, and the child calls ``run_kernel``. It detaches from the
 zygote's life (dies with it, but in its own session), becomes a subreaper so it
 can account for everything model code starts, confines itself
-(``isolation.confine_child``: namespaces, per-slot uid, rlimits, seccomp),
+(``isolation.confine_child``: namespaces, per-slot uid, rlimits, seccomp) and
+locks the subreaper flag on (``subreaper_lock``: a cell cannot clear it to move a
+process out of the tree the kill before verification follows),
 enters its slot's working directory and then serves requests over its socket
 until the server closes it.
 
@@ -19,6 +21,11 @@ Requests and replies are JSON frames (see ``envs.frames``):
 * ``{"op": "activate", "names", "seed", "env"}`` + one fd per name → ``{}``
 * ``{"op": "cell", "code", "silent"}`` → stdout, stderr, outputs, error, execution_count
 * ``{"op": "shell", "command", "timeout_s"}`` → stdout, stderr, exit_code, timed_out
+* ``{"op": "verify", "command", "timeout_s", "verifier_dir"}`` → as ``shell``, but with
+  ``verifier_env.clean_env`` instead of the kernel's environment (``HOME`` and
+  ``VERIFIER_DIR`` at ``verifier_dir``); refused (``PermissionError``)
+  if this process can write a directory that environment trusts. Sent only to a kernel
+  forked after every agent process was stopped, so no cell ever ran in it.
 * ``{"op": "put", "path", "data_b64"}`` → ``{}``
 * ``{"op": "get", "path"}`` → ``{"data_b64"}``
 * ``{"op": "ping"}`` → ``{"pid"}``
@@ -44,7 +51,8 @@ from typing import Any, NoReturn
 
 import numpy
 
-from analyst_env.envs.local import isolation, procctl
+from analyst_env.envs import verifier_env
+from analyst_env.envs.local import isolation, procctl, subreaper_lock
 from analyst_env.envs.local.capture import PipeCapture
 from analyst_env.envs.local.frame_socket import ConnectionClosed, FrameConnection
 from analyst_env.envs.local.ipyshell import KernelShell
@@ -131,6 +139,7 @@ class _Kernel:
             "activate": self._activate,
             "cell": self._cell,
             "shell": self._shell,
+            "verify": self._verify,
             "put": self._put,
             "get": self._get,
             "ping": self._ping,
@@ -197,7 +206,18 @@ class _Kernel:
             "execution_count": count,
         }
 
-    def _shell(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _verify(self, request: dict[str, Any]) -> dict[str, Any]:
+        verifier_dir = resolve_inside(self.workdir, request["verifier_dir"])
+        env = verifier_env.clean_env(verifier_dir, {"VERIFIER_DIR": verifier_dir})
+        writable = verifier_env.writable_trusted_dirs(env)
+        if writable:
+            raise PermissionError(
+                "verification refused: the sandbox's processes can write "
+                f"{', '.join(writable)}, so a program there could have been replaced by the agent"
+            )
+        return self._shell(request, env)
+
+    def _shell(self, request: dict[str, Any], env: dict[str, str] | None = None) -> dict[str, Any]:
         read_out, write_out = os.pipe()
         read_err, write_err = os.pipe()
         out = PipeCapture(read_out, self.output_limit)
@@ -211,6 +231,7 @@ class _Kernel:
                 stdout=write_out,
                 stderr=write_err,
                 start_new_session=True,
+                env=env,
             )
         except OSError as exc:
             return {"stdout": "", "stderr": f"{exc}\n", "exit_code": 127, "timed_out": False}
@@ -290,6 +311,9 @@ def run_kernel(
         isolation.confine_child(
             mode, spec["slot_dir"], spec["uid"], sizing, seccomp_filter, readable
         )
+        if seccomp_filter is not None:
+            # Every mode sets no_new_privs; where the deny-list loads, this stacks on it.
+            subreaper_lock.lock()
         procctl.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
         if os.getppid() != zygote_pid:
             os._exit(1)

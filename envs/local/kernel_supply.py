@@ -71,6 +71,8 @@ class KernelSupply:
 
         def _retire(self, sandbox: LocalSandbox, placement: Placement | None) -> None: ...
 
+        def _stop_slot(self, placement: Placement) -> None: ...
+
     def _start(
         self,
         image: str,
@@ -104,6 +106,7 @@ class KernelSupply:
             order,
             respawn=lambda placement: self._respawn(placement, order),
             kill=lambda placement: self._kill(placement.kernel, placement.slot),
+            stop_all=self._stop_slot,
             on_close=self._retire,
             interrupt_grace_s=self.interrupt_grace_s,
             start_timeout_s=self.boot_timeout_s,

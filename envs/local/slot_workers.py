@@ -153,6 +153,27 @@ class SlotWorkers:
         kernel.release()
         self._release_slot(slot)
 
+    def _stop_slot(self, placement: Placement) -> None:
+        """Before verification: kill every process of the episode and make sure none runs on.
+
+        With v2 ``cgroup.kill`` every process in the slot's cgroup dies and the slot is
+        watched until empty; with a uid of its own (no ``cgroup.kill``, or a cgroup that
+        would not empty) every process of that uid is stopped and killed, re-scanning until no
+        new one appears: a SIGKILLed process never runs user code again, and the verify
+        directory it would need to find does not exist yet. Without either (``userns``,
+        ``landlock`` without root, ``none``) the kernel's process tree is killed: the kernel
+        is a child subreaper (locked on: ``subreaper_lock``), so a detached or double-forked
+        process is still in that tree.
+        """
+        kernel, slot = placement.kernel, placement.slot
+        if self._cgroups is not None and slot.uid is not None and self._cgroups.can_kill():
+            if self._cgroups.kill(slot.uid, timeout_s=5.0):
+                kernel.mark_killed()
+                return
+        kernel.kill()
+        if slot.uid is not None:
+            procctl.kill_uid(slot.uid)
+
     def _run_teardowns(self) -> None:
         while True:
             with self._lock:

@@ -20,7 +20,7 @@ from analyst_env.envs.kernel_sandbox import KernelDied, KernelSandbox
 from analyst_env.envs.local.frame_socket import ConnectionClosed
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
-from analyst_env.envs.sandbox import SandboxClosedError
+from analyst_env.envs.sandbox import SandboxClosedError, VerifierUnavailable
 
 
 class SocketLink:
@@ -31,6 +31,8 @@ class SocketLink:
         respawn: Forks and activates a replacement kernel in the placement's slot
             (same working directory, uid and cgroups).
         kill: Kills a placement's kernel tree quickly (from any thread).
+        stop_all: Kills every process of a placement's slot, so that none runs on
+            (``SlotWorkers._stop_slot``); without it, verification is refused.
         on_close: Called once when the episode ends, with the last placement (its
             kernel already killed), or None if its order was never delivered;
             finishes the teardown off the caller's path.
@@ -48,11 +50,13 @@ class SocketLink:
         respawn: Callable[[Placement], KernelHandle],
         kill: Callable[[Placement], None],
         on_close: Callable[[Placement | None], None],
+        stop_all: Callable[[Placement], None] | None = None,
         start_timeout_s: float = 120.0,
     ) -> None:
         self.order = order
         self._respawn = respawn
         self._kill = kill
+        self._stop_all = stop_all
         self._on_close = on_close
         self._start_timeout_s = start_timeout_s
         self._aborted = False
@@ -106,6 +110,19 @@ class SocketLink:
             placement.kernel.release()
             placement.kernel = self._respawn(placement)
 
+    def stop_agent_processes(self) -> None:
+        """Kill every process of the slot, then fork a fresh kernel into it from the zygote; see
+        ``KernelLink.stop_agent_processes``."""
+        with self._lock:
+            if self._aborted:
+                raise SandboxClosedError("the sandbox was closed")
+            if self._stop_all is None:
+                raise VerifierUnavailable("this sandbox cannot stop its agent's processes")
+            placement = self._placement()
+            self._stop_all(placement)
+            placement.kernel.release()
+            placement.kernel = self._respawn(placement)
+
     def abort(self) -> None:
         """Kill the kernel's tree (its socket closes, waking a blocked call), or abandon the
         order (waking a call waiting for it)."""
@@ -136,7 +153,7 @@ class LocalSandbox(KernelSandbox):
 
     Args:
         order: The episode's kernel, delivered or on its way.
-        respawn, kill, start_timeout_s: See ``SocketLink``.
+        respawn, kill, stop_all, start_timeout_s: See ``SocketLink``.
         on_close: Called once when the sandbox is closed, with the sandbox and
             its last placement (kernel already killed), or None if none was delivered.
         interrupt_grace_s: How long an interrupted cell may take to stop
@@ -152,6 +169,7 @@ class LocalSandbox(KernelSandbox):
         respawn: Callable[[Placement], KernelHandle],
         kill: Callable[[Placement], None],
         on_close: Callable[[LocalSandbox, Placement | None], None],
+        stop_all: Callable[[Placement], None] | None = None,
         interrupt_grace_s: float = 2.0,
         start_timeout_s: float = 120.0,
     ) -> None:
@@ -159,6 +177,7 @@ class LocalSandbox(KernelSandbox):
             order,
             respawn=respawn,
             kill=kill,
+            stop_all=stop_all,
             on_close=lambda last: on_close(self, last),
             start_timeout_s=start_timeout_s,
         )

@@ -20,6 +20,9 @@ runner relays those requests to the current kernel and answers its own:
   as bytes here, where the local backend passes file descriptors.
 * ``{"op": "restart"}`` → ``{"pid"}``: a fresh kernel in the same working
   directory (files kept), same seed and environment.
+* ``{"op": "stop_agent"}`` → ``{"pid"}``: before verification, kill every process the
+  runner did not start itself (its descendants: kernel, escapees, standby) and fork a
+  fresh kernel (files kept); verify commands then go to it as ``verify`` requests.
 * ``{"op": "end"}`` → ``{}``: kill the episode's processes, empty the directory.
 * ``{"op": "interrupt"}`` (no reply): SIGINT to the kernel's running cell.
 * ``cell``, ``shell``, ``put``, ``get``, ``ping``: relayed to the kernel. If the

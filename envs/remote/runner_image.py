@@ -17,7 +17,8 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.sandbox import SandboxError
 
 #: Bumped whenever the runner code baked into images changes incompatibly.
-RUNNER_REVISION = 2
+#: 3: ``stop_agent`` and the kernel's ``verify`` request (verification out of the agent's reach).
+RUNNER_REVISION = 3
 
 #: What the runner itself imports, with the server's own version floors.
 RUNNER_REQUIREMENTS = (

@@ -25,7 +25,7 @@ from analyst_env.envs.kernel_sandbox import (
     LinkLost,
 )
 from analyst_env.envs.remote.channel import ChannelClosed, QueueChannel
-from analyst_env.envs.sandbox import SandboxError
+from analyst_env.envs.sandbox import SandboxError, VerifierUnavailable
 
 
 class RunnerGone(LinkLost):
@@ -170,6 +170,20 @@ class RunnerLink:
         reply = self._noting_loss(self._client.call, {"op": "restart"}, FILE_OP_TIMEOUT_S)
         if reply is None or "failure" in reply:
             raise SandboxError(f"could not restart the kernel in {self._client.label}: {reply}")
+
+    def stop_agent_processes(self) -> None:
+        """Ask the runner to kill every process it did not start itself (the kernel, whatever
+        it started, the standby) and fork a fresh kernel; see
+        ``KernelLink.stop_agent_processes``. A runner that does not know the request (an
+        image baked before it existed) refuses, and so does this."""
+        reply = self._noting_loss(self._client.call, {"op": "stop_agent"}, FILE_OP_TIMEOUT_S)
+        if reply is None:
+            raise SandboxError(f"the runner in {self._client.label} did not stop the agent")
+        if "failure" in reply:
+            raise VerifierUnavailable(
+                f"the runner in {self._client.label} could not stop the agent's processes "
+                f"({reply['failure'].get('message')}); rebuild its image if it predates this"
+            )
 
     def abort(self) -> None:
         """Drop the stream: a call in flight fails and the slot is not reused."""

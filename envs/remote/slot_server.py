@@ -112,6 +112,7 @@ class Runner:
         handlers: dict[object, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "start": self._start,
             "restart": self._restart,
+            "stop_agent": self._stop_agent,
             "end": self._end,
         }
         handler = handlers.get(op)
@@ -164,6 +165,25 @@ class Runner:
 
     def _restart(self, request: dict[str, Any]) -> dict[str, Any]:
         self._end_child()
+        self._fork_child()
+        return {"pid": self.child_pid}
+
+    def _stop_agent(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Before verification: kill every descendant of this runner (the kernel, whatever it
+        started, the standby, which shared the slot with the agent) and fork a fresh kernel.
+
+        The runner is a child subreaper and every kernel is forked from it, so a detached
+        or double-forked process stays its descendant (even if the kernel's own subreaper
+        flag was cleared); each is stopped, then killed, re-scanning until none is new.
+        """
+        from analyst_env.envs.local import procctl
+
+        if self.standby is not None:
+            self.standby[1].close()
+            self.standby, self.standby_warming = None, False
+        self._end_child()
+        procctl.kill_descendants(self.pid)
+        self._reap()
         self._fork_child()
         return {"pid": self.child_pid}
 
