@@ -45,6 +45,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -321,6 +322,9 @@ def run_kernel(
         tmp = "/tmp" if mode in isolation.NAMESPACE_MODES else os.path.join(spec["slot_dir"], "tmp")
         path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", os.defpath)
         os.environ.update(HOME=spec["workdir"], TMPDIR=tmp, MPLCONFIGDIR=tmp, PATH=path)
+        # The zygote may have asked tempfile for its directory already (an import that made a
+        # temporary file): that cached answer names the zygote's, which the kernel cannot write.
+        tempfile.tempdir = None
         _Kernel(FrameConnection(sock, accept_fds=True), shell, spec).serve()
     except BaseException:
         traceback.print_exc()
