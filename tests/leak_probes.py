@@ -5,7 +5,8 @@ JSON line: for each probe, what it got. It tries to import the server's own
 code (which could rebuild every shipped task with its answer), to read the
 package source, the task cache and the server's state, and to find the
 server's token in its own environment or in any process's command line or
-environment it can see. ``leaks(result, token)`` lists the probes that found
+environment it can see, and to list the host's cgroup tree (which names every
+server's cgroups, their pids and slot uids). ``leaks(result, token)`` lists the probes that found
 something. The same probes run against an editable checkout, an installed
 wheel and the published image, over the real protocol.
 """
@@ -81,8 +82,15 @@ def token_in_proc():
                 pass
     return hits
 
+def cgroup_tree():
+    """What the kernel can list of /sys/fs/cgroup: its own view is empty or refused."""
+    try:
+        return sorted(os.listdir("/sys/fs/cgroup"))[:20]
+    except OSError:
+        return []
+
 for fn in (load_starter, import_verifiers, import_server, package_source, server_modules,
-           hidden_paths, token_in_environment, token_in_proc):
+           hidden_paths, token_in_environment, token_in_proc, cgroup_tree):
     attempt(fn.__name__, fn)
 print("PROBES" + json.dumps(found))
 '''

@@ -11,12 +11,15 @@ runs the probes of ``leak_probes`` in an episode: no server code importable,
 no package source, cache or state readable, no token in any environment or
 command line a kernel can see. The installed layout also serves the procedural
 set, whose workbook tasks keep their reference workbook in the task cache: an
-episode of such a task must not reach it.
+episode of such a task must not reach it; and a ``tasks:DIR`` set scored by
+``verify`` commands, where the cells of ``verify_attacks`` (a fake ``grep``,
+background ``reward.txt`` writers, environment tricks) must not pass a wrong answer.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -28,6 +31,7 @@ from pathlib import Path
 import httpx
 import pytest
 from leak_probes import leaks, parse, probe_code
+from verify_attacks import BACKGROUND_WRITERS, ENV_TRICK_HOOKS, ENV_TRICKS, FAKE_GREP, GREP_42
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.local_server import free_port
@@ -41,6 +45,24 @@ BUILD = REPO / ".venv" / "published-layouts"
 TOKEN = "probe-token-7f3a9c"
 PROCEDURAL_SEED = 9090
 BOOK_CATEGORIES = ("result-workbook", "excel-edit")
+VERIFIED_TASK = "verified-by-commands"
+
+
+def _verify_task_dir(root: Path) -> Path:
+    """A ``tasks:DIR`` set of one task scored only by shell ``verify`` commands (Harbor style)."""
+    (root / "files").mkdir(parents=True, exist_ok=True)
+    (root / "files" / "numbers.csv").write_text("n\n40\n2\n")
+    task = {
+        "id": VERIFIED_TASK,
+        "instruction": "What is the sum of column n in numbers.csv? Answer with the number.",
+        "files": {"numbers.csv": "files/numbers.csv"},
+        "answer": "42",
+        "oracle_answer": "42",
+        "verifier": {"name": "exact"},
+        "verify": [GREP_42, *ENV_TRICK_HOOKS],
+    }
+    (root / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    return root
 
 
 def _workbook_task(cache: Path) -> tuple[str, Path]:
@@ -111,7 +133,12 @@ def _installed_python() -> Path:
 
 @pytest.fixture(
     scope="module",
-    params=[("editable", "starter"), ("installed", "starter"), ("installed", "procedural")],
+    params=[
+        ("editable", "starter"),
+        ("installed", "starter"),
+        ("installed", "procedural"),
+        ("installed", "verify"),
+    ],
     ids=lambda p: "-".join(p),
 )
 def layout(request):
@@ -126,6 +153,9 @@ def layout(request):
         task_id, references = _workbook_task(cache)
         hidden.append(str(references))
         extra = ["--dataset", f"procedural:{PROCEDURAL_SEED}"]
+    if dataset == "verify":
+        task_id = VERIFIED_TASK
+        extra = ["--dataset", f"tasks:{_verify_task_dir(BUILD / 'verify-tasks')}"]
     port = free_port()
     env = {
         **os.environ,
@@ -188,3 +218,21 @@ def test_an_episode_reaches_no_gold_no_secret_and_no_server_code(layout):
             f"import os\nos.path.getsize({data!r}) > 0"
         ).observation.text
         assert "True" in out, out
+
+
+def _cell(env, code: str) -> str:
+    return env.add_and_execute_code_cell(code).observation.text
+
+
+@pytest.mark.parametrize("layout", [("installed", "verify")], indirect=True, ids=["installed"])
+def test_verify_commands_are_out_of_the_agents_reach(layout):
+    name, task_id, url, _ = layout
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    for answer, reward in (("41", 0.0), ("42", 1.0)):
+        with AnalystEnv(base_url=url, headers=headers).sync() as env:
+            env.reset(task_id=task_id)
+            assert "writers started" in _cell(env, BACKGROUND_WRITERS)
+            assert "replaced /usr/bin/grep" not in _cell(env, FAKE_GREP)
+            assert "environment set" in _cell(env, ENV_TRICKS)
+            done = env.final_answer(answer)
+        assert done.done and done.reward == reward, (name, answer, done.observation.metadata)
