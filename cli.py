@@ -1,5 +1,5 @@
-"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench`` and
-``envs``.
+"""The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench``, ``soak``,
+``export``, ``generate`` and ``envs``.
 
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
@@ -9,33 +9,60 @@ This module is the entry point (``main``, the ``analyst-env`` console script) an
 top-level parser, with the server-side commands (``serve``, ``tasks``, ``bench``,
 ``soak``). The commands that play or ship tasks (``eval``, ``validate``, ``export``) are
 in ``eval_cli.py``, ``envs`` in ``envs_cli.py`` and ``generate`` in
-``datasets/procedural/cli.py``; each registers its own subparsers.
+``datasets/procedural/cli.py``; each registers its own subparsers. A mistake on the
+command line is answered before anything starts, with one ``analyst-env: error:`` line
+and status 2 (``cli_checks.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 
+from analyst_env.cli_checks import (
+    DATASET_HELP,
+    USAGE_STATUS,
+    Parser,
+    UsageError,
+    check_backend,
+    check_dataset,
+    check_output_file,
+    check_port,
+    error_line,
+    missing_extra,
+    settings_from_args,
+)
 from analyst_env.eval_cli import add_eval_parsers, add_export_parser
+
+DESCRIPTION = """\
+An RL environment server for data-analyst agents, speaking OpenEnv's protocol.
+
+'serve' runs the server (local sandboxes, the shipped tasks, loopback only, no
+configuration needed); 'tasks' lists datasets and their tasks; 'eval' plays a model or
+a scripted policy over a dataset; 'validate' checks that every task of a dataset is
+sound; 'generate' freezes procedural tasks into a folder; 'export' writes tasks for
+Harbor or recorded episodes as notebooks; 'envs' manages a server's sandbox
+environments; 'bench' and 'soak' measure and stress a server. Every 'serve' flag has an
+ANALYST_ENV_* environment variable twin (docs/configuration.md)."""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from analyst_env.envs.local.fail_closed import is_loopback as _is_loopback
-    from analyst_env.server.settings import Settings
 
-    settings = Settings.from_args(args)
-    if not _is_loopback(args.host) and not settings.token and not args.insecure:
-        print(
-            f"error: refusing to serve on non-loopback address {args.host!r} without a token. "
-            "Set --token (or ANALYST_ENV_TOKEN), or pass --insecure to serve openly.",
-            file=sys.stderr,
-        )
-        return 2
     if args.workers is not None and args.workers < 1:
-        print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    settings = settings_from_args(args)
+    if not _is_loopback(args.host) and not settings.token and not args.insecure:
+        raise UsageError(
+            f"refusing to serve on non-loopback address {args.host!r} without a token. "
+            "Set --token (or ANALYST_ENV_TOKEN), or pass --insecure to serve openly."
+        )
+    if args.listen_fd is None:  # not a worker: check everything before any worker forks
+        check_dataset(settings.dataset, several=True)
+        check_backend(settings.backend)
+        check_port(args.host, args.port)
     workers = args.workers
     if args.listen_fd is not None:  # a worker itself
         workers = 1
@@ -60,8 +87,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ValueError,
         SandboxError,
     ) as exc:  # unknown backend; SDK, credentials or service missing; a fail-closed refusal
-        print(getattr(exc, "line", None) or f"error: {exc}", file=sys.stderr, flush=True)
-        return 2
+        print(getattr(exc, "line", None) or error_line(exc), file=sys.stderr, flush=True)
+        return USAGE_STATUS
     info = backend.protections()
     if info:  # the mode in force, named before anything is served
         line = (
@@ -77,6 +104,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from analyst_env.server.runtime import Runtime
 
         runtime = Runtime(settings, backend=backend)
+    except (ValueError, OSError) as exc:  # what a loader found wrong inside a dataset's folder
+        backend.close()
+        raise UsageError(f"cannot load dataset {settings.dataset!r}: {exc}") from None
     except BaseException:
         backend.close()
         raise
@@ -218,10 +248,24 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.dataset is None:
         known = known_datasets()
         print("Shipped sets:   " + ", ".join(known["shipped"]))
-        print("Loader formats: " + ", ".join(f"{f}:PATH" for f in known["formats"]))
+        print(
+            "Loader formats: "
+            + ", ".join(f"{f}:{'DIR' if f == 'tasks' else 'PATH'}" for f in known["formats"])
+        )
+        print("Generated:      procedural:SEED (SEED an integer, e.g. procedural:7)")
         print("Show the tasks of one with: analyst-env tasks --dataset NAME")
         return 0
-    dataset = load_dataset(args.dataset)
+    check_dataset(args.dataset)
+    try:
+        dataset = load_dataset(args.dataset)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
+    if args.split is not None and args.split not in dataset.splits():
+        raise UsageError(
+            f"no split {args.split!r} in {args.dataset}; splits: {', '.join(dataset.splits())}"
+        )
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
     if dataset.unbounded:  # made on demand: show the first few of each split
         splits = [args.split] if args.split else dataset.splits()
         tasks = [dataset.task(s, i) for s in splits for i in range(args.limit or 10)]
@@ -241,6 +285,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from analyst_env.benchmarks.run import BenchConfig, format_markdown, run_bench
 
+    check_output_file(args.json)
+    jupyter = not (args.no_jupyter or args.burst_only)
+    if jupyter and importlib.util.find_spec("jupyter_client") is None:
+        raise UsageError(
+            "the Jupyter baseline needs the optional package 'jupyter_client': "
+            "pip install 'analyst-env[dev]' (or pass --no-jupyter)"
+        )
     cfg = BenchConfig.quick() if args.quick else BenchConfig()
     cfg.include_jupyter = not args.no_jupyter
     cfg.burst_only = args.burst_only
@@ -255,6 +306,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_soak(args: argparse.Namespace) -> int:
     from analyst_env.benchmarks.soak import SoakConfig, run_soak
 
+    check_output_file(args.json)
     cfg = SoakConfig(
         sessions=args.sessions,
         minutes=args.minutes,
@@ -269,20 +321,50 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="analyst-env", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def package_version() -> str:
+    """The installed distribution's version, else the package's own (a source tree on
+    ``PYTHONPATH`` has no distribution metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    serve = sub.add_parser("serve", help="Serve the environment over OpenEnv's protocol")
-    serve.add_argument("--host", default="127.0.0.1", help="Bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--dataset", help="Shipped set name or FORMAT:PATH (default: starter)")
-    serve.add_argument("--max-sessions", type=int, help="Concurrent sessions (default 64)")
+    try:
+        return version("analyst-env")
+    except PackageNotFoundError:
+        from analyst_env import __version__
+
+        return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="analyst-env", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="Serve the environment over OpenEnv's protocol",
+        description="Serve the environment over OpenEnv's protocol (/ws, /mcp, HTTP, /web).\n"
+        "A flag left out falls back to its ANALYST_ENV_* variable, then to the default shown.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="Bind address")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port")
+    serve.add_argument(
+        "--dataset",
+        help=DATASET_HELP + "; several, comma-separated, are served together (default: starter)",
+    )
+    serve.add_argument(
+        "--max-sessions", type=int, help="Concurrent sessions, per worker (default 64)"
+    )
     serve.add_argument(
         "--cell-timeout", type=float, help="Per-cell time limit in seconds (default 30)"
     )
-    serve.add_argument("--output-limit", type=int, help="Tool output cut at this many characters")
-    serve.add_argument("--backend", help="Sandbox backend (default local)")
+    serve.add_argument(
+        "--output-limit",
+        type=int,
+        help="Tool output cut at this many characters (default 20000)",
+    )
+    serve.add_argument(
+        "--backend", help="Sandbox backend: local, docker, modal or e2b (default local)"
+    )
     serve.add_argument(
         "--token", help="Require 'Authorization: Bearer TOKEN' on every route but /health"
     )
@@ -306,7 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="Serve where per-episode cgroups cannot be written, with per-process memory "
         "limits instead (otherwise such a host refuses to start)",
     )
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        type=str.lower,
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="uvicorn's log level",
+    )
     serve.add_argument(
         "--workers",
         type=int,
@@ -318,8 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     tasks = sub.add_parser("tasks", help="List datasets, or the tasks of one")
-    tasks.add_argument("--dataset", help="Shipped set name or FORMAT:PATH")
-    tasks.add_argument("--split")
+    tasks.add_argument("--dataset", help=DATASET_HELP + " (default: list the datasets)")
+    tasks.add_argument("--split", help="Only this split (default: all)")
     tasks.add_argument("--json", action="store_true", help="Print the public task specs as JSON")
     tasks.add_argument(
         "--limit", type=int, help="Tasks per split shown for an unbounded set (default 10)"
@@ -332,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="Measure analyst_env against a Jupyter kernel per episode and the protocol floor",
     )
-    bench.add_argument("--json", help="Write the figures here")
+    bench.add_argument("--json", help="Also write the figures here, as JSON")
     bench.add_argument(
         "--quick", action="store_true", help="Tiny samples: a smoke test, not a measurement"
     )
@@ -349,14 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     soak.add_argument("--sessions", type=int, default=100, help="Concurrent clients (default 100)")
     soak.add_argument("--minutes", type=float, default=10.0, help="How long to soak (default 10)")
-    soak.add_argument("--seed", type=int, default=0, help="Seed of the random actions")
+    soak.add_argument("--seed", type=int, default=0, help="Seed of the random actions (default 0)")
     soak.add_argument(
         "--max-rss-growth",
         type=float,
         default=5.0,
         help="Fail if the server's RSS grew more than this many percent (default 5)",
     )
-    soak.add_argument("--json", help="Write the report here")
+    soak.add_argument("--json", help="Also write the report here")
     soak.set_defaults(func=cmd_soak)
 
     add_export_parser(sub)  # export harbor|trajectories
@@ -370,9 +458,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a mistake on its command line is one ``analyst-env: error:`` line and
+    status 2, whichever command and whichever check found it."""
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # serve --workers re-runs it
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(error_line(exc), file=sys.stderr, flush=True)
+        return USAGE_STATUS
+    except ModuleNotFoundError as exc:  # an optional extra that is not installed
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr, flush=True)
+        return USAGE_STATUS
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ The commands talk to a running server's ``/envs`` routes (``--url``, default
 because builds run in the server, next to the backend whose images they produce.
 ``create`` and ``build`` follow the build with a progress bar until it is ready or
 failed (``--no-wait`` returns at once); a failed build prints the installer's error and
-exits 1.
+exits 1, as does a server's refusal; a server that cannot be reached, or a ``--file`` that
+is not there, is a mistake on the command line (``cli_checks.py``: one line, status 2).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 import sys
 import time
 from typing import Any
+
+from analyst_env.cli_checks import USAGE_STATUS, error_line
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _FIELDS = ("pip", "uv", "npm", "apt", "preload")
@@ -31,7 +34,12 @@ _STRING_FIELDS = (
 
 
 class CliError(Exception):
-    """Printed as ``error: ...`` with exit status 1."""
+    """Printed as one ``analyst-env: error: ...`` line with exit status ``status``: 1 for what
+    the server refused or a build that failed, 2 for a mistake on the command line."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def add_parser(sub) -> None:
@@ -53,17 +61,17 @@ def add_parser(sub) -> None:
 
     ls = common(what.add_parser("list", help="Environments and their build status"))
     ls.add_argument("--templates", action="store_true", help="List the built-in templates instead")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="Print JSON")
     show = common(what.add_parser("show", help="One environment's recipe and build status"))
-    show.add_argument("name")
+    show.add_argument("name", help="The environment's name")
     show.add_argument("--log", action="store_true", help="Also print the latest build log")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("--json", action="store_true", help="Print JSON")
     create = common(
         what.add_parser(
             "create", help="Create an environment (from a template or fields); it builds"
         )
     )
-    create.add_argument("name")
+    create.add_argument("name", help="The new environment's name")
     create.add_argument(
         "--template", help="Copy this built-in template (see 'envs list --templates')"
     )
@@ -75,10 +83,12 @@ def add_parser(sub) -> None:
             f"--{field}", help=f"{field} entries, separated by spaces, commas or newlines"
         )
     for field in _STRING_FIELDS:
-        create.add_argument(f"--{field.replace('_', '-')}", dest=field)
-    create.add_argument("--cpus", type=float)
-    create.add_argument("--memory-mb", type=int, dest="memory_mb")
-    create.add_argument("--disk-mb", type=int, dest="disk_mb")
+        create.add_argument(
+            f"--{field.replace('_', '-')}", dest=field, help=f"The recipe's {field} (a string)"
+        )
+    create.add_argument("--cpus", type=float, help="CPUs per sandbox")
+    create.add_argument("--memory-mb", type=int, dest="memory_mb", help="Memory per sandbox, MiB")
+    create.add_argument("--disk-mb", type=int, dest="disk_mb", help="Disk per sandbox, MiB")
     create.add_argument(
         "--workspace-default",
         action="store_true",
@@ -92,21 +102,23 @@ def add_parser(sub) -> None:
             "build", help="Build an environment's image (follows it with a progress bar)"
         )
     )
-    build.add_argument("name")
+    build.add_argument("name", help="The environment's name")
     build.add_argument("--force", action="store_true", help="Rebuild even if the image is ready")
     build.add_argument("--no-wait", action="store_true", help="Do not follow the build")
     delete = common(
         what.add_parser("delete", help="Delete an environment (bound tasks fall back to 'default')")
     )
-    delete.add_argument("name")
+    delete.add_argument("name", help="The environment's name")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if not args.url.startswith(("http://", "https://")):
+            raise CliError(f"--url {args.url!r} is not an http:// or https:// URL", USAGE_STATUS)
         return _COMMANDS[args.envs_command](args, _Client(args.url, args.token))
     except CliError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        print(error_line(exc), file=sys.stderr)
+        return exc.status
 
 
 class _Client:
@@ -124,7 +136,9 @@ class _Client:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise CliError(
-                f"cannot reach the server at {self.url} ({exc}); start one with 'analyst-env serve'"
+                f"cannot reach the server at {self.url} ({exc}); "
+                "start one with 'analyst-env serve'",
+                USAGE_STATUS,
             ) from None
         if response.status_code >= 400:
             try:
@@ -188,6 +202,8 @@ def _create(args, client: _Client) -> int:
     if args.file:
         from analyst_env.envs.recipes import Recipe, RecipeError
 
+        if not os.path.isfile(args.file):
+            raise CliError(f"--file {args.file!r}: no such file", USAGE_STATUS)
         try:
             body.update(Recipe.load(args.file).model_dump(exclude_none=True))
         except RecipeError as exc:

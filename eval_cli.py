@@ -20,6 +20,18 @@ import json
 import sys
 from typing import Any
 
+from analyst_env.cli_checks import (
+    DATASET_HELP,
+    USAGE_STATUS,
+    UsageError,
+    check_dataset,
+    check_input_path,
+    check_output_file,
+    check_server,
+    error_line,
+    settings_from_args,
+)
+
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
@@ -29,8 +41,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from analyst_env.client.evaluation.run import EvalSettings, run_eval, select_tasks
     from analyst_env.client.evaluation.run_log import RunMismatch, runs_dir
     from analyst_env.datasets import load_dataset
-    from analyst_env.server.settings import Settings
 
+    check_dataset(args.dataset)
+    served = settings_from_args(args)
     settings = EvalSettings(
         dataset=args.dataset,
         policy=args.policy,
@@ -54,7 +67,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         run_name=args.run_name,
         fresh=args.fresh,
         include_quarantined=args.include_quarantined,
-        runs_dir=args.runs_dir or str(runs_dir(Settings.from_args(args).state_dir)),
+        runs_dir=args.runs_dir or str(runs_dir(served.state_dir)),
     )
     try:
         settings.check()
@@ -66,8 +79,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
         tasks = select_tasks(dataset.tasks, args.split, args.limit, args.include_quarantined)
     except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(exc) from None
+    check_output_file(args.json)
+    if args.url:
+        check_server(args.url, args.token)
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
     who = args.model or args.policy
     bar = tqdm(
@@ -106,15 +121,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             from analyst_env.client.local_server import BackgroundServer
             from analyst_env.server.app import build_app
 
-            served = Settings.from_args(args).model_copy(
-                update={"max_sessions": args.concurrency + 2}
-            )
+            served = served.model_copy(update={"max_sessions": args.concurrency + 2})
             with BackgroundServer(build_app(served)) as url:
                 result, run_dir = run(url)
     except (RunMismatch, ChatError, ValueError) as exc:
         bar.close()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        print(error_line(exc), file=sys.stderr)
+        return USAGE_STATUS
     except KeyboardInterrupt:
         bar.close()
         print(
@@ -136,7 +149,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """``validate DATASET``: table and summary on stdout; exit 1 if any task fails a check."""
+    """``validate --dataset DATASET``: table and summary on stdout; exit 1 if any task fails a
+    check."""
     from tqdm import tqdm
 
     from analyst_env.client.evaluation.validation import (
@@ -147,16 +161,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
         validate,
     )
     from analyst_env.datasets import load_dataset
-    from analyst_env.server.settings import Settings
 
+    _dataset_of_validate(args)
     if args.concurrency < 1:
-        print(f"error: --concurrency must be at least 1, got {args.concurrency}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.sample < 1 or args.start < 0:
+        raise UsageError("--sample must be at least 1 and --start at least 0")
+    check_dataset(args.dataset)
+    settings = settings_from_args(args)
+    check_output_file(args.json)
+    if args.url:
+        check_server(args.url, args.token)
     try:
         dataset = load_dataset(args.dataset)
     except (ValueError, OSError) as exc:
-        print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
+    if dataset.unbounded and args.split not in dataset.splits():
+        raise UsageError(
+            f"no split {args.split!r} in {args.dataset}; splits: {', '.join(dataset.splits())}"
+        )
     generation = None
     if dataset.unbounded:
         from analyst_env.datasets.procedural.validate_sample import sample_for_validation
@@ -185,9 +208,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from analyst_env.server.app import build_app
         from analyst_env.server.runtime import Runtime
 
-        settings = Settings.from_args(args).model_copy(
-            update={"max_sessions": args.concurrency + 4}
-        )
+        settings = settings.model_copy(update={"max_sessions": args.concurrency + 4})
         runtime = Runtime(settings, datasets=[dataset])
         try:
             with BackgroundServer(build_app(settings, runtime=runtime)) as url:
@@ -218,6 +239,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
+def _dataset_of_validate(args: argparse.Namespace) -> None:
+    """``validate`` names its dataset with ``--dataset``, as every other command does; the old
+    positional ``validate NAME`` still works, with a note, so scripts keep running."""
+    if args.dataset_positional is not None:
+        if args.dataset is not None and args.dataset != args.dataset_positional:
+            raise UsageError(
+                f"two datasets given ({args.dataset_positional!r} and --dataset {args.dataset!r})"
+            )
+        print(
+            f"analyst-env: note: 'validate {args.dataset_positional}' is deprecated; "
+            f"write 'validate --dataset {args.dataset_positional}'",
+            file=sys.stderr,
+        )
+        args.dataset = args.dataset_positional
+    if args.dataset is None:
+        raise UsageError("validate needs --dataset (see 'analyst-env validate --help')")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
     records)."""
@@ -225,14 +264,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         from analyst_env.client.trainers.harbor_export import export
         from analyst_env.datasets import load_dataset
 
+        check_dataset(args.dataset)
+        check_input_path(args.wheelhouse, "--wheelhouse", folder=True)
+        if args.grader_requirement and args.grader_requirement.endswith(".whl"):
+            check_input_path(args.grader_requirement, "--grader-requirement")
         try:
             dataset = load_dataset(args.dataset)
             if dataset.unbounded:
                 raise ValueError("it is unbounded; freeze a range first (analyst-env generate)")
             tasks = dataset.tasks
         except (ValueError, OSError) as exc:
-            print(f"error: cannot load dataset {args.dataset!r}: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
         tasks = [t for t in tasks if args.split is None or t.split == args.split]
         held = [] if args.include_quarantined else [t for t in tasks if t.quarantine_reason]
         tasks = [t for t in tasks if args.include_quarantined or not t.quarantine_reason]
@@ -252,16 +294,15 @@ def cmd_export(args: argparse.Namespace) -> int:
                 wheelhouse=args.wheelhouse,
             )
         except (RuntimeError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(exc) from None
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
     from analyst_env.client.trainers.trajectory_export import export, trajectory_files
-    from analyst_env.server.settings import Settings
 
-    state_dir = args.state_dir or Settings.from_args(args).state_dir
+    check_input_path(args.state_dir, "--state-dir", folder=True)
+    state_dir = args.state_dir or settings_from_args(args).state_dir
     if not trajectory_files(state_dir):
-        print(f"error: no trajectories under {state_dir}/trajectories", file=sys.stderr)
+        print(error_line(f"no trajectories under {state_dir}/trajectories"), file=sys.stderr)
         return 1
     written = export(state_dir, args.format, args.out)
     print(f"wrote {len(written)} file(s) to {args.out}")
@@ -271,7 +312,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub) -> None:
     """Register ``eval`` and ``validate`` on the top-level subparsers."""
     ev = sub.add_parser("eval", help="Evaluate a model (or the oracle/null policy) on a dataset")
-    ev.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
+    ev.add_argument("--dataset", required=True, help=DATASET_HELP)
     who = ev.add_mutually_exclusive_group(required=True)
     who.add_argument("--policy", choices=["oracle", "null"], help="A scripted policy")
     who.add_argument("--model", help="The model name sent to --model-url")
@@ -284,8 +325,10 @@ def add_eval_parsers(sub) -> None:
         help="native tool calls, the text <tool_call> form, or auto (probe)",
     )
     ev.add_argument("--samples", type=int, default=1, help="Episodes per task, for pass@k")
-    ev.add_argument("--temperature", type=float)
-    ev.add_argument("--top-p", type=float)
+    ev.add_argument(
+        "--temperature", type=float, help="Sampling temperature (default: the endpoint's)"
+    )
+    ev.add_argument("--top-p", type=float, help="Nucleus sampling (default: the endpoint's)")
     ev.add_argument("--max-tokens", type=int, help="Completion tokens per reply")
     ev.add_argument("--seed", type=int, help="Sampling seed (sent to the endpoint) and reset seed")
     ev.add_argument("--max-turns", type=int, default=20, help="Replies per episode (default 20)")
@@ -322,7 +365,10 @@ def add_eval_parsers(sub) -> None:
     va = sub.add_parser(
         "validate", help="Check every task: oracle scores 1, null 0, the same twice, no gold leaks"
     )
-    va.add_argument("dataset", help="Shipped set name or FORMAT:PATH")
+    va.add_argument("--dataset", help=DATASET_HELP)
+    va.add_argument(  # the old spelling, `validate NAME`: still read, with a deprecation note
+        "dataset_positional", nargs="?", metavar="DATASET", help=argparse.SUPPRESS
+    )
     va.add_argument("--url", help="Validate against this server (default: start one in-process)")
     va.add_argument("--json", help="Write the report here")
     va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
@@ -346,7 +392,7 @@ def add_export_parser(sub) -> None:
     harbor = what.add_parser(
         "harbor", help="One Harbor task directory per task, graded by our scorer"
     )
-    harbor.add_argument("--dataset", required=True, help="Shipped set name or FORMAT:PATH")
+    harbor.add_argument("--dataset", required=True, help=DATASET_HELP)
     harbor.add_argument("--out", required=True, help="Output directory (tasks/ is written inside)")
     harbor.add_argument("--split", help="Only this split")
     harbor.add_argument("--limit", type=int, help="Only the first N tasks")
@@ -378,7 +424,12 @@ def add_export_parser(sub) -> None:
     traj = what.add_parser(
         "trajectories", help="Recorded episodes as notebooks (ipynb) or SFT chat records (sft)"
     )
-    traj.add_argument("--format", required=True, choices=["ipynb", "sft"])
+    traj.add_argument(
+        "--format",
+        required=True,
+        choices=["ipynb", "sft"],
+        help="ipynb: one notebook per episode; sft: chat records for supervised fine-tuning",
+    )
     traj.add_argument(
         "--out",
         default="trajectories-export",

@@ -22,7 +22,7 @@ load_openenv()  # before the first openenv import: skips its unused Gradio UI
 
 # E402: the imports below must run after load_openenv() above.
 from fastapi import FastAPI, Request  # noqa: E402
-from fastapi.responses import JSONResponse  # noqa: E402
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
 from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
@@ -40,6 +40,7 @@ from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.step_action import install_http_step  # noqa: E402
 from analyst_env.server.web import mount_web  # noqa: E402
+from analyst_env.server.web.routes import STATIC_DIR  # noqa: E402
 from analyst_env.server.ws_endpoint import install_ws_endpoints  # noqa: E402
 
 ENV_NAME = "analyst_env"
@@ -79,6 +80,18 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
 
     def protections() -> dict:
         return runtime.backend.protections()
+
+    @app.get("/", include_in_schema=False)
+    async def root(request: Request) -> RedirectResponse:
+        """``serve`` prints the server's URL: a browser opened there lands on the /web UI (a
+        ``?token=`` goes along, as /web's own bootstrap reads it)."""
+        query = request.url.query
+        return RedirectResponse("/web" + (f"?{query}" if query else ""), status_code=307)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        """The icon browsers ask for on every page (/docs too), instead of a 404 in the log."""
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/sandbox", tags=["Environment Info"])
     async def sandbox_protections() -> dict:

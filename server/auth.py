@@ -1,4 +1,5 @@
-"""Optional bearer-token check for every route except ``/health`` and the /web page shell.
+"""Optional bearer-token check for every route except ``/health``, ``/ready``, the /web page
+shell, ``/`` (a redirect to it) and ``/favicon.ico``.
 
 A plain ASGI middleware, so it guards WebSocket handshakes (``/ws``, ``/mcp``)
 as well as HTTP requests, before any session is created. OpenEnv clients send
@@ -19,9 +20,10 @@ import logging
 import re
 from urllib.parse import parse_qs
 
-OPEN_PATHS = frozenset({"/health", "/ready", "/web", "/web/"})
+OPEN_PATHS = frozenset({"/health", "/ready", "/web", "/web/", "/", "/favicon.ico"})
 # The /web page shell and its scripts hold no data; the page asks for the token and sends it
-# with every API call and socket, which stay guarded.
+# with every API call and socket, which stay guarded. ``/`` only redirects to /web and
+# ``/favicon.ico`` is the page's icon.
 OPEN_PREFIXES = ("/web/static/",)
 
 

@@ -49,7 +49,9 @@ def served(monkeypatch):
 
 def validate(tmp_path: Path, capsys, spec: str, *extra: str) -> tuple[int, dict, str]:
     out = tmp_path / "report.json"
-    code = cli.main(["validate", spec, "--json", str(out), "--concurrency", "4", *extra])
+    code = cli.main(
+        ["validate", "--dataset", spec, "--json", str(out), "--concurrency", "4", *extra]
+    )
     captured = capsys.readouterr()
     return code, json.loads(out.read_text()), captured.out + captured.err
 
@@ -190,10 +192,23 @@ def test_validate_against_a_running_server(tmp_path, capsys, app, tiny_dataset, 
 
 
 def test_bad_arguments_are_clear_errors(capsys):
-    assert cli.main(["validate", "nope:somewhere"]) == 2
+    assert cli.main(["validate", "--dataset", "nope:somewhere"]) == 2
     assert "unknown dataset format 'nope'" in capsys.readouterr().err
-    assert cli.main(["validate", "starter", "--concurrency", "0"]) == 2
+    assert cli.main(["validate", "--dataset", "starter", "--concurrency", "0"]) == 2
     assert "--concurrency must be at least 1" in capsys.readouterr().err
+
+
+def test_the_old_positional_dataset_still_works_with_a_note(capsys):
+    """``validate NAME`` was the one command without ``--dataset``; scripts written that way
+    keep running (the argument is read) and are told the new spelling once."""
+    assert cli.main(["validate", "starter", "--concurrency", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "analyst-env: note: 'validate starter' is deprecated; write 'validate --dataset starter'",
+        "analyst-env: error: --concurrency must be at least 1, got 0",
+    ]
+    assert cli.main(["validate", "starter", "--dataset", "procedural:7"]) == 2
+    assert "two datasets given" in capsys.readouterr().err
 
 
 def test_the_shipped_starter_set_validates(tmp_path, capsys):

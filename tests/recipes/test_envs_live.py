@@ -309,7 +309,7 @@ def test_cli_errors_are_clear(server):
         timeout=60,
         cwd="/",
     )
-    assert down.returncode == 1 and "cannot reach the server" in down.stderr
+    assert down.returncode == 2 and "cannot reach the server" in down.stderr
 
 
 def test_envs_routes_honour_the_bearer_token(runtime_and_url):
