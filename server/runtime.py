@@ -48,6 +48,10 @@ def raise_open_files_limit() -> int:
     return soft
 
 
+UNBOUNDED_DRAW_SPLIT = "train"
+"""The split of an unbounded set a reset without ``split`` draws from (see ``all_tasks``)."""
+
+
 class TaskNotFoundError(KeyError):
     """A reset asked for a task the server does not serve."""
 
@@ -178,10 +182,18 @@ class Runtime:
         """Every task a reset may draw, bounded sets first (lazy when an unbounded set is served).
 
         Quarantined tasks are left out unless ``serve_quarantined`` (see :attr:`drawable`).
+        Of an unbounded set only ``train`` is drawn: its held-out splits (``test``, ``ood``)
+        are as long as ``train``, so drawing over all of them would hand a training reset a
+        held-out task two times in three; they are served when a reset names the split.
         """
         if not self.unbounded:
             return self.drawable
-        return Chain([self.drawable, *(ds.split(s) for ds in self.unbounded for s in ds.splits())])
+        drawn = [
+            ds.split(UNBOUNDED_DRAW_SPLIT)
+            for ds in self.unbounded
+            if UNBOUNDED_DRAW_SPLIT in ds.splits()
+        ]
+        return Chain([self.drawable, *drawn])
 
     def task(self, task_id: str) -> Task:
         try:

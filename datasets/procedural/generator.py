@@ -26,6 +26,7 @@ import pandas as pd
 from analyst_env.datasets.preview import describe_file
 from analyst_env.datasets.procedural import books, engine_pandas, engine_plain, files
 from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.grammar import article
 from analyst_env.datasets.procedural.query import agree, uses_attr
 from analyst_env.datasets.procedural.splits import global_number, pools
 from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, apply_mess, draw, unit_col
@@ -33,7 +34,7 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_va
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5  # 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 TARGET_DEPTHS = (1, 2, 3, 4, 5)
@@ -157,7 +158,8 @@ def _defect_notes(d: Domain, mess: Mess, has_dim: bool) -> list[str]:
         )
     if has_dim:
         notes.append(
-            f"A `{d.key}` missing from the lookup table has no `{d.attr[0]}`: leave its rows "
+            f"{article(f'`{d.key}`', capital=True)} missing from the lookup table has no "
+            f"`{d.attr[0]}`: leave its rows "
             f"out of "
             f"anything about `{d.attr[0]}`."
         )

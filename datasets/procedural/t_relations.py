@@ -34,7 +34,7 @@ def join_top_attr_mean(c: Ctx) -> Ask | None:
 def join_count_attr(c: Ctx) -> Ask | None:
     v = c.pick("attr")
     return Ask(
-        f"How many {c.entity_plural()} belong to a {c.col('key')} whose {c.col('attr')} in the "
+        f"How many {c.entity_plural()} belong to {c.a('key')} whose {c.col('attr')} in the "
         f"lookup "
         f"table is {v}",
         ("count",),
@@ -84,9 +84,8 @@ def join_rank_attr(c: Ctx) -> Ask | None:
 def cohort_size(c: Ctx) -> Ask | None:
     month = str(c.rng.choice(c.months()[:-1] or c.months()))
     return Ask(
-        f"A {c.col('key')}'s cohort is the month (YYYY-MM) of its first {c.domain.entity}. How "
-        f"many "
-        f"{c.col('key')} values are in the {month} cohort",
+        f"{c.a('key', capital=True)}'s cohort is the month (YYYY-MM) of its first "
+        f"{c.domain.entity}. How many {c.col('key')} values are in the {month} cohort",
         ("cohort", month, "size"),
         "integer",
     )
@@ -96,8 +95,9 @@ def cohort_size(c: Ctx) -> Ask | None:
 def cohort_retained(c: Ctx) -> Ask | None:
     month = str(c.rng.choice(c.months()[:-1] or c.months()))
     return Ask(
-        f"A {c.col('key')}'s cohort is the month (YYYY-MM) of its first {c.domain.entity}. Of the "
-        f"{month} cohort, how many {c.col('key')} values have a {c.domain.entity} in a later month",
+        f"{c.a('key', capital=True)}'s cohort is the month (YYYY-MM) of its first "
+        f"{c.domain.entity}. Of the {month} cohort, how many {c.col('key')} values have "
+        f"{c.a('entity')} in a later month",
         ("cohort", month, "retained"),
         "integer",
     )

@@ -87,7 +87,7 @@ def _zcount(role: str) -> None:
     def build(c: Ctx) -> Ask | None:
         z = float(c.rng.choice([2.0, 2.5, 3.0]))
         return Ask(
-            f"How many {c.entity_plural()} have a {c.col(role)} whose z-score (distance from "
+            f"How many {c.entity_plural()} have {c.a(role)} whose z-score (distance from "
             f"the mean in "
             f"sample standard deviations, n - 1) is larger than {z:g} in absolute value",
             ("zcount", role, z),
@@ -105,7 +105,7 @@ _zcount("m2")
 @template("outliers", "iqr-rule", 2, "m1")
 def outlier_iqr_m1(c: Ctx) -> Ask | None:
     return Ask(
-        f"How many {c.entity_plural()} have a {c.col('m1')} more than 1.5 interquartile ranges "
+        f"How many {c.entity_plural()} have {c.a('m1')} more than 1.5 interquartile ranges "
         f"below "
         f"the 25th or above the 75th percentile ({LINEAR})",
         ("iqr_outliers", "m1"),

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.grammar import article, plural
 
 CATEGORIES = (
     "filtering",
@@ -87,8 +88,12 @@ class Ctx:
         return sorted(set(self.records["date"].dt.strftime("%Y-%m")))
 
     def entity_plural(self) -> str:
-        e = self.domain.entity
-        return e[:-1] + "ies" if e.endswith("y") else e + ("es" if e.endswith(("s", "ch")) else "s")
+        """The records' noun in the plural ("stays", "grade records")."""
+        return plural(self.domain.entity)
+
+    def a(self, role: str, capital: bool = False) -> str:
+        """A role's column (or ``entity``: the records' noun) after its article: "an `agent_id`"."""
+        return article(self.domain.entity if role == "entity" else self.col(role), capital)
 
 
 @dataclass(frozen=True)

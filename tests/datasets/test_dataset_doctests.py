@@ -12,6 +12,7 @@ import pytest
         "preview",
         "dabench",
         "registry",
+        "procedural.grammar",
         "shipped.draft",
         "shipped.starter",
         "shipped.workbook_draft",
