@@ -63,13 +63,29 @@ class TaskUnavailableError(TaskNotFoundError):
     """A reset asked for a task this server cannot score (no LibreOffice for a workbook task)."""
 
 
+DRAW_ATTEMPTS = 64
+"""Tasks a seed draw looks at, from the drawn one on, before it gives up on finding one this
+server can score (without LibreOffice about one procedural task in ten is a workbook task)."""
+
+
 def _servable(task: Task) -> Task:
-    """``task``, unless this server cannot score it: then the reset is refused with the reason
-    (a procedural set's workbook task, made on demand, is refused here rather than skipped)."""
+    """``task``, unless this server cannot score it: then the reset is refused with the reason."""
     reason = recalculation_refusal(task)
     if reason:
         raise TaskUnavailableError(reason)
     return task
+
+
+def _draw(pool: Sequence[Task], seed: int | None) -> Task:
+    """The task a seed draws from ``pool``: the first this server can score, from the drawn index
+    on. A bounded set's unscorable tasks are never in the pool; an unbounded set's are made on
+    demand, so they are stepped over here, deterministically for a given seed."""
+    start = random.Random(seed).randrange(len(pool))
+    for step in range(min(DRAW_ATTEMPTS, len(pool))):
+        task = pool[(start + step) % len(pool)]
+        if not recalculation_refusal(task):
+            return task
+    return _servable(pool[start])
 
 
 class Chain(Sequence):
@@ -242,7 +258,7 @@ class Runtime:
             if not 0 <= index < len(pool):
                 raise IndexError(f"index {index} out of range for {len(pool)} task(s)")
             return _servable(pool[index])
-        return _servable(pool[random.Random(seed).randrange(len(pool))])
+        return _draw(pool, seed)
 
     def describe_files(self, task: Task) -> list[FileInfo]:
         return [describe_file(name, path) for name, path in sorted(task.files.items())]
