@@ -178,7 +178,7 @@ def is_summary_row(ws, run: list[tuple[int, str]], row: int, column: int) -> boo
         >>> book = openpyxl.Workbook()
         >>> ws = book.active
         >>> for r in range(2, 6):
-        ...     ws.cell(r, 3, f"=B{r}>=5")
+        ...     ws[f"C{r}"] = f"=B{r}>=5"
         >>> ws["C6"] = "=COUNTIF(C2:C5,TRUE)"
         >>> run = [(r, "") for r in range(2, 7)]
         >>> is_summary_row(ws, run, 6, 3), is_summary_row(ws, run, 4, 3)
