@@ -12,6 +12,7 @@ import hashlib
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,23 @@ from analyst_env.task_format import Task, answer_references
 
 
 def take(
-    ds: ProceduralDataset, split: str, start: int, count: int
+    ds: ProceduralDataset,
+    split: str,
+    start: int,
+    count: int,
+    on_task: Callable[[Task], None] | None = None,
 ) -> tuple[list[Task], list[float]]:
-    """Tasks ``start .. start + count - 1`` of ``split`` and the seconds each took to make."""
+    """Tasks ``start .. start + count - 1`` of ``split`` and the seconds each took to make.
+
+    ``on_task`` is called after each task is made (a progress bar's tick).
+    """
     tasks, seconds = [], []
     for index in range(start, start + count):
         t0 = time.perf_counter()
         tasks.append(ds.task(split, index))
         seconds.append(time.perf_counter() - t0)
+        if on_task is not None:
+            on_task(tasks[-1])
     return tasks, seconds
 
 

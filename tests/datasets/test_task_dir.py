@@ -119,3 +119,16 @@ def test_commands_that_need_a_finite_list_refuse_an_unbounded_set(capsys, tmp_pa
         main(["export", "harbor", "--dataset", "procedural:1", "--out", str(tmp_path / "h")]) == 2
     )
     assert "unbounded" in capsys.readouterr().err
+
+
+def test_generate_shows_progress_and_ends_with_one_line_or_json(tmp_path, capsys):
+    args = ["generate", "--count", "3", "--seed", "5", "--split", "test"]
+    assert main([*args, "--out", str(tmp_path / "text")]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1 and out.startswith("wrote 3 tasks to ")
+    assert "3/3" in err  # the progress bar reached the end on stderr
+
+    assert main([*args, "--out", str(tmp_path / "json"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["tasks"] == 3 and summary["wrote"] == str(tmp_path / "json")
+    assert summary["p99_ms"] == round(summary["p99_ms"], 1) and summary["dropped"] >= 0
