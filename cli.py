@@ -1,5 +1,5 @@
 """The ``analyst-env`` command: ``serve``, ``tasks``, ``eval``, ``validate``, ``bench``, ``soak``,
-``export``, ``generate`` and ``envs``.
+``export``, ``generate``, ``datasets`` and ``envs``.
 
 ``analyst-env serve`` needs no configuration: local sandboxes, the shipped
 ``starter`` tasks, loopback only. Every flag has an ``ANALYST_ENV_*``
@@ -8,10 +8,10 @@ environment-variable twin (see ``server/settings.py``).
 This module is the entry point (``main``, the ``analyst-env`` console script) and the
 top-level parser, with the server-side commands (``serve``, ``tasks``, ``bench``,
 ``soak``). The commands that play or ship tasks (``eval``, ``validate``, ``export``) are
-in ``eval_cli.py``, ``envs`` in ``envs_cli.py`` and ``generate`` in
-``datasets/procedural/cli.py``; each registers its own subparsers. A mistake on the
-command line is answered before anything starts, with one ``analyst-env: error:`` line
-and status 2 (``cli_checks.py``).
+in ``eval_cli.py``, ``envs`` in ``envs_cli.py``, ``generate`` in
+``datasets/procedural/cli.py`` and ``datasets`` in ``datasets/prepare_cli.py``; each
+registers its own subparsers. A mistake on the command line is answered before anything
+starts, with one ``analyst-env: error:`` line and status 2 (``cli_checks.py``).
 """
 
 from __future__ import annotations
@@ -449,10 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_export_parser(sub)  # export harbor|trajectories
 
+    from analyst_env.datasets.prepare_cli import add_parser as add_datasets_parser
     from analyst_env.datasets.procedural.cli import add_parser as add_generate_parser
     from analyst_env.envs_cli import add_parser as add_envs_parser
 
     add_generate_parser(sub)  # generate --count N --seed S --out DIR
+    add_datasets_parser(sub)  # datasets list|prepare NAME CLONE
     add_envs_parser(sub)  # envs list|show|create|build|delete
     return parser
 
