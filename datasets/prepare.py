@@ -174,18 +174,36 @@ def _sheetcopilot_rows(xlsx: Path) -> list[dict[str, Any]]:
     return [dict(zip(header, r, strict=False)) for r in rows if any(v is not None for v in r)]
 
 
+def _dacode_usable(base: Path, tid: str, ev: dict[str, Any] | None) -> bool:
+    """Whether the clone has everything the loader needs for task ``tid``."""
+    from analyst_env.datasets.dacode import SUPPORTED
+
+    if ev is None or not (base / "source" / tid).is_dir():
+        return False
+    funcs = ev.get("func") or []
+    if len(funcs) != 1 or funcs[0] not in SUPPORTED:
+        return False  # machine learning and plotting tasks have no scorer here
+    if funcs[0] != "compare_csv":
+        return True
+    result = (ev.get("result") or [{}])[0]
+    names = result.get("file") or []
+    names = names if isinstance(names, list) else [names]
+    return bool(names) and all((base / "gold" / tid / n).is_file() for n in names)
+
+
 def _copy_dacode(base: Path, out: Path) -> int:
-    """Tasks with a source folder and a gold folder; returns how many were left out."""
+    """Tasks the clone has every file of and a scorer exists for; returns how many were left out."""
     evals = {e["id"]: e for e in _read_jsonl(base / "configs/eval/eval_all.jsonl")}
     kept, dropped = [], 0
     for row in _read_jsonl(base / "configs/task/all.jsonl"):
         tid = row["id"]
-        if tid in evals and (base / "source" / tid).is_dir() and (base / "gold" / tid).is_dir():
-            kept.append(row)
-            _link_tree(base / "source" / tid, out / "source" / tid)
-            _link_tree(base / "gold" / tid, out / "gold" / tid)
-        else:
+        if not _dacode_usable(base, tid, evals.get(tid)):
             dropped += 1
+            continue
+        kept.append(row)
+        _link_tree(base / "source" / tid, out / "source" / tid)
+        if (base / "gold" / tid).is_dir():
+            _link_tree(base / "gold" / tid, out / "gold" / tid)
     _write_jsonl(out / "tasks.jsonl", kept)
     _write_jsonl(out / "eval.jsonl", [evals[r["id"]] for r in kept])
     return dropped

@@ -50,12 +50,16 @@ def test_dacode_keeps_only_tasks_whose_folders_the_clone_has(tmp_path):
     tasks = (shared / "tasks.jsonl").read_text().splitlines()
     evals = (shared / "eval.jsonl").read_text().splitlines()
     missing = {"id": "dm-csv-999", "type": "x", "instruction": "absent", "hardness": "Easy"}
+    plot = {"id": "plot-001", "type": "x", "instruction": "a chart", "hardness": "Easy"}
+    (clone / "source" / "plot-001").mkdir()
+    plot_eval = {"id": "plot-001", "func": ["compare_image"], "result": [{"file": "p.png"}]}
     (clone / "configs" / "task").mkdir(parents=True)
     (clone / "configs" / "eval").mkdir(parents=True)
-    (clone / "configs/task/all.jsonl").write_text("\n".join([*tasks, json.dumps(missing)]) + "\n")
-    (clone / "configs/eval/eval_all.jsonl").write_text("\n".join(evals) + "\n")
+    rows = [*tasks, json.dumps(missing), json.dumps(plot)]
+    (clone / "configs/task/all.jsonl").write_text("\n".join(rows) + "\n")
+    (clone / "configs/eval/eval_all.jsonl").write_text("\n".join([*evals, json.dumps(plot_eval)]))
     done = prepare("dacode", tmp_path / "da-code", out=tmp_path / "out")
-    assert done.copied and done.left_out == 1 and done.tasks == len(tasks)
+    assert done.copied and done.left_out == 2 and done.tasks == len(tasks)
 
 
 def test_sheetcopilot_rows_come_from_dataset_xlsx_and_stray_files_are_left(tmp_path):
