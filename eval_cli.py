@@ -167,6 +167,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
     if args.sample < 1 or args.start < 0:
         raise UsageError("--sample must be at least 1 and --start at least 0")
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
     check_dataset(args.dataset)
     settings = settings_from_args(args)
     check_output_file(args.json)
@@ -186,7 +188,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
         tasks, generation = sample_for_validation(dataset, args.split, args.start, args.sample)
     else:
-        tasks = dataset.tasks
+        tasks = dataset.tasks[: args.limit]
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
     bar = tqdm(total=len(tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
 
@@ -373,6 +375,9 @@ def add_eval_parsers(sub) -> None:
     va.add_argument("--json", help="Write the report here")
     va.add_argument("--concurrency", type=int, default=8, help="Tasks in flight (default 8)")
     va.add_argument("--token", help="Bearer token for --url")
+    va.add_argument(
+        "--limit", type=int, help="Check only the first N tasks of a bounded set (default: all)"
+    )
     va.add_argument(
         "--sample", type=int, default=100, help="Tasks checked of an unbounded set (default 100)"
     )

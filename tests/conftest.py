@@ -59,3 +59,16 @@ def env(runtime):
 @pytest.fixture(scope="session")
 def app(settings, runtime):
     return build_app(settings, runtime=runtime)
+
+
+# The contributor's quick loop (`pytest -m core`): the folders that run the package's own code
+# without a browser, a Docker engine, a trainer or a published image. The full suite is the rest.
+CORE_FOLDERS = {"unit", "verifiers", "datasets", "cli", "server", "sandbox", "backends", "env"}
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = os.path.relpath(str(item.path), _TESTS).split(os.sep)[0]
+        if folder in CORE_FOLDERS:
+            item.add_marker(pytest.mark.core)

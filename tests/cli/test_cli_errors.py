@@ -60,6 +60,8 @@ IN_PROCESS = {
         "cannot write",
     ),
     "unknown flag": (["serve", "--prot", "8000"], "unrecognized arguments: --prot"),
+    "validate --limit 0": (["validate", "--dataset", "starter", "--limit", "0"], "--limit must"),
+    "unknown benchmark to prepare": (["datasets", "prepare", "nope", "."], "unknown benchmark"),
 }
 
 
