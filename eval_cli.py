@@ -101,6 +101,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         bar.update(1)
 
+    def resumed(done: int) -> None:
+        """Say what the run's log already holds; the bar counts it without timing it."""
+        if done:
+            left = bar.total - done
+            bar.initial = bar.n = done  # the rate counts only the episodes played now
+            bar.write(
+                f"resuming: {done} of {bar.total} episodes are already in this run's log "
+                + (f"({left} to play)" if left else "(nothing to play; --fresh starts over)"),
+                file=sys.stderr,
+            )
+
     def run(url: str):
         return asyncio.run(
             run_eval(
@@ -109,7 +120,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 url,
                 headers=headers,
                 on_result=progress,
-                on_start=bar.update,
+                on_start=resumed,
                 json_path=args.json,
             )
         )

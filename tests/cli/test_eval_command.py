@@ -117,6 +117,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(standin, tmp_path):
     standin.use("oracle")
     proc = run_eval(standin, tmp_path, "--limit", "5", "--concurrency", "1")
     assert proc.returncode == 0, proc.stderr
+    assert "resuming: 2 of 5 episodes are already in this run's log (3 to play)" in proc.stderr
     asked = {task.id for task in STARTER[:5] if standin.requests_for(task)}
     assert asked == {t.id for t in STARTER[:5]} - done_before
     report = json.loads((logs[0].parent / "report.json").read_text())
