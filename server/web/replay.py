@@ -25,16 +25,60 @@ class TrajectoryNotFound(LookupError):
     """No recorded episode has this name."""
 
 
+OUTCOMES = ("solved", "partial", "failed", "running", "left")
+ORIGINS = ("eval", "web", "trainer")
+
+
+def origin_of(episode_id: str | None) -> str:
+    """Who played an episode, from its id: ``eval`` runs and /web name theirs, the rest are
+    a trainer's or another client's."""
+    episode_id = episode_id or ""
+    if episode_id.startswith("eval-"):
+        return "eval"
+    return "web" if episode_id.startswith("web-") else "trainer"
+
+
+def outcome_of(summary: dict[str, Any]) -> str:
+    """``solved`` (reward 1), ``partial``, ``failed`` (reward 0), ``running`` or ``left``
+    (the client went away before an answer): what a badge shows."""
+    if summary["status"] != "ended":
+        return str(summary["status"])
+    reward = summary.get("reward") or 0.0
+    return "solved" if reward >= 1.0 else "partial" if reward > 0 else "failed"
+
+
+def _keep(summary: dict[str, Any], query: str, outcome: str, origin: str, run: str) -> bool:
+    if query and not any(
+        query in str(summary.get(k) or "").lower() for k in ("name", "task_id", "episode_id")
+    ):
+        return False
+    if outcome and summary["outcome"] != outcome:
+        return False
+    if origin and summary["origin"] != origin:
+        return False
+    return not run or str(summary.get("episode_id") or "").startswith(f"eval-{run}-")
+
+
 def list_trajectories(
-    state_dir: str | Path, *, limit: int = 100, offset: int = 0, query: str = ""
+    state_dir: str | Path,
+    *,
+    limit: int = 100,
+    offset: int = 0,
+    query: str = "",
+    outcome: str = "",
+    origin: str = "",
+    run: str = "",
 ) -> dict[str, Any]:
     """Summaries of recorded episodes, newest first.
 
     Args:
         state_dir: The server's ``settings.state_dir``.
         limit: At most this many summaries (1..500).
-        offset: Skip this many of the newest (for paging).
+        offset: Skip this many of the newest that match (for paging).
         query: Keep only files whose name, task id or episode id contains this.
+        outcome: Keep only one of :data:`OUTCOMES` (empty: all).
+        origin: Keep only episodes played by one of :data:`ORIGINS` (empty: all).
+        run: Keep only the episodes of this eval run (its run id).
     """
     root = trajectories_dir(state_dir)
     limit = max(1, min(int(limit), 500))
@@ -44,7 +88,7 @@ def list_trajectories(
         names = []
     query = query.strip().lower()
     out: list[dict[str, Any]] = []
-    if not query:
+    if not (query or outcome or origin or run):
         # Without a filter only the requested page is read: a server keeps up to
         # ``trajectories_kept`` files (10,000 by default) and the list is polled.
         for name in names[offset:]:
@@ -59,9 +103,7 @@ def list_trajectories(
         summary = _summary(root / name)
         if summary is None:
             continue
-        if query and not any(
-            query in str(summary.get(k) or "").lower() for k in ("name", "task_id", "episode_id")
-        ):
+        if not _keep(summary, query, outcome, origin, run.strip()):
             continue
         matched += 1
         if matched > offset and len(out) < limit:
@@ -127,4 +169,6 @@ def _summary(path: Path) -> dict[str, Any] | None:
         if kind == "step":
             summary.update(steps=record.get("step_count", 0), ended_at=record.get("t"))
             break
+    summary["origin"] = origin_of(summary["episode_id"])
+    summary["outcome"] = outcome_of(summary)
     return summary

@@ -30,7 +30,13 @@ from analyst_env.server.peers import Peers
 from analyst_env.server.runtime import Runtime, TaskNotFoundError
 from analyst_env.server.web.browse import browse_router, unbounded_info
 from analyst_env.server.web.previews import head_preview
-from analyst_env.server.web.replay import TrajectoryNotFound, list_trajectories, load_trajectory
+from analyst_env.server.web.replay import (
+    ORIGINS,
+    OUTCOMES,
+    TrajectoryNotFound,
+    list_trajectories,
+    load_trajectory,
+)
 from analyst_env.server.web.runs import runs_router
 from analyst_env.server.web.stream import live_router
 
@@ -107,10 +113,27 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
 
     @router.get("/web/api/trajectories")
     def web_trajectories(
-        limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0), q: str = ""
+        limit: int = Query(100, ge=1, le=500),
+        offset: int = Query(0, ge=0),
+        q: str = "",
+        outcome: str = "",
+        origin: str = "",
+        run: str = "",
     ) -> dict:
-        """Recorded episodes, newest first, with reward, step count and status."""
-        listing = list_trajectories(settings.state_dir, limit=limit, offset=offset, query=q)
+        """Recorded episodes, newest first, with reward, outcome, origin, step count and status;
+        filtered by text (``q``), ``outcome``, ``origin`` and eval ``run``, paged by ``offset``."""
+        for name, value, allowed in (("outcome", outcome, OUTCOMES), ("origin", origin, ORIGINS)):
+            if value and value not in allowed:
+                raise HTTPException(422, f"{name} must be one of {', '.join(allowed)}")
+        listing = list_trajectories(
+            settings.state_dir,
+            limit=limit,
+            offset=offset,
+            query=q,
+            outcome=outcome,
+            origin=origin,
+            run=run,
+        )
         return {**listing, "recording": settings.record_trajectories}
 
     @router.get("/web/api/trajectories/{name}")

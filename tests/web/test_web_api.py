@@ -90,6 +90,34 @@ def test_trajectory_routes(web_url, web_state_dir):
         load_trajectory(web_state_dir, "../trajectories/" + summary["name"])
 
 
+def test_replays_filter_by_outcome_origin_and_run_and_page(web_url):
+    task = starter_task("csv")
+    tag = uuid.uuid4().hex[:8]
+    ids = {"solved": f"api-{tag}-a", "failed": f"eval-run{tag}-{task.id}-s0", "left": f"web-{tag}"}
+    for outcome, episode_id in ids.items():
+        with AnalystEnv(base_url=web_url).sync() as env:
+            env.reset(task_id=task.id, episode_id=episode_id)
+            if outcome == "solved":
+                env.final_answer(task.oracle_answer)
+            elif outcome == "failed":
+                env.final_answer("not the answer")
+
+    def listing(**params):
+        reply = httpx.get(f"{web_url}/web/api/trajectories", params={"q": tag, **params})
+        assert reply.status_code == 200, reply.text
+        return [t["episode_id"] for t in reply.json()["trajectories"]]
+
+    assert listing(outcome="solved") == [ids["solved"]]
+    assert listing(outcome="failed") == [ids["failed"]]
+    assert listing(origin="eval") == [ids["failed"]] == listing(run=f"run{tag}")
+    assert listing(origin="trainer") == [ids["solved"]]
+    # Newest first, one per page: three pages, then nothing.
+    pages = [listing(limit=1, offset=i) for i in range(4)]
+    assert pages[:3] == [[ids["left"]], [ids["failed"]], [ids["solved"]]] and pages[3] == []
+    bad = httpx.get(f"{web_url}/web/api/trajectories", params={"outcome": "great"})
+    assert bad.status_code == 422 and "solved" in bad.text
+
+
 def test_trajectory_listing_survives_torn_and_foreign_files(tmp_path):
     root = tmp_path / "trajectories"
     root.mkdir()

@@ -547,30 +547,55 @@ async function viewLiveSession(main, sessionId) {
 
 // ── replay ────────────────────────────────────────────────────────────────
 async function viewReplayList(main) {
+  const PAGE = 100;
   const search = h("input", {type: "search", placeholder: "Filter by task or episode id…", id: "replay-search"});
+  const choice = (id, label, values) => h("select", {id, "aria-label": label},
+    h("option", {value: ""}, label), ...values.map(([v, text]) => h("option", {value: v}, text)));
+  const outcome = choice("replay-outcome", "Any outcome", [["solved", "solved (reward 1)"],
+    ["partial", "partial"], ["failed", "failed (reward 0)"], ["running", "running"], ["left", "left without answer"]]);
+  const origin = choice("replay-origin", "Any origin", [["trainer", "trainer / client"], ["eval", "eval run"], ["web", "browser"]]);
+  const newer = h("button", {id: "replay-newer", class: "secondary"}, "← Newer");
+  const older = h("button", {id: "replay-older", class: "secondary"}, "Older →");
   const tbody = h("tbody");
-  const note = h("p", {class: "muted"});
+  const note = h("p", {class: "muted", id: "replay-note"});
+  let offset = 0;
   main.replaceChildren(
     h("div", {class: "page-head"}, h("h1", {}, "Replay"),
       h("p", {class: "muted"}, "Recorded episodes (trajectories), newest first. Open one to step through it.")),
-    h("div", {class: "filters"}, search, note),
+    h("div", {class: "filters"}, search, outcome, origin, newer, older, note),
     h("div", {class: "table-wrap card"}, h("table", {class: "list", id: "replay-table"},
-      h("thead", {}, h("tr", {}, ["Started", "Task", "Episode", "Steps", "Reward", "Status", "Duration"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["Started", "Task", "Episode", "Origin", "Steps", "Reward", "Outcome", "Duration"].map((c) => h("th", {}, c)))),
       tbody)));
   let timer = null;
   const load = async () => {
-    const data = await api(`/web/api/trajectories?limit=200&q=${encodeURIComponent(search.value)}`);
-    note.textContent = data.recording ? `${data.total} recorded episode(s)` : "Recording is off on this server (record_trajectories=false).";
-    tbody.replaceChildren(...data.trajectories.map((t) => h("tr", {class: "clickable", "data-name": t.name,
+    const params = new URLSearchParams({limit: PAGE, offset, q: search.value, outcome: outcome.value, origin: origin.value});
+    const data = await api(`/web/api/trajectories?${params}`);
+    const last = Math.min(offset + data.trajectories.length, data.total);
+    note.textContent = !data.recording ? "Recording is off on this server (record_trajectories=false)."
+      : data.total ? `${offset + 1}–${last} of ${data.total} episode(s)` : "";
+    newer.disabled = offset === 0;
+    older.disabled = last >= data.total;
+    tbody.replaceChildren(...data.trajectories.map((t) => h("tr", {class: "clickable", "data-name": t.name, "data-outcome": t.outcome,
       onclick: () => { location.hash = `#/replay/${encodeURIComponent(t.name)}`; }},
     h("td", {}, Render.fmtTime(t.started_at)), h("td", {class: "mono"}, t.task_id),
     h("td", {class: "mono"}, h("a", {href: `#/replay/${encodeURIComponent(t.name)}`}, String(t.episode_id).slice(0, 24))),
+    h("td", {}, t.origin === "web" ? "browser" : t.origin),
     h("td", {}, String(t.steps)), h("td", {}, t.reward === null ? "–" : Number(t.reward).toFixed(3)),
-    h("td", {}, h("span", {class: `badge status-${t.status}`}, t.status)),
+    h("td", {}, h("span", {class: `badge outcome-${t.outcome}`}, t.outcome)),
     h("td", {}, t.ended_at ? Render.fmtDuration(t.ended_at - t.started_at) : "–"))));
-    if (!data.trajectories.length) tbody.replaceChildren(h("tr", {}, h("td", {colspan: 7, class: "muted"}, "No recorded episodes.")));
+    if (!data.trajectories.length) {
+      const filtered = search.value || outcome.value || origin.value;
+      tbody.replaceChildren(h("tr", {}, h("td", {colspan: 8, class: "muted"}, filtered
+        ? "No recorded episode matches these filters."
+        : "No recorded episodes yet: play one from Tasks, or connect a client (every episode is recorded here).")));
+    }
   };
-  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(load, 200); });
+  const refilter = () => { offset = 0; load(); };
+  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refilter, 200); });
+  outcome.addEventListener("change", refilter);
+  origin.addEventListener("change", refilter);
+  newer.addEventListener("click", () => { offset = Math.max(0, offset - PAGE); load(); });
+  older.addEventListener("click", () => { offset += PAGE; load(); });
   onLeave(() => clearTimeout(timer));
   await load();
 }
