@@ -152,6 +152,14 @@ def test_errors_show_as_the_agent_sees_them(page, web_url):
     wait_for_cells(page, 3)
     expect(page.locator("#notebook .cell").nth(2).locator(".cell-out")).to_contain_text("2")
 
+    # Step 4 is the kernel's third cell: the page names it as the traceback does.
+    run_in_editor(page, "1 / 0")
+    wait_for_cells(page, 4)
+    fourth = page.locator("#notebook .cell").nth(3)
+    expect(fourth.locator(".prompt")).to_have_text("[4]")
+    expect(fourth.locator(".exec-count")).to_have_text("In [3]")
+    expect(fourth.locator("pre.err")).to_contain_text("Cell In[3]")
+
 
 def test_html_from_agent_code_cannot_run_script(page, web_url):
     """Cell HTML is untrusted: tables render, scripts and handlers never run."""

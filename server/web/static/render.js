@@ -119,12 +119,20 @@ const Render = (() => {
     };
   }
 
+  /* The kernel's execution count of a code cell (what IPython's tracebacks call "Cell In[N]"),
+     which differs from the step number once SQL or shell steps come between code cells. */
+  function execCount(s) {
+    const count = s.cell?.execution_count ?? s.structured?.execution_count;
+    return s.tool === "add_and_execute_code_cell" && Number.isInteger(count) ? count : null;
+  }
+
   /* A step as a notebook cell: header, input, outputs, and the text the agent read. */
   function step(s) {
     const lang = LANG[s.tool];
     const src = SOURCE_ARG[s.tool] ? s.args[SOURCE_ARG[s.tool]] : null;
     const head = h("div", {class: "cell-head"},
       h("span", {class: "prompt"}, s.index !== undefined && s.index !== null ? `[${s.index + 1}]` : "[ ]"),
+      execCount(s) !== null ? h("span", {class: "exec-count muted", title: "The kernel's count for this cell: a traceback's \"Cell In[N]\" names it"}, `In [${execCount(s)}]`) : null,
       h("span", {class: `tool tool-${lang || "other"}`}, LABEL[s.tool] || s.tool),
       s.via ? h("span", {class: "badge"}, `via ${s.via}`) : null,
       s.isError ? h("span", {class: "badge bad"}, s.errorType ? `error: ${s.errorType}` : "error") : null,
