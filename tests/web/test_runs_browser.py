@@ -50,9 +50,22 @@ def test_runs_are_compared_task_by_task(page, web_url, runs):
     rows = page.locator("#compare-table tbody tr")
     expect(rows).to_have_count(3)
     expect(rows.first).to_contain_text("-1.000")
-    expect(page.locator("#compare-counts")).to_contain_text("a better: 3")
+    # Read from B's side: the null run (B) is worse than the oracle (A) on every task, in red,
+    # and the tasks are in task order.
+    expect(page.locator("#compare-counts")).to_contain_text("B worse: 3")
+    expect(rows.first.locator(".badge.bad")).to_have_text("B worse")
+    ids = [rows.nth(i).get_attribute("data-task") for i in range(3)]
+    assert ids == sorted(t.id for t in runs)
     page.check("#compare-only-diff")
     expect(rows).to_have_count(3)
+
+
+def test_a_run_page_says_why_episodes_failed_or_that_none_did(page, web_url, runs):
+    open_web(page, web_url, "#/runs/browser-oracle")
+    expect(page.locator("#run-failures")).to_have_text("No failures: every episode was solved.")
+    open_web(page, web_url, "#/runs/browser-null")
+    expect(page.locator("#run-failures tbody tr").first).to_be_visible()
+    expect(page.locator("#run-failures thead")).to_contain_text("Why episodes failed")
 
 
 def test_a_run_opens_its_report_and_replays_an_episode(page, web_url, runs):

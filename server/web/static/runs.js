@@ -16,6 +16,9 @@ const RUN_ROUTES = [
 
 const fmtReward = (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(3));
 const runWho = (r) => (r.model && r.model.name) || r.policy || "?";
+/* Task order: ids compared as people read them ("task-9" before "task-10"); a run's report lists
+   tasks in the order its episodes finished. */
+const byTaskId = (x, y) => x.task_id.localeCompare(y.task_id, undefined, {numeric: true});
 const passK = (r) => Object.entries(r.pass_at_k || {}).map(([k, v]) => `pass@${k} ${fmtReward(v)}`).join(" · ");
 
 async function viewRuns(main) {
@@ -38,10 +41,10 @@ async function viewRuns(main) {
   const rows = data.runs.map((r) => h("tr", {"data-run": r.run_id},
     h("td", {}, h("input", {type: "checkbox", "data-run": r.run_id, "aria-label": `select ${r.run_id}`,
       onchange: (e) => pick(r.run_id, e.target)})),
-    h("td", {class: "mono"}, h("a", {href: `#/runs/${encodeURIComponent(r.run_id)}`}, r.run_id)),
+    h("td", {class: "mono run-id"}, h("a", {href: `#/runs/${encodeURIComponent(r.run_id)}`, title: r.run_id}, r.run_id)),
     h("td", {}, r.dataset), h("td", {class: "mono"}, runWho(r)),
     h("td", {}, String(r.n)), h("td", {}, String(r.episodes)),
-    h("td", {class: "num"}, fmtReward(r.mean_reward)), h("td", {class: "small"}, passK(r)),
+    h("td", {class: "num"}, fmtReward(r.mean_reward)), h("td", {class: "small nowrap"}, passK(r)),
     h("td", {}, String(r.errors)),
     h("td", {}, r.complete ? "complete" : h("span", {class: "badge"}, "partial")),
     h("td", {class: "small"}, Render.fmtTime(r.updated_at))));
@@ -71,10 +74,12 @@ async function viewRun(main, runId) {
   const r = await api(`/web/api/runs/${encodeURIComponent(runId)}`);
   const episodes = {};
   for (const e of r.episode_rows || []) (episodes[e.task_id] = episodes[e.task_id] || []).push(e);
-  const replayLinks = (taskId) => (episodes[taskId] || []).map((e) => e.trajectory
+  const replayLinks = (taskId) => h("span", {class: "replay-links"}, ...(episodes[taskId] || [])
+    .slice().sort((x, y) => x.sample - y.sample).map((e) => e.trajectory
     ? h("a", {href: `#/replay/${encodeURIComponent(e.trajectory)}`, class: "replay-link",
       title: `${e.end_reason || ""} · ${e.turns} turns`}, `#${e.sample} ${fmtReward(e.reward)}`)
-    : h("span", {class: "muted", title: "not recorded on this server"}, `#${e.sample} ${fmtReward(e.reward)}`));
+    : h("span", {class: "muted", title: "not recorded on this server"}, `#${e.sample} ${fmtReward(e.reward)}`)));
+  const failures = Object.entries(r.failures || {});
   const report = h("div", {id: "run-report"});
   const showReport = async () => {
     const res = await fetch(`/web/api/runs/${encodeURIComponent(runId)}/report.html`,
@@ -98,15 +103,18 @@ async function viewRun(main, runId) {
     r.has_html ? h("div", {class: "row"}, h("button", {id: "run-show-report", onclick: showReport}, "Show the HTML report")) : null,
     report,
     h("h2", {}, "Failure reasons"),
-    h("div", {class: "table-wrap card"}, h("table", {class: "list", id: "run-failures"},
-      h("tbody", {}, Object.entries(r.failures || {}).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, String(v))))))),
+    failures.length
+      ? h("div", {class: "table-wrap card"}, h("table", {class: "list", id: "run-failures"},
+        h("thead", {}, h("tr", {}, h("th", {}, "Why episodes failed"), h("th", {}, "Episodes"))),
+        h("tbody", {}, failures.sort((x, y) => y[1] - x[1]).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, String(v)))))))
+      : h("p", {class: "muted", id: "run-failures"}, r.episodes ? "No failures: every episode was solved." : "No episodes yet."),
     ...Object.entries(r.summary || {}).map(([facet, groups]) => h("div", {},
       h("h2", {}, `By ${facet}`), h("div", {class: "card"}, summaryTable(groups, facet)))),
     h("h2", {}, "Tasks"),
     h("div", {class: "table-wrap card"}, h("table", {class: "list", id: "run-tasks"},
       h("thead", {}, h("tr", {}, ["Task", "Level", "Category", "Mean reward", "Solved", "Failures", "Episodes (replay)"]
         .map((c) => h("th", {}, c)))),
-      h("tbody", {}, (r.tasks || []).map((t) => h("tr", {"data-task": t.task_id},
+      h("tbody", {}, (r.tasks || []).slice().sort(byTaskId).map((t) => h("tr", {"data-task": t.task_id},
         h("td", {class: "mono"}, t.task_id), h("td", {}, t.level || "–"), h("td", {}, t.category || "–"),
         h("td", {class: "num"}, fmtReward(t.reward)), h("td", {}, `${t.solved}/${t.samples}`),
         h("td", {class: "small"}, (t.failures || []).join(", ") + (t.error ? ` (${t.error.slice(0, 120)})` : "")),
@@ -119,12 +127,15 @@ async function viewRunsCompare(main, a, b) {
   let onlyDiffering = false;
   const tbody = h("tbody");
   const side = (s) => (s ? `${fmtReward(s.reward)} (${s.solved}/${s.samples})` : "–");
-  const draw = () => tbody.replaceChildren(...c.tasks.filter((t) => !onlyDiffering || t.verdict !== "same")
+  /* Read from B's side (the run being judged against A): worse is red, better green. */
+  const VERDICT = {a_better: ["B worse", "bad"], b_better: ["B better", "good"], same: ["same", ""]};
+  const verdict = (v) => VERDICT[v] || [v.replace("_", " "), ""];
+  const draw = () => tbody.replaceChildren(...c.tasks.slice().sort(byTaskId).filter((t) => !onlyDiffering || t.verdict !== "same")
     .map((t) => h("tr", {"data-task": t.task_id, class: `verdict-${t.verdict}`},
       h("td", {class: "mono"}, t.task_id), h("td", {}, t.level || "–"), h("td", {}, t.category || "–"),
       h("td", {class: "num"}, side(t.a)), h("td", {class: "num"}, side(t.b)),
       h("td", {class: "num"}, t.delta === null ? "–" : (t.delta > 0 ? "+" : "") + t.delta.toFixed(3)),
-      h("td", {}, h("span", {class: `badge ${t.verdict === "a_better" ? "bad" : ""}`}, t.verdict.replace("_", " "))))));
+      h("td", {}, h("span", {class: `badge ${verdict(t.verdict)[1]}`, "data-verdict": t.verdict}, verdict(t.verdict)[0])))));
   const head = (r) => h("div", {class: "card"}, h("h2", {class: "mono"}, r.run_id),
     h("p", {}, `${runWho(r)} on ${r.dataset}`),
     h("p", {}, `mean reward ${fmtReward(r.mean_reward)} · accuracy ${fmtReward(r.accuracy)}`),
@@ -134,7 +145,7 @@ async function viewRunsCompare(main, a, b) {
       h("div", {class: "crumbs"}, h("a", {href: "#/runs"}, "Runs"), " / compare"),
       h("h1", {}, "Two runs, task by task")),
     h("div", {class: "cards", id: "compare-heads"}, head(c.a), head(c.b)),
-    h("p", {id: "compare-counts"}, Object.entries(c.counts).map(([k, v]) => `${k.replace("_", " ")}: ${v}`).join(" · ")),
+    h("p", {id: "compare-counts"}, Object.entries(c.counts).map(([k, v]) => `${verdict(k)[0]}: ${v}`).join(" · ")),
     h("label", {class: "field"}, h("input", {type: "checkbox", id: "compare-only-diff",
       onchange: (e) => { onlyDiffering = e.target.checked; draw(); }}), " only tasks that differ"),
     h("div", {class: "table-wrap card"}, h("table", {class: "list", id: "compare-table"},
