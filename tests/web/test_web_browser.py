@@ -20,6 +20,7 @@ from webui_support import (
     SQL_QUERY,
     open_web,
     run_in_editor,
+    starter_server,
     starter_task,
     wait_for_cells,
 )
@@ -283,6 +284,13 @@ def test_replay_steps_through_a_recorded_episode(page, web_url):
     expect(page.locator("#replay-notebook .reward")).to_have_attribute("data-reward", "0")
     expect(page.locator("ol.timeline li")).to_have_count(3)
     expect(page.locator("ol.timeline li").nth(0)).to_contain_text(re.compile(r"\d+ ms|\d+\.\d+ s"))
+
+
+def test_an_empty_environments_page_says_how_to_make_one(page, tmp_path):
+    with starter_server(tmp_path / "state") as url:
+        assert httpx.get(f"{url}/envs").json()["environments"] == []
+        open_web(page, url, "#/envs")
+        expect(page.locator("#envs-empty")).to_contain_text("analyst-env envs create NAME")
 
 
 def test_environment_cards_follow_the_envs_route(page, web_url):

@@ -670,7 +670,11 @@ async function viewEnvs(main) {
     }
     const envs = data.environments || [];
     grid.replaceChildren(...envs.map(envCard));
-    if (!envs.length) grid.replaceChildren(h("p", {class: "muted empty"}, "No sandbox environments on this server."));
+    if (!envs.length) grid.replaceChildren(h("div", {class: "muted empty", id: "envs-empty"},
+      h("p", {}, "No sandbox environments on this server yet: every episode runs in the built-in default image."),
+      h("p", {}, "To add packages or files for a task, write a recipe and create it: ",
+        h("code", {}, "analyst-env envs create NAME --file recipe.toml"),
+        " (or POST it to /envs); it builds in the background and shows here. See docs/environments.md.")));
     if (envs.some((e) => e.status === "pending" || e.status === "building")) timer = setTimeout(load, 2000);
   };
   await load();
