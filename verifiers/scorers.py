@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from analyst_env.task_format import VerifierSpec
+from analyst_env.verifiers.explain import explain
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
@@ -94,7 +95,11 @@ def judge(
     result = fn(str(submitted), gold, **spec.params, **extra)
     verdict = result if isinstance(result, Verdict) else Verdict(float(result))
     reward = verdict.reward if verdict.reward == verdict.reward else 0.0
-    return Verdict(min(1.0, max(0.0, reward)), verdict.components, verdict.detail)
+    reward = min(1.0, max(0.0, reward))
+    detail = verdict.detail
+    if reward < 1.0 and not detail:  # a bare 0: say what was read and which rule it failed
+        detail = explain(spec.name, str(submitted), gold, spec.params)
+    return Verdict(reward, verdict.components, detail)
 
 
 def score(

@@ -282,6 +282,8 @@ def test_replay_steps_through_a_recorded_episode(page, web_url):
     page.locator("ol.timeline li[data-step='2']").click()
     expect(notebook).to_have_count(3)
     expect(page.locator("#replay-notebook .reward")).to_have_attribute("data-reward", "0")
+    # The zero says why: what the scorer read from the answer and which rule it failed.
+    expect(page.locator("#replay-notebook .reward-detail")).to_contain_text("read 0")
     expect(page.locator("ol.timeline li")).to_have_count(3)
     expect(page.locator("ol.timeline li").nth(0)).to_contain_text(re.compile(r"\d+ ms|\d+\.\d+ s"))
 

@@ -164,10 +164,11 @@ const Render = (() => {
       h("div", {class: "reward-main"}, h("span", {class: "reward-label"}, "Reward"),
         h("span", {class: "reward-value"}, r.toFixed(r % 1 ? 3 : 1)),
         endReason ? h("span", {class: "badge"}, endReason) : null),
-      breakdown && !comps.length ? h("p", {class: "detail muted"}, "The scorer gave a single score (no components).") : null,
+      breakdown && !comps.length && !(breakdown.detail || "").replace(/\[scoring profile: \w+\]/, "").trim()
+        ? h("p", {class: "detail muted"}, r >= 1 ? "The answer matched." : "The scorer gave no reason.") : null,
       comps.length ? h("table", {class: "breakdown"}, h("tbody", {}, comps.map(([k, v]) =>
         h("tr", {}, h("th", {}, k), h("td", {}, typeof v === "number" ? v.toFixed(3) : JSON.stringify(v)))))) : null,
-      breakdown && breakdown.detail ? h("p", {class: "detail"}, String(breakdown.detail)) : null);
+      breakdown && breakdown.detail ? h("p", {class: "detail reward-detail"}, String(breakdown.detail)) : null);
   }
 
   function fmtDuration(s) {
