@@ -21,7 +21,8 @@ padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #d6dbe3;padding:.25rem .6rem}
 th{background:#f2f4f8;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.plots{display:flex;flex-wrap:wrap;gap:1rem}.plots img{max-width:34rem;border:1px solid #e3e7ee}
+.plots{display:flex;flex-wrap:wrap;gap:1rem}
+.plots img{width:100%;max-width:34rem;height:auto;border:1px solid #e3e7ee}
 .muted{color:#66707f}code{font-size:.9em}
 """
 
@@ -32,33 +33,50 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
+_LEVELS = ("easy", "medium", "hard")
+
+
+def _facet_order(value: str) -> tuple[int, str]:
+    """Levels from easy to hard, then any other value alphabetically."""
+    return (_LEVELS.index(value), "") if value in _LEVELS else (len(_LEVELS), value)
+
+
 def _plots(report: dict[str, Any]) -> list[tuple[str, str]]:
     """(title, data URI) of each plot the report's data allows."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     episodes = report.get("episode_rows") or []
     plots = []
 
-    def bars(title: str, labels: list[str], values: list[float], xlabel: str) -> None:
-        fig = Figure(figsize=(6, 0.45 * len(labels) + 1.2))
+    def bars(
+        title: str, labels: list[str], values: list[float], xlabel: str, share: bool = False
+    ) -> None:
+        fig = Figure(figsize=(6, 0.32 * len(labels) + 1.3))
         ax = fig.subplots()
-        ax.barh(labels[::-1], values[::-1], color="#2f6fed")
+        ax.barh(labels[::-1], values[::-1], color="#2f6fed", height=0.6)
+        if share:
+            ax.set_xlim(0, 1)  # a mean reward: the whole scale, so bars compare across plots
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts
         ax.set_xlabel(xlabel)
         ax.set_title(title)
+        fig.tight_layout()
         plots.append((title, _png(fig)))
 
     for facet in ("level", "category"):
         groups = (report.get("summary") or {}).get(facet) or {}
         if groups and set(groups) != {"–"}:
-            labels = list(groups)[:25]
+            labels = sorted(groups, key=_facet_order)[:25]
             bars(
                 f"Mean reward by {facet}",
                 labels,
                 [groups[k]["mean_reward"] for k in labels],
                 "mean reward",
+                share=True,
             )
 
     def histogram(title: str, values: list[int], xlabel: str) -> None:
@@ -66,6 +84,8 @@ def _plots(report: dict[str, Any]) -> list[tuple[str, str]]:
         ax = fig.subplots()
         top = max(values) if values else 0
         ax.hist(values, bins=range(0, top + 2), color="#5a9e6f", edgecolor="white", align="left")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # turns and calls are whole
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
         ax.set_ylabel("episodes")
         ax.set_title(title)
@@ -141,7 +161,7 @@ def render_html(report: dict[str, Any]) -> str:
     for facet, groups in (report.get("summary") or {}).items():
         rows = [
             [value, g["tasks"], g["episodes"], g["mean_reward"], g["accuracy"]]
-            for value, g in groups.items()
+            for value, g in sorted(groups.items(), key=lambda item: _facet_order(item[0]))
         ]
         parts += [
             f"<h2>By {escape(facet)}</h2>",

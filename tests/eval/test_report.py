@@ -109,3 +109,14 @@ def test_the_html_report_escapes_what_models_and_datasets_wrote():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<img alt=") >= 4  # reward by level and category, turns, tool calls, ...
     assert "Failure reasons" in html and "no_tool_call" in html
+
+
+def test_levels_read_from_easy_to_hard_then_others_alphabetically():
+    from analyst_env.client.evaluation.html_report import _facet_order
+
+    rows = [row(f"t-{lv}", 0, 1.0, level=lv) for lv in ("hard", "easy", "expert", "medium")]
+    html = render_html(build_report({"dataset": "d", "policy": "oracle"}, rows))
+    by_level = html[html.index("<h2>By level</h2>") :]
+    at = [by_level.index(f"<td>{lv}</td>") for lv in ("easy", "medium", "hard", "expert")]
+    assert at == sorted(at)
+    assert sorted(["b", "hard", "a", "easy"], key=_facet_order) == ["easy", "hard", "a", "b"]
