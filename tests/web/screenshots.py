@@ -30,6 +30,22 @@ from webui_support import (  # noqa: E402
 )
 
 VIEWPORT = {"width": 1280, "height": 820}
+PHONE = {"width": 390, "height": 780}
+PAGES = (
+    "tasks",
+    "task-preview",
+    "episode",
+    "live-session",
+    "replay-list",
+    "replay",
+    "environments",
+    "runs",
+    "run",
+    "runs-compare",
+    "phone-runs",
+    "phone-replay",
+)
+overflow: dict[str, int] = {}  # phone page -> pixels the page is wider than the screen
 
 
 def shrink(path: Path) -> None:
@@ -125,6 +141,7 @@ def take(out: Path) -> list[Path]:
 
         open_web(page, url, "#/replay")
         page.wait_for_selector("#replay-table tr[data-name]")
+        shot("replay-list")
         page.locator("#replay-table tr[data-name]").last.click()
         page.wait_for_selector("#replay-notebook .cell")
         page.click("#replay-prev")
@@ -145,7 +162,51 @@ def take(out: Path) -> list[Path]:
         open_web(page, url, "#/envs")
         page.wait_for_timeout(1500)
         shot("environments")
+
+        play_runs(url, state, [csv_task, sql_task])
+        open_web(page, url, "#/runs")
+        page.wait_for_selector("#runs-table tr[data-run]")
+        shot("runs")
+        open_web(page, url, "#/runs/screenshot-null")
+        page.wait_for_selector("#run-tasks tbody tr")
+        shot("run", height=int(page.evaluate("document.body.scrollHeight")))
+        open_web(page, url, "#/runs-compare/screenshot-oracle/screenshot-null")
+        page.wait_for_selector("#compare-table tbody tr")
+        shot("runs-compare")
+        # The same pages on a phone: nothing wider than the screen but scrollable tables.
+        page.set_viewport_size(PHONE)
+        for route, name in (("#/runs", "phone-runs"), ("#/replay", "phone-replay")):
+            open_web(page, url, route)
+            page.wait_for_selector("table.list tbody tr")
+            path = out / f"{name}.png"
+            page.screenshot(path=str(path))
+            shrink(path)
+            saved.append(path)
+            overflow[name] = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
     return saved
+
+
+def play_runs(url: str, state: str, tasks: list) -> None:
+    """Two eval runs (the oracle and the null policy) into the server's runs directory."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from analyst_env.client.evaluation.run import EvalSettings, run_eval
+    from analyst_env.client.evaluation.run_log import runs_dir
+
+    for policy in ("oracle", "null"):
+        settings = EvalSettings(
+            dataset="starter",
+            policy=policy,
+            run_name=f"screenshot-{policy}",
+            runs_dir=str(runs_dir(state)),
+            fresh=True,
+        )
+        # Playwright's sync API keeps an event loop running on this thread: play on another.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, run_eval(settings, tasks, url)).result()
 
 
 if __name__ == "__main__":
