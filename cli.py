@@ -179,7 +179,7 @@ def _freeze_startup_heap() -> None:
     A full collection otherwise walks every object the imports made (pandas, numpy, duckdb,
     openpyxl: several hundred thousand), tens of milliseconds each time, inside whichever
     reset or step happened to allocate last. On procedural generation the p99 went from
-    158-185 ms to 112-122 ms (BENCHMARKS.md, "Procedural tasks: workbook templates").
+    158-185 ms to 112-122 ms (docs/benchmarks-history.md, "Procedural tasks: workbook templates").
     """
     import gc
 

@@ -274,7 +274,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
     records)."""
     if args.what == "harbor":
-        from analyst_env.client.trainers.harbor_export import export
+        from analyst_env.client.trainers.harbor_export import export as export_harbor
         from analyst_env.datasets import load_dataset
 
         check_dataset(args.dataset)
@@ -299,7 +299,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         try:
-            dirs = export(
+            dirs = export_harbor(
                 tasks,
                 args.out,
                 grader_requirement=args.grader_requirement,
@@ -310,14 +310,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(exc) from None
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
-    from analyst_env.client.trainers.trajectory_export import export, trajectory_files
+    from analyst_env.client.trainers.trajectory_export import (
+        export as export_trajectories,
+    )
+    from analyst_env.client.trainers.trajectory_export import trajectory_files
 
     check_input_path(args.state_dir, "--state-dir", folder=True)
     state_dir = args.state_dir or settings_from_args(args).state_dir
     if not trajectory_files(state_dir):
         print(error_line(f"no trajectories under {state_dir}/trajectories"), file=sys.stderr)
         return 1
-    written = export(state_dir, args.format, args.out)
+    written = export_trajectories(state_dir, args.format, args.out)
     print(f"wrote {len(written)} file(s) to {args.out}")
     return 0
 

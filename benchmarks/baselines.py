@@ -18,7 +18,7 @@ import os
 import queue
 import shutil
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.openenv_compat import load_openenv
 
@@ -28,6 +28,9 @@ from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation  # noqa: E402
 from openenv.core.env_server.types import Observation, State  # noqa: E402
+
+if TYPE_CHECKING:  # a dev dependency, imported at the first reset
+    from jupyter_client import BlockingKernelClient, KernelManager
 
 MAX_SESSIONS = int(os.environ.get("BASELINE_MAX_SESSIONS", "1100"))
 CSV_PATH_ENV = "BASELINE_TASK_CSV"
@@ -68,8 +71,8 @@ class JupyterKernelEnvironment(Environment):
     def __init__(self) -> None:
         super().__init__()
         self._state = State()
-        self._manager = None
-        self._client = None
+        self._manager: KernelManager | None = None
+        self._client: BlockingKernelClient | None = None
         self._workdir: str | None = None
 
     def reset(self, seed=None, episode_id=None, **kwargs: Any) -> Observation:
@@ -111,6 +114,8 @@ class JupyterKernelEnvironment(Environment):
         self._shutdown()
 
     def _execute(self, code: str) -> str:
+        if self._client is None:
+            return "no kernel: reset first"
         msg_id = self._client.execute(code)
         out: list[str] = []
         while True:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import websockets
+from websockets.asyncio.client import ClientConnection
 
 STEP_BUDGET = 30
 """Reset a session after this many steps, to stay clear of any task's step limit."""
@@ -79,7 +80,7 @@ class Session:
     def __init__(self, ws_url: str, reset_frame: str) -> None:
         self.ws_url = ws_url
         self.reset_frame = reset_frame
-        self.ws = None
+        self.ws: ClientConnection | None = None
         self.steps = 0
 
     async def open(self) -> Session:
@@ -89,6 +90,8 @@ class Session:
         return self
 
     async def send(self, frame: str) -> tuple[float, dict[str, Any]]:
+        if self.ws is None:
+            raise RuntimeError("Session.send before open(): await session.open() first")
         start = time.perf_counter()
         await self.ws.send(frame)
         reply = json.loads(await self.ws.recv())

@@ -67,11 +67,18 @@ class ServerProcess:
         self.env = {**os.environ, **(env or {})}
         self.timeout_s = timeout_s
         self.cold_start_s: float | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> subprocess.Popen[bytes]:
+        """The server's process, which exists only inside the ``with`` block."""
+        if self.proc is None:
+            raise RuntimeError(f"server {self.argv} is not started: use `with ServerProcess(...)`")
+        return self.proc
 
     def __enter__(self) -> ServerProcess:
         start = time.perf_counter()
@@ -101,7 +108,7 @@ class ServerProcess:
         return self
 
     def pss_mib(self) -> float:
-        return tree_pss_mib(self.proc.pid)
+        return tree_pss_mib(self.running.pid)
 
     def __exit__(self, *exc) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -119,7 +119,7 @@ CUTS = ("drop_and_resume", "drop_for_good", "close")
 
 def snapshot(server: ServerProcess) -> dict[str, Any]:
     """What the server holds now."""
-    pids = process_tree(server.proc.pid)
+    pids = process_tree(server.running.pid)
     fds = 0
     for pid in pids:
         try:
@@ -128,7 +128,7 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
             pass
     with open("/proc/self/mountinfo") as fh:
         mounts = sum(1 for _ in fh)
-    pattern = f"/sys/fs/cgroup/**/analyst-env-{server.proc.pid}-*"
+    pattern = f"/sys/fs/cgroup/**/analyst-env-{server.running.pid}-*"
     cgroups = len(glob.glob(pattern, recursive=True))
     scratch = len(glob.glob(os.path.join(server.env["TMPDIR"], "analyst-env-local-*")))
     return {
@@ -143,7 +143,7 @@ def snapshot(server: ServerProcess) -> dict[str, Any]:
 
 def rss_mib(server: ServerProcess) -> float:
     """The server's main process's resident memory, in MiB."""
-    with open(f"/proc/{server.proc.pid}/status") as fh:
+    with open(f"/proc/{server.running.pid}/status") as fh:
         return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
 
 
@@ -177,6 +177,9 @@ async def _episode(
         meta = first["data"].get("metadata") or {}
         episode_id = first["data"]["observation"]["episode_id"]
         secret, steps_seen = meta.get("resume_secret"), 0
+        if not isinstance(secret, str):  # asked for with ?resume=1: without it no cut can resume
+            tally.problem(f"reset reply without a resume_secret: {str(first)[:200]}")
+            return
         for _ in range(cfg.steps_per_episode):
             if time.monotonic() > deadline:
                 break
@@ -361,7 +364,7 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
         elapsed = time.monotonic() - started
         log("closing; waiting for episodes to be torn down ...")
         end = _settle(server, baseline, cfg.settle_s + RESUME_GRACE_S)
-        alive = server.proc.poll() is None
+        alive = server.running.poll() is None
     leaks = {
         k: end[k] - baseline[k] for k in ("processes", "fds", "mounts", "cgroups", "scratch_dirs")
     }

@@ -17,7 +17,6 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import time
 
 import httpx
@@ -128,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
