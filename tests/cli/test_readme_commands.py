@@ -3,7 +3,9 @@
 The code blocks are read from README.md at test time, so a command added there is
 tried here without editing this file. Each ``analyst-env`` line runs in a scratch
 directory (outputs such as ``r.json`` land there), with ``../shared/datasets``
-pointing at the shared benchmark folder; a line whose data is absent is skipped.
+pointing at the shared benchmark folder and an upstream clone the README names
+(``InfiAgent``) played by the shared copy laid out as upstream keeps it; a line
+whose data is absent is skipped.
 Only what would take minutes or a network is shortened, and only in the ways
 listed in ``_shortened`` (the command is otherwise exactly the README's): ``eval``
 and ``validate`` get ``--limit``, ``generate`` a small ``--count``, ``serve`` a free
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -31,6 +34,7 @@ from analyst_env.client.local_server import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 EXE = str(Path(sys.executable).with_name("analyst-env"))
+UPSTREAM_CLONES = {"InfiAgent": ("dabench", "examples/DA-Agent/data")}  # clone -> shared data
 SKIPPED = {  # first words -> why the line is not run here
     "bench": "a benchmark run takes minutes (the bench suite runs `bench --quick`)",
     "export": "covered by tests/trainers/test_harbor_export.py",
@@ -79,6 +83,13 @@ def test_each_analyst_env_line_runs_as_written(line, tmp_path):
     for arg in argv:
         if str(SHARED_DATASETS) in arg and not Path(arg.split(":", 1)[-1]).exists():
             pytest.skip(f"benchmark data absent: {arg}")
+    for clone, (shared, inside) in UPSTREAM_CLONES.items():
+        if (
+            clone in line
+        ):  # the README's `git clone`, played by the shared copy laid out as upstream
+            if not (SHARED_DATASETS / shared).is_dir():
+                pytest.skip(f"benchmark data absent: {SHARED_DATASETS / shared}")
+            shutil.copytree(SHARED_DATASETS / shared, tmp_path / clone / inside)
     env = {**os.environ, "TMPDIR": str(tmp_path), "ANALYST_ENV_STATE_DIR": str(tmp_path / "s")}
     if argv[1] == "serve":
         port = free_port()
