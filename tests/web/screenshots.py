@@ -188,8 +188,8 @@ def take(out: Path) -> list[Path]:
     return saved
 
 
-def play_runs(url: str, state: str, tasks: list) -> None:
-    """Two eval runs (the oracle and the null policy) into the server's runs directory."""
+def play_runs(url: str, state: str, tasks: list, prefix: str = "screenshot") -> None:
+    """Two eval runs, ``PREFIX-oracle`` and ``PREFIX-null``, into the server's runs directory."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
@@ -200,7 +200,7 @@ def play_runs(url: str, state: str, tasks: list) -> None:
         settings = EvalSettings(
             dataset="starter",
             policy=policy,
-            run_name=f"screenshot-{policy}",
+            run_name=f"{prefix}-{policy}",
             runs_dir=str(runs_dir(state)),
             fresh=True,
         )

@@ -7,15 +7,11 @@ server's own state directory, then the page is driven as a person would.
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 from playwright.sync_api import expect
+from screenshots import play_runs
 from webui_support import open_web
 
-from analyst_env.client.evaluation.run import EvalSettings, run_eval
-from analyst_env.client.evaluation.run_log import runs_dir
 from analyst_env.datasets import load_dataset
 
 pytestmark = pytest.mark.live
@@ -24,17 +20,7 @@ pytestmark = pytest.mark.live
 @pytest.fixture(scope="module")
 def runs(web_url, web_state_dir):
     tasks = [t for t in load_dataset("starter").tasks if not t.oracle_steps][:3]
-    for policy in ("oracle", "null"):
-        settings = EvalSettings(
-            dataset="starter",
-            policy=policy,
-            run_name=f"browser-{policy}",
-            runs_dir=str(runs_dir(web_state_dir)),
-            fresh=True,
-        )
-        # Playwright's sync API keeps an event loop running on this thread: play on another.
-        with ThreadPoolExecutor(1) as pool:
-            pool.submit(asyncio.run, run_eval(settings, tasks, web_url)).result()
+    play_runs(web_url, str(web_state_dir), tasks, prefix="browser")
     return tasks
 
 
