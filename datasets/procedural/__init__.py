@@ -3,8 +3,18 @@
 See ``dataset`` (the unbounded ``procedural`` set), ``generator`` (one task),
 ``templates`` and the ``t_*`` modules (the questions), ``taskdir`` (the
 portable task directory behind ``tasks:DIR`` and ``analyst-env generate``).
+``ProceduralDataset`` is imported on first use, so that the light modules here
+(``splits``, the ``generate`` command's parser) do not load every template.
 """
 
-from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from typing import Any
 
 __all__ = ["ProceduralDataset"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ProceduralDataset":
+        from analyst_env.datasets.procedural.dataset import ProceduralDataset
+
+        return ProceduralDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,9 +10,11 @@ distribution) also holds out whole template families and whole domains:
 
 from __future__ import annotations
 
-from analyst_env.datasets.procedural.domain_schema import Domain
-from analyst_env.datasets.procedural.domains import DOMAINS
-from analyst_env.datasets.procedural.templates import Template
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only types here: the CLI's parser imports SPLITS without the templates
+    from analyst_env.datasets.procedural.domain_schema import Domain
+    from analyst_env.datasets.procedural.templates import Template
 
 SPLITS = ("train", "test", "ood")
 SPLIT_SIZE = 2**40
@@ -40,6 +42,8 @@ def pools(
     For ``ood``, ``held_family`` picks which hold-out the task exercises: a held-out
     family on any domain, or any family on a held-out domain.
     """
+    from analyst_env.datasets.procedural.domains import DOMAINS
+
     seen_t = [t for t in templates if t.family not in HOLDOUT_FAMILIES]
     seen_d = [d for d in DOMAINS if d.name not in HOLDOUT_DOMAINS]
     if split != "ood":
