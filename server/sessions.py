@@ -16,7 +16,12 @@ transport needs of it, so none of them reaches into OpenEnv's ``HTTPEnvServer``
   ``idle_timeout_s`` is closed by a reaper that wakes every ``max(timeout / 4, 5)``
   seconds, the schedule OpenEnv's own reaper keeps;
 * **closing**: an environment is closed off the event loop (its sandbox may close
-  over the network), once, whoever closes it first.
+  over the network), once, whoever closes it first; as many closes run at once as there
+  may be sessions, so a burst of remote sandboxes closing waits on none of them.
+
+Every change to the registry is made with no ``await`` between its reads and writes, so
+the event loop's single thread orders them and no lock is needed (nor can a cancelled
+task leave a change half made).
 
 Parking an episode for a resume (``resume.py``) keeps its session attached, so the
 registry needs nothing more for it; the drain (``drain.py``) refuses new sessions
@@ -30,7 +35,8 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Literal
 
@@ -74,8 +80,9 @@ class Sessions:
         self._last_used: dict[str, float] = {}  # time.monotonic() of the last use
         self._attached: set[str] = set()
         self._close_when_detached: set[str] = set()
-        self._lock = asyncio.Lock()
         self._reaper: asyncio.Task | None = None
+        # threads start on first use and are kept for the next close
+        self._closer = ThreadPoolExecutor(max(1, max_sessions), thread_name_prefix="session-close")
 
     # ── reading ─────────────────────────────────────────────────────────────
     def __len__(self) -> int:
@@ -84,9 +91,6 @@ class Sessions:
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._envs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._envs))
 
     def lookup(self, session_id: str) -> Environment | None:
         """The environment of ``session_id``; None while it is being built.
@@ -104,15 +108,13 @@ class Sessions:
             SessionCapacityError: Every ``max_sessions`` slot is taken.
             EnvironmentFactoryError: The factory raised.
         """
-        async with self._lock:
-            self._check_capacity()
-            session_id = str(uuid.uuid4())
-            self._envs[session_id] = None  # the slot is held while the env is built
+        self._check_capacity()
+        session_id = str(uuid.uuid4())
+        self._envs[session_id] = None  # the slot is held while the env is built
         try:
             env = self.factory()
         except Exception as exc:
-            async with self._lock:
-                self._envs.pop(session_id, None)
+            self._envs.pop(session_id, None)
             name = getattr(self.factory, "__name__", str(self.factory))
             raise EnvironmentFactoryError(name) from exc
         stack = AsyncExitStack()
@@ -121,16 +123,19 @@ class Sessions:
             if callable(mcp_session):
                 await stack.enter_async_context(mcp_session())
         except BaseException:
-            async with self._lock:
-                self._envs.pop(session_id, None)
+            self._envs.pop(session_id, None)
             await self._close_env(env, stack)
             raise
-        async with self._lock:
+        closed = session_id not in self._envs  # closed while it was built (a shutdown)
+        if not closed:
             self._envs[session_id] = env
             self._stacks[session_id] = stack
             self._last_used[session_id] = time.monotonic()
             if attach:
                 self._attached.add(session_id)
+        if closed:
+            await self._close_env(env, stack)
+            raise RuntimeError("the session was closed while it was being opened")
         return session_id, env
 
     async def attach(self, session_id: str) -> Environment:
@@ -139,15 +144,14 @@ class Sessions:
         Raises:
             SessionRefused: No such session, it is still being built, or a socket has it.
         """
-        async with self._lock:
-            env = self._envs.get(session_id, _MISSING)
-            if env is _MISSING:
-                raise SessionRefused(f"Unknown session_id: {short(session_id)}")
-            if env is None:
-                raise SessionRefused(f"Session {session_id} is still initializing")
-            if session_id in self._attached:
-                raise SessionRefused(f"Session {session_id} already has an attached WebSocket")
-            self._attached.add(session_id)
+        env = self._envs.get(session_id, _MISSING)
+        if env is _MISSING:
+            raise SessionRefused(f"Unknown session_id: {short(session_id)}")
+        if env is None:
+            raise SessionRefused(f"Session {session_id} is still initializing")
+        if session_id in self._attached:
+            raise SessionRefused(f"Session {session_id} already has an attached WebSocket")
+        self._attached.add(session_id)
         self.touch(session_id)
         return env  # neither _MISSING nor None here
 
@@ -163,27 +167,25 @@ class Sessions:
 
     async def close(self, session_id: str) -> None:
         """End ``session_id`` and free its slot (nothing if it is gone already)."""
-        async with self._lock:
-            env = self._envs.pop(session_id, None)
-            stack = self._stacks.pop(session_id, None)
-            self._forget(session_id)
+        env = self._envs.pop(session_id, None)
+        stack = self._stacks.pop(session_id, None)
+        self._forget(session_id)
         await self._close_env(env, stack)
 
     async def request_close(self, session_id: str) -> CloseOutcome:
         """Close ``session_id`` for a client that asked (HTTP ``/mcp``'s
         ``openenv/session/close``): at once, or when the socket attached to it goes."""
-        async with self._lock:
-            if session_id in self._attached:
-                self._close_when_detached.add(session_id)
-                return "closing"
-            env = self._envs.get(session_id, _MISSING)
-            if env is _MISSING:
-                return "unknown"
-            if env is None:
-                return "initializing"
-            del self._envs[session_id]
-            stack = self._stacks.pop(session_id, None)
-            self._forget(session_id)
+        if session_id in self._attached:
+            self._close_when_detached.add(session_id)
+            return "closing"
+        env = self._envs.get(session_id, _MISSING)
+        if env is _MISSING:
+            return "unknown"
+        if env is None:
+            return "initializing"
+        del self._envs[session_id]
+        stack = self._stacks.pop(session_id, None)
+        self._forget(session_id)
         await self._close_env(env, stack)
         return "closed"
 
@@ -201,14 +203,12 @@ class Sessions:
             SessionCapacityError: Every slot is taken.
         """
         slot = f"http-reset:{uuid.uuid4().hex}"
-        async with self._lock:
-            self._check_capacity()
-            self._envs[slot] = None
+        self._check_capacity()
+        self._envs[slot] = None
         try:
             yield
         finally:
-            async with self._lock:
-                self._envs.pop(slot, None)
+            self._envs.pop(slot, None)
 
     # ── the idle clock ──────────────────────────────────────────────────────
     def touch(self, session_id: str) -> None:
@@ -231,21 +231,19 @@ class Sessions:
         while True:
             await asyncio.sleep(interval)
             try:
-                for session_id in self._idle(timeout):
-                    async with self._lock:  # used or attached since the snapshot: keep it
-                        idle = session_id in self._idle(timeout)
-                    if idle:
+                for session_id in [sid for sid in self._last_used if self._idle(sid, timeout)]:
+                    if self._idle(session_id, timeout):  # not used or attached meanwhile
                         await self.close(session_id)
             except Exception as exc:  # a failing close must not stop the clock for the rest
                 log.warning("idle-session reaper: %s (will retry)", exc)
 
-    def _idle(self, timeout: float) -> list[str]:
-        now = time.monotonic()
-        return [
-            sid
-            for sid, used in self._last_used.items()
-            if sid not in self._attached and now - used > timeout
-        ]
+    def _idle(self, session_id: str, timeout: float) -> bool:
+        used = self._last_used.get(session_id)
+        return (
+            used is not None
+            and session_id not in self._attached
+            and time.monotonic() - used > timeout
+        )
 
     # ── internals ───────────────────────────────────────────────────────────
     def _check_capacity(self) -> None:
@@ -259,14 +257,13 @@ class Sessions:
         self._attached.discard(session_id)
         self._close_when_detached.discard(session_id)
 
-    @staticmethod
-    async def _close_env(env: Environment | None, stack: AsyncExitStack | None) -> None:
+    async def _close_env(self, env: Environment | None, stack: AsyncExitStack | None) -> None:
         if stack is not None:
             with contextlib.suppress(Exception):
                 await stack.aclose()
         if env is not None:
             try:  # off the loop: ending an episode may close a remote sandbox
-                await asyncio.get_running_loop().run_in_executor(None, env.close)
+                await asyncio.get_running_loop().run_in_executor(self._closer, env.close)
             except Exception as exc:
                 log.warning("closing a session's environment failed: %s", exc)
 
