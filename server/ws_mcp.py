@@ -2,9 +2,9 @@
 
 Split from ``ws_endpoint.py``, whose ``SessionSockets`` owns the state both endpoints
 share (the sessions of ``sessions.py``, the drain's flag and counters, the open
-sockets) and holds one :class:`McpEndpoint` built over itself. The endpoint reaches that state only
-through :class:`McpSessions`, so it depends on what it uses rather than on the ``/ws``
-session loop. Like ``/ws``, it answers every malformed frame (with a JSON-RPC error
+sockets) and holds one :class:`McpEndpoint` built over itself. The endpoint reaches
+that state only through :class:`SharedSockets`, so it depends on what it uses rather
+than on the ``/ws`` session loop. Like ``/ws``, it answers every malformed frame (with a JSON-RPC error
 response) and goes on with the next one. Requests are answered by ``mcp_rpc.McpRpc``
 (through :meth:`McpEndpoint.rpc`, which is also what ``/ws`` calls for its ``mcp`` frames).
 """
@@ -34,7 +34,7 @@ from analyst_env.server.ws_frames import (
 )
 
 
-class McpSessions(Protocol):
+class SharedSockets(Protocol):
     """What ``/mcp`` shares with ``/ws`` (``ws_endpoint.SessionSockets`` provides it)."""
 
     sessions: Sessions
@@ -44,19 +44,19 @@ class McpSessions(Protocol):
 
 
 class McpEndpoint:
-    """OpenEnv's ``/mcp`` WebSocket on the sessions of ``sessions``, answering through
-    ``handler``."""
+    """OpenEnv's ``/mcp`` WebSocket on the sessions and drain state of ``shared``, answering
+    through ``handler``."""
 
-    def __init__(self, sessions: McpSessions, handler: McpRpc) -> None:
-        self.sessions = sessions
+    def __init__(self, shared: SharedSockets, handler: McpRpc) -> None:
+        self.shared = shared
         self.handler = handler
 
     async def serve(self, websocket: WebSocket) -> None:
         """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an
         error response."""
-        sessions = self.sessions
+        shared = self.shared
         await websocket.accept()
-        if sessions.draining:
+        if shared.draining:
             await send(
                 websocket,
                 JsonRpcResponse.error_response(
@@ -66,10 +66,10 @@ class McpEndpoint:
             await close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id = None
-        sessions.sockets.add(websocket)
+        shared.sockets.add(websocket)
         try:
             try:
-                session_id, env = await sessions.sessions.open(attach=True)
+                session_id, env = await shared.sessions.open(attach=True)
             except SessionCapacityError as exc:
                 await send(
                     websocket,
@@ -109,19 +109,19 @@ class McpEndpoint:
                     message = await websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
-                    sessions.in_flight += 1
+                    shared.in_flight += 1
                     try:
                         reply = await self._frame(message, env, session_id)
                     finally:
-                        sessions.in_flight -= 1
+                        shared.in_flight -= 1
                     if not await send(websocket, reply):
                         break
         except WebSocketDisconnect:
             pass
         finally:
-            sessions.sockets.discard(websocket)
+            shared.sockets.discard(websocket)
             if session_id is not None:
-                await sessions.sessions.release(session_id, owned=True)
+                await shared.sessions.release(session_id, owned=True)
             await close(websocket)
 
     async def rpc(
