@@ -4,9 +4,10 @@ Split from ``ws_endpoint.py``, whose ``SessionSockets`` owns the state both endp
 share (the sessions of ``sessions.py``, the drain's flag and counters, the open
 sockets) and holds one :class:`McpEndpoint` built over itself. The endpoint reaches
 that state only through :class:`SharedSockets`, so it depends on what it uses rather
-than on the ``/ws`` session loop. Like ``/ws``, it answers every malformed frame (with a JSON-RPC error
-response) and goes on with the next one. Requests are answered by ``mcp_rpc.McpRpc``
-(through :meth:`McpEndpoint.rpc`, which is also what ``/ws`` calls for its ``mcp`` frames).
+than on the ``/ws`` session loop. Like ``/ws``, it answers every malformed frame (with
+a JSON-RPC error response) and goes on with the next one. Requests are answered by
+``mcp_rpc.McpRpc`` (through :meth:`McpEndpoint.rpc`, which is also what ``/ws`` calls
+for its ``mcp`` frames).
 """
 
 from __future__ import annotations
