@@ -8,25 +8,25 @@ conflicting choices), 404 for a task, split, index or sandbox environment that
 does not exist, 409 for an environment whose image is not built, 503 while the
 server drains. Anything else stays a 500.
 
-OpenEnv's stateless reset also builds its environment (here: a sandbox) outside the
-session registry, so a burst of HTTP resets could start more sandboxes than
-``--max-sessions`` allows. Each HTTP reset here holds a slot of that registry while it
-runs, and a reset that finds every slot taken is refused with 503 and says so.
+OpenEnv's stateless reset also builds its environment (here: a sandbox) outside any
+session, so a burst of HTTP resets could start more sandboxes than ``--max-sessions``
+allows. Each HTTP reset here holds a slot of the server's sessions (``sessions.py``)
+while it runs, and a reset that finds every slot taken is refused with 503 and says so.
 """
 
 from __future__ import annotations
 
-import uuid
-from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Body, FastAPI, HTTPException
+from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.types import ResetRequest, ResetResponse
 from pydantic import ConfigDict
 
 from analyst_env.envs.recipes.service import EnvironmentNotReady
 from analyst_env.server.reset_options import ResetOptions
-from analyst_env.server.route_wrapping import docs_of, take_post_route
+from analyst_env.server.route_wrapping import replace_post_route
+from analyst_env.server.sessions import Sessions
 from analyst_env.server.tool_dispatch import SessionClosed
 
 
@@ -74,30 +74,6 @@ def reset_status(exc: BaseException) -> int | None:
     return None
 
 
-@asynccontextmanager
-async def session_slot(server):
-    """A slot of ``server``'s session registry for the length of one stateless request.
-
-    Raises:
-        HTTPException: 503 when every ``--max-sessions`` slot is taken.
-    """
-    slot = f"http-reset:{uuid.uuid4().hex}"
-    async with server._session_lock:
-        active, limit = len(server._sessions), server._max_concurrent_envs
-        if active >= limit:
-            raise HTTPException(
-                503,
-                f"server at capacity: {active} of {limit} sessions are in use "
-                "(--max-sessions); retry later",
-            )
-        server._sessions[slot] = None  # a placeholder, as OpenEnv reserves slots itself
-    try:
-        yield
-    finally:
-        async with server._session_lock:
-            server._sessions.pop(slot, None)
-
-
 RESET_ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such task, split, index or environment"},
     409: {"description": "The sandbox environment's image is not ready"},
@@ -106,32 +82,32 @@ RESET_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_http_reset(app: FastAPI, is_draining=lambda: False) -> None:
-    """Wrap OpenEnv's ``POST /reset`` route of ``app`` (same path, body and response model)."""
-    route = take_post_route(app, "/reset")
-    if route is None:
-        return
-    original = route.endpoint
+def install_http_reset(app: FastAPI, sessions: Sessions, is_draining=lambda: False) -> None:
+    """Wrap OpenEnv's ``POST /reset`` route of ``app`` (same path, body and response model); each
+    reset holds a slot of ``sessions`` while it runs."""
 
-    # B008: FastAPI reads a Body() default as the declaration (as in OpenEnv's own route).
-    async def reset(request: ResetBody = Body(default_factory=ResetBody)) -> ResetResponse:  # noqa: B008
-        if is_draining():
-            raise HTTPException(503, "server is shutting down")
-        try:
-            async with session_slot(app.state.env_server):
-                return await original(request)
-        except HTTPException:
-            raise
-        except Exception as exc:
-            status = reset_status(exc)
-            if status is None:
+    def wrap(original):
+        # B008: FastAPI reads a Body() default as the declaration (as in OpenEnv's own route).
+        async def reset(request: ResetBody = Body(default_factory=ResetBody)) -> ResetResponse:  # noqa: B008
+            if is_draining():
+                raise HTTPException(503, "server is shutting down")
+            try:
+                async with sessions.reserve():
+                    return await original(request)
+            except HTTPException:
                 raise
-            raise HTTPException(status, str(exc)) from None
+            except SessionCapacityError as exc:
+                raise HTTPException(
+                    503,
+                    f"server at capacity: {exc.active_sessions} of {exc.max_sessions} sessions "
+                    "are in use (--max-sessions); retry later",
+                ) from None
+            except Exception as exc:
+                status = reset_status(exc)
+                if status is None:
+                    raise
+                raise HTTPException(status, str(exc)) from None
 
-    app.add_api_route(
-        "/reset",
-        reset,
-        methods=["POST"],
-        response_model=ResetResponse,
-        **(docs_of(route) | {"responses": RESET_ERRORS}),
-    )
+        return reset
+
+    replace_post_route(app, "/reset", wrap, response_model=ResetResponse, responses=RESET_ERRORS)

@@ -254,11 +254,11 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
     """The scrape-time gauges of a built app (sessions, drain, standby pool, builds)."""
 
     def read() -> Iterable[Metric]:
-        server, sockets = app.state.env_server, app.state.sockets
+        sessions, sockets = app.state.sessions, app.state.sockets
         yield _gauge(
             "analyst_env_sessions_live",
             "Sessions open now (WebSocket, /mcp and parked)",
-            len(server._sessions),
+            len(sessions),
         )
         yield _gauge(
             "analyst_env_sessions_max",

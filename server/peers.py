@@ -10,7 +10,7 @@ only, no asking further).
 
 Live session ids and resume secrets carry their worker (``w1-s7``, ``w1-<secret>``):
 a viewer opening one session, or a client resuming an episode, is relayed to the
-worker that holds it. OpenEnv's own session ids (HTTP ``/mcp`` sessions, which a
+worker that holds it. Session ids (``sessions.py``; HTTP ``/mcp`` sessions, which a
 socket may attach to with ``/ws?session_id=``) are plain UUIDs, so a worker that
 does not hold one asks its siblings which does. A worker that is gone (or not
 started yet) is left out, never an error.

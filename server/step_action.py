@@ -15,7 +15,7 @@ from fastapi import FastAPI, HTTPException
 from openenv.core.env_server.serialization import deserialize_action
 from openenv.core.env_server.types import Action, StepRequest, StepResponse
 
-from analyst_env.server.route_wrapping import docs_of, take_post_route
+from analyst_env.server.route_wrapping import replace_post_route
 
 ACTION_TYPES = ("call_tool", "list_tools")
 
@@ -42,22 +42,15 @@ def read_action(data: Any, action_cls: type[Action]) -> Action:
 
 def install_http_step(app: FastAPI) -> None:
     """Wrap OpenEnv's ``POST /step`` route of ``app`` (same path, body and response model)."""
-    route = take_post_route(app, "/step")
-    if route is None:
-        return
-    original = route.endpoint
 
-    async def step(request: StepRequest) -> StepResponse:
-        try:
-            check_action(request.action)
-        except ActionError as exc:
-            raise HTTPException(422, str(exc)) from None
-        return await original(request)
+    def wrap(original):
+        async def step(request: StepRequest) -> StepResponse:
+            try:
+                check_action(request.action)
+            except ActionError as exc:
+                raise HTTPException(422, str(exc)) from None
+            return await original(request)
 
-    app.add_api_route(
-        "/step",
-        step,
-        methods=["POST"],
-        response_model=StepResponse,
-        **docs_of(route),
-    )
+        return step
+
+    replace_post_route(app, "/step", wrap, response_model=StepResponse)

@@ -8,9 +8,9 @@ speak the same wire format with the same error codes (``WSErrorCode``, JSON-RPC
 ``JsonRpcErrorCode``), byte for byte for valid frames, but answer every
 malformed frame with an error frame and go on with the next one.
 
-They reuse the session registry of OpenEnv's ``HTTPEnvServer`` (capacity,
-``/mcp`` ``openenv/session/*``, ``/ws?session_id=``), and they differ from it in
-two ways besides framing:
+They serve the sessions of ``sessions.py`` (capacity, ``/mcp``
+``openenv/session/*``, ``/ws?session_id=``), which every transport shares, and they
+differ from OpenEnv's in three ways besides framing:
 
 * A session whose socket is open is never reaped for idleness: the socket's
   pings are its liveness. OpenEnv exempts only attached sessions, so a trainer
@@ -29,16 +29,13 @@ frame parsing and error replies are ``ws_frames.py``.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import MutableMapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
-from openenv.core.env_server._utils import overrides_method
 from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
-from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import (
     JsonRpcErrorCode,
@@ -49,6 +46,7 @@ from openenv.core.env_server.mcp_types import (
 )
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import (
+    Action,
     WSCloseMessage,
     WSErrorCode,
     WSErrorResponse,
@@ -61,8 +59,11 @@ from openenv.core.env_server.types import (
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
+from analyst_env.server.mcp_rpc import McpRpc
 from analyst_env.server.peers import Peers
 from analyst_env.server.resume import Attachment, Parked, Parking, ResumeError, ResumeState
+from analyst_env.server.route_wrapping import remove_routes
+from analyst_env.server.sessions import Sessions
 from analyst_env.server.step_action import ActionError, read_action
 from analyst_env.server.ws_frames import (
     DRAINING_CLOSE_CODE,
@@ -80,22 +81,32 @@ from analyst_env.server.ws_relay import relay_socket
 
 
 class SessionSockets:
-    """The WebSocket side of OpenEnv's session registry, plus what a drain needs to know."""
+    """The WebSocket side of the server's sessions, plus what a drain needs to know.
+
+    Args:
+        sessions: The sessions every transport shares.
+        rpc: Answers ``/mcp`` requests and the ``mcp`` frames of ``/ws``.
+        action_cls: What a ``step`` frame's action is read as.
+        resume_grace_s: How long a dropped ``?resume=1`` socket's episode stays parked.
+        peers: The sibling workers of ``serve --workers N``, if any.
+    """
 
     def __init__(
         self,
-        server: HTTPEnvServer,
-        mcp_handler,
+        sessions: Sessions,
+        rpc: McpRpc,
+        action_cls: type[Action],
         resume_grace_s: float = 120.0,
         peers: Peers | None = None,
     ) -> None:
-        self.server = server
+        self.sessions = sessions
+        self.action_cls = action_cls
         self.peers = peers  # sibling workers of `serve --workers N`: they may hold an episode
         self.draining = False
         self.in_flight = 0  # frames being handled now
         self.sockets: set[WebSocket] = set()
-        self.parking = Parking(resume_grace_s, lambda sid: self.release_session(sid, owned=True))
-        self.mcp = McpEndpoint(self, mcp_handler)  # /mcp, and the ``mcp`` frames of /ws
+        self.parking = Parking(resume_grace_s, lambda sid: sessions.release(sid, owned=True))
+        self.mcp = McpEndpoint(self, rpc)  # /mcp, and the ``mcp`` frames of /ws
 
     # ── session ownership ───────────────────────────────────────────────────
     async def open_session(self, websocket: WebSocket) -> tuple[str, Environment, bool]:
@@ -104,34 +115,11 @@ class SessionSockets:
 
         Returns (session id, environment, whether this socket owns the session).
         """
-        server = self.server
         requested = websocket.query_params.get("session_id")
         if requested:
-            async with server._session_lock:
-                env = server._sessions.get(requested, _MISSING)
-                if env is _MISSING:
-                    raise RuntimeError(f"Unknown session_id: {short(requested)}")
-                if env is None:
-                    raise RuntimeError(f"Session {requested} is still initializing")
-                if requested in server._session_websocket_attachments:
-                    raise RuntimeError(f"Session {requested} already has an attached WebSocket")
-                server._session_websocket_attachments.add(requested)
-            server._update_session_activity(requested)
-            return requested, env, False
-        session_id, env = await server._create_session()
-        async with server._session_lock:
-            if session_id in server._sessions:
-                server._session_websocket_attachments.add(session_id)
+            return requested, await self.sessions.attach(requested), False
+        session_id, env = await self.sessions.open(attach=True)
         return session_id, env, True
-
-    async def release_session(self, session_id: str, owned: bool) -> None:
-        server = self.server
-        # No await before discarding: a task cancelled here must not leave the session exempt from
-        # reaping.
-        server._session_websocket_attachments.discard(session_id)
-        server._update_session_activity(session_id)  # the idle clock starts when the socket goes
-        if owned or session_id in server._session_pending_closes:
-            await asyncio.shield(server._destroy_session(session_id))
 
     # ── /ws ─────────────────────────────────────────────────────────────────
     async def ws(self, websocket: WebSocket) -> None:
@@ -237,7 +225,7 @@ class SessionSockets:
                         Parked(session_id, env, resume, pending)
                     )  # stays attached: never reaped
                 else:
-                    await self.release_session(session_id, owned)
+                    await self.sessions.release(session_id, owned)
             await close(websocket)
 
     async def _sibling_holding(self, query) -> Path | None:
@@ -248,7 +236,7 @@ class SessionSockets:
         if "resume_secret" in query:
             return self.peers.owner(query["resume_secret"])
         requested = query.get("session_id")
-        if requested and requested not in self.server._sessions:
+        if requested and requested not in self.sessions:
             return await self.peers.holder_of(requested)
         return None
 
@@ -311,19 +299,12 @@ class SessionSockets:
         attachment: Attachment | None,
     ) -> str | None:
         msg_type = frame.get("type", "")
-        server = self.server
         try:
             if msg_type == "reset":
                 msg = WSResetMessage(**frame)
-                if overrides_method(env.reset_async, Environment.reset_async):
-                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset_async), msg.data)
-                    observation = await env.reset_async(**kwargs)
-                else:
-                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset), msg.data)
-                    observation = await server._run_in_session_executor(
-                        session_id, env.reset, **kwargs
-                    )
-                server._update_session_activity(session_id)
+                # AnalystEnvironment.reset_async takes every option as a keyword (**options)
+                observation = await env.reset_async(**msg.data)
+                self.sessions.touch(session_id)
                 data = serialize_observation(observation)
                 episode_id = getattr(observation, "episode_id", None)
                 if resume is not None and episode_id:
@@ -342,14 +323,9 @@ class SessionSockets:
                 return WSObservationResponse(data=data).model_dump_json()
             if msg_type == "step":
                 msg = WSStepMessage(**frame)
-                action = read_action(msg.data, server.action_cls)
-                if overrides_method(env.step_async, Environment.step_async):
-                    observation = await env.step_async(action)
-                else:
-                    observation = await server._run_in_session_executor(
-                        session_id, env.step, action
-                    )
-                server._update_session_activity(session_id, increment_step=True)
+                action = read_action(msg.data, self.action_cls)
+                observation = await env.step_async(action)
+                self.sessions.touch(session_id)
                 return WSObservationResponse(
                     data=serialize_observation(observation)
                 ).model_dump_json()
@@ -387,42 +363,18 @@ class SessionSockets:
             return error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
 
 
-_MISSING = object()
-
-
-def _closure_var(fn, name: str) -> Any:
-    """The value of the free variable ``name`` of ``fn`` (OpenEnv keeps ``mcp_handler`` in a
-    closure)."""
-    try:
-        index = fn.__code__.co_freevars.index(name)
-    except ValueError:
-        raise RuntimeError(
-            f"openenv's {fn.__name__} no longer closes over {name!r}; analyst_env's WebSocket "
-            "endpoints "
-            "need updating for this openenv version"
-        ) from None
-    return fn.__closure__[index].cell_contents
-
-
 def install_ws_endpoints(
-    app: FastAPI, resume_grace_s: float = 120.0, peers: Peers | None = None
+    app: FastAPI,
+    sessions: Sessions,
+    rpc: McpRpc,
+    action_cls: type[Action],
+    resume_grace_s: float = 120.0,
+    peers: Peers | None = None,
 ) -> SessionSockets:
-    """Replace OpenEnv's ``/ws`` and ``/mcp`` WebSocket routes of ``app`` with ours, on the same
-    sessions."""
-    ws_route = next(
-        r for r in app.router.routes if isinstance(r, WebSocketRoute) and r.path == "/ws"
-    )
-    server = _closure_var(ws_route.endpoint, "self")
-    sockets = SessionSockets(
-        server, _closure_var(ws_route.endpoint, "mcp_handler"), resume_grace_s, peers
-    )
-    app.router.routes[:] = [
-        r
-        for r in app.router.routes
-        if not (isinstance(r, WebSocketRoute) and r.path in ("/ws", "/mcp"))
-    ]
+    """Serve ``/ws`` and the ``/mcp`` WebSocket of ``app`` (in place of OpenEnv's) on
+    ``sessions``."""
+    sockets = SessionSockets(sessions, rpc, action_cls, resume_grace_s, peers)
+    remove_routes(app, "/ws", "/mcp", kind=WebSocketRoute)  # HTTP POST /mcp stays
     app.add_api_websocket_route("/ws", sockets.ws)
     app.add_api_websocket_route("/mcp", sockets.mcp.serve)
-    app.state.env_server = server
-    app.state.sockets = sockets
     return sockets

@@ -1,12 +1,13 @@
 """The ``/mcp`` WebSocket endpoint: JSON-RPC 2.0 over a socket, one session per socket.
 
 Split from ``ws_endpoint.py``, whose ``SessionSockets`` owns the state both endpoints
-share (the session registry, the drain's flag and counters, the open sockets) and
-holds one :class:`McpEndpoint` built over itself. The endpoint reaches that state only
-through :class:`McpSessions`, so it depends on what it uses rather than on the ``/ws``
-session loop. Like ``/ws``, it answers every malformed frame (with a JSON-RPC error
-response) and goes on with the next one; :meth:`McpEndpoint.rpc` is also what ``/ws``
-calls for its ``mcp`` frames.
+share (the sessions of ``sessions.py``, the drain's flag and counters, the open
+sockets) and holds one :class:`McpEndpoint` built over itself. The endpoint reaches
+that state only through :class:`SharedSockets`, so it depends on what it uses rather
+than on the ``/ws`` session loop. Like ``/ws``, it answers every malformed frame (with
+a JSON-RPC error response) and goes on with the next one. Requests are answered by
+``mcp_rpc.McpRpc`` (through :meth:`McpEndpoint.rpc`, which is also what ``/ws`` calls
+for its ``mcp`` frames).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Any, Protocol
 
 from fastapi import WebSocket, WebSocketDisconnect
 from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
-from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcRequest, JsonRpcResponse
 from pydantic import ValidationError
 
+from analyst_env.server.mcp_rpc import McpRpc
+from analyst_env.server.sessions import Sessions
 from analyst_env.server.ws_frames import (
     DRAINING_CLOSE_CODE,
     DRAINING_REASON,
@@ -33,31 +35,29 @@ from analyst_env.server.ws_frames import (
 )
 
 
-class McpSessions(Protocol):
+class SharedSockets(Protocol):
     """What ``/mcp`` shares with ``/ws`` (``ws_endpoint.SessionSockets`` provides it)."""
 
-    server: HTTPEnvServer
+    sessions: Sessions
     draining: bool
     in_flight: int  # frames being handled now, on either endpoint
     sockets: set[WebSocket]
 
-    async def release_session(self, session_id: str, owned: bool) -> None: ...
-
 
 class McpEndpoint:
-    """OpenEnv's ``/mcp`` WebSocket on the sessions of ``sessions``, answering through
-    ``handler`` (OpenEnv's JSON-RPC handler)."""
+    """OpenEnv's ``/mcp`` WebSocket on the sessions and drain state of ``shared``, answering
+    through ``handler``."""
 
-    def __init__(self, sessions: McpSessions, handler) -> None:
-        self.sessions = sessions
+    def __init__(self, shared: SharedSockets, handler: McpRpc) -> None:
+        self.shared = shared
         self.handler = handler
 
     async def serve(self, websocket: WebSocket) -> None:
         """OpenEnv's ``/mcp`` WebSocket: JSON-RPC 2.0 requests in, responses out; bad ones get an
         error response."""
-        sessions = self.sessions
+        shared = self.shared
         await websocket.accept()
-        if sessions.draining:
+        if shared.draining:
             await send(
                 websocket,
                 JsonRpcResponse.error_response(
@@ -67,10 +67,10 @@ class McpEndpoint:
             await close(websocket, DRAINING_CLOSE_CODE, DRAINING_REASON)
             return
         session_id = None
-        sessions.sockets.add(websocket)
+        shared.sockets.add(websocket)
         try:
             try:
-                session_id, env, _ = await self._open_session()
+                session_id, env = await shared.sessions.open(attach=True)
             except SessionCapacityError as exc:
                 await send(
                     websocket,
@@ -110,19 +110,19 @@ class McpEndpoint:
                     message = await websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
-                    sessions.in_flight += 1
+                    shared.in_flight += 1
                     try:
                         reply = await self._frame(message, env, session_id)
                     finally:
-                        sessions.in_flight -= 1
+                        shared.in_flight -= 1
                     if not await send(websocket, reply):
                         break
         except WebSocketDisconnect:
             pass
         finally:
-            sessions.sockets.discard(websocket)
+            shared.sockets.discard(websocket)
             if session_id is not None:
-                await sessions.release_session(session_id, owned=True)
+                await shared.sessions.release(session_id, owned=True)
             await close(websocket)
 
     async def rpc(
@@ -135,14 +135,6 @@ class McpEndpoint:
             return JsonRpcResponse.error_response(
                 JsonRpcErrorCode.INTERNAL_ERROR, str(exc), request_id=request.id
             )
-
-    async def _open_session(self) -> tuple[str, Environment, bool]:
-        server = self.sessions.server
-        session_id, env = await server._create_session()
-        async with server._session_lock:
-            if session_id in server._sessions:
-                server._session_websocket_attachments.add(session_id)
-        return session_id, env, True
 
     async def _frame(
         self, message: MutableMapping[str, Any], env: Environment, session_id: str

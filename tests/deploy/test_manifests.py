@@ -119,7 +119,7 @@ def test_hpa_scales_on_a_gauge_the_server_exports():
     metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
     app = SimpleNamespace(
         state=SimpleNamespace(
-            env_server=SimpleNamespace(_sessions={"a": None, "b": None}),
+            sessions={"a": None, "b": None},
             sockets=SimpleNamespace(in_flight=0, draining=False),
         )
     )

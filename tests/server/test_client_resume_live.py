@@ -55,9 +55,9 @@ def test_a_cut_at_the_client_socket_mid_step_returns_that_steps_observation(serv
         assert text(env.add_and_execute_code_cell("print(runs)")) == "1", "the cell ran once"
         assert env.state().step_count == 2
     deadline = time.monotonic() + 5
-    while app.state.env_server._sessions and time.monotonic() < deadline:
+    while app.state.sessions and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not app.state.env_server._sessions, "the closed client left its session behind"
+    assert not app.state.sessions, "the closed client left its session behind"
 
 
 def test_a_step_running_longer_than_the_grace_period_is_still_resumed(settings, runtime):

@@ -99,7 +99,7 @@ def test_a_client_gone_mid_step_frees_its_session_and_others_keep_working(settin
             gone.transport.abort()
             reply = await ask(bystander, code("print('unaffected')"))
             assert reply["data"]["observation"]["result"]["data"] == "unaffected"
-            sessions = app.state.env_server._sessions
+            sessions = app.state.sessions
             deadline = time.monotonic() + 10
             while len(sessions) > 1 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)

@@ -258,7 +258,7 @@ def test_http_step_refuses_an_action_type_that_is_no_string_with_422(url, kind):
 
 def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken(settings, runtime):
     app = build_app(settings.model_copy(update={"max_sessions": 1}), runtime=runtime)
-    server = app.state.env_server
+    sessions = app.state.sessions
     start = runtime.backend.start
 
     def slow_start(*args, **kwargs):  # a reset long enough to be seen holding its slot
@@ -272,23 +272,23 @@ def test_http_reset_takes_a_session_slot_and_is_refused_when_every_slot_is_taken
                 full = await http.post(f"{base}/reset", json={"task_id": "tiny-csv"}, timeout=30)
             assert full.status_code == 503, full.text
             assert "at capacity: 1 of 1 sessions" in full.json()["detail"]
-            assert len(server._sessions) == 1, "a refused reset started nothing"
+            assert len(sessions) == 1, "a refused reset started nothing"
         for _ in range(100):
-            if not server._sessions:
+            if not sessions:
                 break
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient() as http:
             running = asyncio.ensure_future(
                 http.post(f"{base}/reset", json={"task_id": "tiny-csv"}, timeout=30)
             )
-            while not server._sessions and not running.done():
+            while not sessions and not running.done():
                 await asyncio.sleep(0.01)
-            assert len(server._sessions) == 1, "a running HTTP reset holds a slot"
+            assert len(sessions) == 1, "a running HTTP reset holds a slot"
             async with websockets.connect(ws_url(base)) as other:
                 refused = json.loads(await asyncio.wait_for(other.recv(), timeout=30))
             assert refused["data"]["code"] == "CAPACITY_REACHED", refused
             assert (await running).status_code == 200
-        assert not server._sessions, "the HTTP reset's slot is given back"
+        assert not sessions, "the HTTP reset's slot is given back"
 
     runtime.backend.start = slow_start
     runtime.backend.start_nowait = lambda *args, **kwargs: None  # every start the slow way
@@ -332,7 +332,7 @@ def test_an_open_socket_is_never_reaped_and_capacity_stays_exact(settings, runti
 
     with BackgroundServer(app) as base:
         asyncio.run(main(base))
-        sessions = app.state.env_server._sessions
+        sessions = app.state.sessions
         deadline = time.monotonic() + 5
         while sessions and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -91,9 +91,9 @@ def test_a_dropped_episode_resumes_with_its_secret(server):
         assert state["episode_id"] == episode_id and state["step_count"] == 3
         back.send(json.dumps({"type": "close"}))
     deadline = time.monotonic() + 5
-    while app.state.env_server._sessions and time.monotonic() < deadline:
+    while app.state.sessions and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not app.state.env_server._sessions, "a closed session was kept"
+    assert not app.state.sessions, "a closed session was kept"
 
 
 def test_after_the_grace_period_the_episode_is_closed_and_a_resume_is_refused(server):
@@ -102,9 +102,9 @@ def test_after_the_grace_period_the_episode_is_closed_and_a_resume_is_refused(se
     episode_id, secret = first["observation"]["episode_id"], first["metadata"]["resume_secret"]
     cut(sock)
     time.sleep(0.5)
-    assert len(app.state.env_server._sessions) == 1, "the parked episode keeps its slot"
+    assert len(app.state.sessions) == 1, "the parked episode keeps its slot"
     time.sleep(GRACE_S + 0.5)
-    assert not app.state.env_server._sessions, "the parked session outlived its grace period"
+    assert not app.state.sessions, "the parked session outlived its grace period"
     with connect(f"{ws}?episode_id={episode_id}&resume_secret={secret}") as late:
         refused = json.loads(late.recv(timeout=30))
     assert (
@@ -121,9 +121,9 @@ def test_a_socket_without_resume_closes_its_episode_when_it_drops(server):
     assert "resume_secret" not in first.get("metadata", {})
     cut(sock)
     deadline = time.monotonic() + 5
-    while app.state.env_server._sessions and time.monotonic() < deadline:
+    while app.state.sessions and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not app.state.env_server._sessions
+    assert not app.state.sessions
 
 
 def test_a_proxy_dropping_the_connection_mid_step_loses_nothing(server):
