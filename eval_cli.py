@@ -37,10 +37,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
     from tqdm import tqdm
 
-    from analyst_env.client.evaluation.chat_client import ChatError
-    from analyst_env.client.evaluation.run import EvalSettings, run_eval, select_tasks
-    from analyst_env.client.evaluation.run_log import RunMismatch, runs_dir
     from analyst_env.datasets import load_dataset
+    from analyst_env.evaluation.chat_client import ChatError
+    from analyst_env.evaluation.run import EvalSettings, run_eval, select_tasks
+    from analyst_env.run_records.run_log import RunMismatch, runs_dir
 
     check_dataset(args.dataset)
     served = settings_from_args(args)
@@ -153,14 +153,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check."""
     from tqdm import tqdm
 
-    from analyst_env.client.evaluation.validation import (
+    from analyst_env.datasets import load_dataset
+    from analyst_env.evaluation.validation import (
         format_probes,
         format_table,
         report,
         summary,
         validate,
     )
-    from analyst_env.datasets import load_dataset
 
     _dataset_of_validate(args)
     if args.concurrency < 1:
@@ -261,8 +261,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
     records)."""
     if args.what == "harbor":
-        from analyst_env.client.trainers.harbor_export import export
         from analyst_env.datasets import load_dataset
+        from analyst_env.trainers.harbor_export import export
 
         check_dataset(args.dataset)
         check_input_path(args.wheelhouse, "--wheelhouse", folder=True)
@@ -297,7 +297,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(exc) from None
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
-    from analyst_env.client.trainers.trajectory_export import export, trajectory_files
+    from analyst_env.trainers.trajectory_export import export, trajectory_files
 
     check_input_path(args.state_dir, "--state-dir", folder=True)
     state_dir = args.state_dir or settings_from_args(args).state_dir

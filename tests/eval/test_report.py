@@ -8,9 +8,9 @@ from math import comb
 
 import pytest
 
-from analyst_env.client.evaluation.html_report import render_html
-from analyst_env.client.evaluation.report import build_report, pass_at_k, task_facets
 from analyst_env.datasets import load_dataset
+from analyst_env.evaluation.html_report import render_html
+from analyst_env.run_records.report import build_report, pass_at_k, task_facets
 
 
 def row(task_id, sample, reward, **extra):

@@ -37,7 +37,7 @@ def proxy(server):
 
 
 def test_trl_tool_env(proxy):
-    from analyst_env.client.trainers.trl import AnalystToolEnv
+    from analyst_env.trainers.trl import AnalystToolEnv
 
     env = AnalystToolEnv(base_url=proxy.url())
     env.reset(task_id="tiny-csv")
@@ -52,7 +52,7 @@ def test_trl_tool_env(proxy):
 
 
 def test_skyrl_env(proxy):
-    from analyst_env.client.trainers.skyrl import AnalystSkyRLEnv
+    from analyst_env.trainers.skyrl import AnalystSkyRLEnv
 
     env = AnalystSkyRLEnv({}, {"task_id": "tiny-csv", "base_url": proxy.url()})
     env.init([{"role": "user", "content": ""}])

@@ -90,7 +90,7 @@ def test_a_reset_refused_by_a_full_replica_is_played_on_another(replicas, monkey
 
 
 def test_the_trl_adapter_takes_several_replicas(replicas):
-    from analyst_env.client.trainers.trl import AnalystSpec
+    from analyst_env.trainers.trl import AnalystSpec
 
     urls = replicas(40, 40)
     dead = f"http://127.0.0.1:{free_port()}"

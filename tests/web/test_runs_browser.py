@@ -14,9 +14,9 @@ import pytest
 from playwright.sync_api import expect
 from webui_support import open_web
 
-from analyst_env.client.evaluation.run import EvalSettings, run_eval
-from analyst_env.client.evaluation.run_log import runs_dir
 from analyst_env.datasets import load_dataset
+from analyst_env.evaluation.run import EvalSettings, run_eval
+from analyst_env.run_records.run_log import runs_dir
 
 pytestmark = pytest.mark.live
 

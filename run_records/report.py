@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from math import comb
 from typing import Any
 
-from analyst_env.client.evaluation.agent_loop import SOLVED_AT
+SOLVED_AT = 1.0
+"""A sample counts as solved (for pass@k and accuracy) when its reward reaches this."""
 
 FACETS = ("dataset", "kind", "level", "category")
 _LEVEL_KEYS = ("level", "difficulty", "hardness")

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from analyst_env.client.analyst_client import AnalystEnv
-from analyst_env.client.evaluation.agent_loop import Policy, play_episode
-from analyst_env.client.evaluation.policies import ScriptedPolicy
-from analyst_env.client.evaluation.report import task_facets
-from analyst_env.client.evaluation.run_log import RunLog, episode_id_for
 from analyst_env.datasets import Task
+from analyst_env.evaluation.agent_loop import Policy, play_episode
+from analyst_env.evaluation.policies import ScriptedPolicy
+from analyst_env.run_records.report import task_facets
+from analyst_env.run_records.run_log import RunLog, episode_id_for
 from analyst_env.task_format import ToolCall
 
 FrameSink = Callable[[str, dict[str, Any]], None]

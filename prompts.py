@@ -3,7 +3,9 @@
 TRL, SkyRL, the SFT exporter and the Harbor exporter all turn a reset
 observation (instruction plus file previews) into the same prompt text, and the
 server's tool catalog into the same OpenAI-style function list, so a model
-trained through one path sees the same task text through the others.
+trained through one path sees the same task text through the others. It sits at
+the package root, below the server and the adapters: the server counts these texts
+among what every episode shows (``server/shown_text.py``).
 """
 
 from __future__ import annotations

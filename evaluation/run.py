@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyst_env.client.evaluation.chat_client import ChatClient
-from analyst_env.client.evaluation.engine import evaluate
-from analyst_env.client.evaluation.html_report import render_html
-from analyst_env.client.evaluation.policies import SCRIPTS, ModelPolicy
-from analyst_env.client.evaluation.report import build_report
-from analyst_env.client.evaluation.run_log import (
+from analyst_env.datasets import Task
+from analyst_env.evaluation.chat_client import ChatClient
+from analyst_env.evaluation.engine import evaluate
+from analyst_env.evaluation.html_report import render_html
+from analyst_env.evaluation.policies import SCRIPTS, ModelPolicy
+from analyst_env.run_records.report import build_report
+from analyst_env.run_records.run_log import (
     LOG_NAME,
     REPORT_HTML,
     REPORT_JSON,
@@ -33,7 +34,6 @@ from analyst_env.client.evaluation.run_log import (
     run_id_for,
     slug,
 )
-from analyst_env.datasets import Task
 
 
 @dataclass

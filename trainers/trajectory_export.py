@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
+from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
 FORMATS = ("ipynb", "sft")

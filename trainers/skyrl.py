@@ -10,7 +10,7 @@ The reward is the episode's outcome reward, given on the turn that ends it.
 
 Usage inside SkyRL's Ray entrypoint::
 
-    from analyst_env.client.trainers.skyrl import register
+    from analyst_env.trainers.skyrl import register
     register()          # env_class "analyst_env"
     # rows from export_parquet(...); extras carry task_id, seed and the server URL
 """
@@ -24,8 +24,8 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from analyst_env.client.analyst_client import AnalystEnv
-from analyst_env.client.trainers.prompts import hermes_tools_prompt, task_prompt
-from analyst_env.client.trainers.tool_calls import parse_tool_calls, tool_responses_text
+from analyst_env.prompts import hermes_tools_prompt, task_prompt
+from analyst_env.trainers.tool_calls import parse_tool_calls, tool_responses_text
 
 __all__ = ["AnalystSkyRLEnv", "export_parquet", "parse_tool_calls", "register"]
 
@@ -136,7 +136,7 @@ def register(env_id: str = ENV_CLASS) -> None:
     from skyrl_gym.envs.registration import registry
 
     if env_id not in registry:
-        skyrl_register(id=env_id, entry_point="analyst_env.client.trainers.skyrl:AnalystSkyRLEnv")
+        skyrl_register(id=env_id, entry_point="analyst_env.trainers.skyrl:AnalystSkyRLEnv")
 
 
 def dataset_rows(
@@ -155,7 +155,7 @@ def dataset_rows(
     ``num_tasks`` and ``start`` pick a range (required for a split made on demand, whose
     rows then carry no ``task_id``: ``init`` resets by ``extra_info``'s split and index).
     """
-    from analyst_env.client.trainers.trl import AnalystSpec, fetch_tool_specs
+    from analyst_env.trainers.trl import AnalystSpec, fetch_tool_specs
 
     system = hermes_tools_prompt(fetch_tool_specs(base_url))
     rows = []

@@ -9,7 +9,7 @@ A dataset is sound when, for each task, through the real server:
   verifier is deterministic);
 - **leak**: no gold value reaches the agent before it answers (which values count
   as gold, how they are matched and which frames are scanned is
-  :mod:`analyst_env.client.evaluation.gold_leaks`);
+  :mod:`analyst_env.evaluation.gold_leaks`);
 - **adversarial**: every answer :mod:`analyst_env.verifiers.adversarial` builds
   from the task's gold to game its scorer (empty, "all of them", hedges that
   name the gold among other candidates, supersets, NaN, files the scorer must
@@ -21,7 +21,7 @@ A dataset is sound when, for each task, through the real server:
 The report counts, per scorer, the adversarial answers tried and the natural
 forms tried, and how many scored as they must.
 
-Episodes run with :func:`analyst_env.client.evaluation.engine.run_episode`, which
+Episodes run with :func:`analyst_env.evaluation.engine.run_episode`, which
 hands every frame to the leak scan; a task's three runs go one after another
 (oracle, null, repeat), tasks run concurrently.
 
@@ -52,14 +52,14 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from analyst_env.client.evaluation.engine import run_episode
-from analyst_env.client.evaluation.gold_leaks import Frames, scan_runs
 from analyst_env.datasets import Task
 from analyst_env.datasets.quarantine import (
     SOLVED_BY_INITIAL_STATE,
     initial_state_checkable,
     quarantine_reason,
 )
+from analyst_env.evaluation.engine import run_episode
+from analyst_env.evaluation.gold_leaks import Frames, scan_runs
 from analyst_env.task_format import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 

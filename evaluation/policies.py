@@ -1,8 +1,8 @@
 """Who plays an evaluation episode: a model behind a chat endpoint, or a scripted policy.
 
 Every policy answers the same question, "given the conversation so far, what
-is the next assistant turn?", with a :class:`~analyst_env.client.evaluation.chat_client.ChatReply`,
-so :func:`analyst_env.client.evaluation.agent_loop.play_episode` runs them all alike.
+is the next assistant turn?", with a :class:`~analyst_env.evaluation.chat_client.ChatReply`,
+so :func:`analyst_env.evaluation.agent_loop.play_episode` runs them all alike.
 
 - :class:`ModelPolicy` asks a chat-completions endpoint, offering the tools
   natively or (``tool_format="text"``) through the Hermes ``<tools>`` system
@@ -18,9 +18,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from analyst_env.client.evaluation.chat_client import ChatClient, ChatReply
-from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, hermes_tools_prompt, openai_tools
 from analyst_env.datasets import Task
+from analyst_env.evaluation.chat_client import ChatClient, ChatReply
+from analyst_env.prompts import SYSTEM_PROMPT, hermes_tools_prompt, openai_tools
 from analyst_env.task_format import ToolCall
 
 SCRIPTS: dict[str, Callable[[Task], tuple[list[ToolCall], str]]] = {

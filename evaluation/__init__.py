@@ -3,7 +3,7 @@
 
 ``run`` takes an eval from settings to report; ``engine`` plays every task with a
 ``policies`` policy through ``agent_loop``; ``chat_client`` talks to an
-OpenAI-compatible endpoint; ``run_log`` makes a run resumable; ``report`` and
-``html_report`` turn its rows into numbers and a page; ``validation`` checks that
-every task of a dataset is sound.
+OpenAI-compatible endpoint; ``html_report`` turns a run's report into a page;
+``validation`` checks that every task of a dataset is sound. The run's log and the
+numbers of its report (``run_records``) sit a layer below, where ``/web`` reads them too.
 """

@@ -1,7 +1,7 @@
 """One evaluation episode: a policy's turns played as tool calls over the normal protocol.
 
 The loop resets a fresh session into the task, shows the policy the task the
-way the trainer adapters do (``client.trainers.prompts``), and then, turn after turn,
+way the trainer adapters do (``prompts``), and then, turn after turn,
 plays the tool calls of each reply on the server and answers them: as ``tool``
 messages for native calls, as a ``<tool_response>`` user turn for the text
 form. It ends when the server ends the episode (``final_answer`` or its step
@@ -22,14 +22,11 @@ from collections import Counter
 from typing import Any, Protocol
 
 from analyst_env.client.analyst_client import AnalystEnv
-from analyst_env.client.evaluation.chat_client import ChatError, ChatReply
-from analyst_env.client.trainers.prompts import task_prompt
-from analyst_env.client.trainers.tool_calls import parse_tool_calls, tool_responses_text
 from analyst_env.datasets import Task
+from analyst_env.evaluation.chat_client import ChatError, ChatReply
 from analyst_env.models import CallToolAction
-
-SOLVED_AT = 1.0
-"""A sample counts as solved (for pass@k and accuracy) when its reward reaches this."""
+from analyst_env.prompts import task_prompt
+from analyst_env.trainers.tool_calls import parse_tool_calls, tool_responses_text
 
 EXCERPT_CHARS = 400
 

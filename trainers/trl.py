@@ -10,7 +10,7 @@ the class, the pattern of ``trl.experimental.openreward``), and
 reward functions the way TRL's ``HarborSpec`` does::
 
     from trl import GRPOConfig, GRPOTrainer
-    from analyst_env.client.trainers.trl import AnalystSpec
+    from analyst_env.trainers.trl import AnalystSpec
 
     spec = AnalystSpec("http://127.0.0.1:8000", dataset="starter", split="train")
     trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=spec.train_dataset,
@@ -35,7 +35,7 @@ import httpx
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
-from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, task_prompt
+from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
 
 ENV_NAME = "analyst_env"
 

@@ -1,6 +1,6 @@
 """Where a task's gold could reach the agent before it answers: the ``leak`` check of validation.
 
-:mod:`analyst_env.client.evaluation.validation` runs each task's oracle, null and repeat
+:mod:`analyst_env.evaluation.validation` runs each task's oracle, null and repeat
 episodes and hands their frames here; this module says which values are the task's gold,
 which of them are distinctive enough to look for, and where one of them shows.
 
@@ -17,7 +17,7 @@ design: its id, instruction, ``max_steps`` and the reset's file descriptions
 Text shared by every task is **not** counted as shown by design, because one
 task's gold written into it is a gift to every episode: the tool catalogue
 (it is in the reset frame, so the null run scans it) and the trainer prompts
-(``client.trainers.prompts``: the system prompt and the tool-calling template), which
+(``prompts``: the system prompt and the tool-calling template), which
 are scanned as a frame of their own.
 
 **Matching** is case-insensitive on whole tokens: a value that starts or ends
@@ -136,7 +136,7 @@ def public_text(task: Task) -> str:
 
 def prompt_frame(tool_catalogue: Any) -> dict[str, str]:
     """The trainer-facing texts every task shares: the system prompt and the tool-calling prompt."""
-    from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, hermes_tools_prompt
+    from analyst_env.prompts import SYSTEM_PROMPT, hermes_tools_prompt
 
     return {
         "system_prompt": SYSTEM_PROMPT,

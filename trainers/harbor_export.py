@@ -199,8 +199,8 @@ def _task_toml(task: Task, timeout_s: int) -> str:
 
 
 def _instruction(task: Task) -> str:
-    from analyst_env.client.trainers.prompts import describe_files
     from analyst_env.datasets import describe_file
+    from analyst_env.prompts import describe_files
 
     files = [describe_file(name, path) for name, path in sorted(task.files.items())]
     text = task.instruction.strip()

@@ -1,4 +1,0 @@
-"""Trainer integrations over the typed client: TRL (``trl``), SkyRL (``skyrl``), Harbor task
-directories (``harbor_export``), SFT records and notebooks from trajectories
-(``trajectory_export``), and what every adapter shows a model (``prompts``, ``tool_calls``).
-"""
