@@ -1,0 +1,6 @@
+"""Deprecated name of ``analyst_env.evaluation.engine``: ``analyst_env.moved_modules``."""
+
+import analyst_env.evaluation.engine as moved
+from analyst_env.moved_modules import alias_moved_module
+
+alias_moved_module(__name__, moved)
