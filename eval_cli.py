@@ -118,8 +118,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.url:
             result, run_dir = run(args.url)
         else:
-            from analyst_env.client.local_server import BackgroundServer
             from analyst_env.server.app import build_app
+            from analyst_env.server.local_server import BackgroundServer
 
             served = served.model_copy(update={"max_sessions": args.concurrency + 2})
             with BackgroundServer(build_app(served)) as url:
@@ -204,8 +204,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.url:
         rows = run(args.url)
     else:
-        from analyst_env.client.local_server import BackgroundServer
         from analyst_env.server.app import build_app
+        from analyst_env.server.local_server import BackgroundServer
         from analyst_env.server.runtime import Runtime
 
         settings = settings.model_copy(update={"max_sessions": args.concurrency + 4})

@@ -1,7 +1,8 @@
 """Old import paths of modules that moved, kept working with a ``DeprecationWarning``.
 
 The evaluation harness and the trainer adapters used to live under ``analyst_env.client``
-(``analyst_env.client.evaluation.*``, ``analyst_env.client.trainers.*``). Scripts that
+(``analyst_env.client.evaluation.*``, ``analyst_env.client.trainers.*``), and so did the
+server-in-a-thread helper (``analyst_env.client.local_server``). Scripts that
 still import those names get the moved module itself, not a copy: the old name is bound
 to the same module object in ``sys.modules``, so there is one implementation and
 patching either name patches both. The warning names the new path to import instead.

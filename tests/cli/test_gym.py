@@ -9,7 +9,7 @@ import pytest
 
 import analyst_env  # noqa: F401  (registers the id)
 from analyst_env.client.gym_env import AnalystGymEnv, UnicodeText
-from analyst_env.client.local_server import BackgroundServer
+from analyst_env.server.local_server import BackgroundServer
 
 
 def act(tool: str, **arguments) -> str:

@@ -16,7 +16,6 @@ import registered_datasets
 from support import SECRET_TOTAL, make_tiny_dataset
 
 from analyst_env import cli
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets import registry
 from analyst_env.evaluation.gold_leaks import (
     find_leak,
@@ -24,6 +23,7 @@ from analyst_env.evaluation.gold_leaks import (
     leak_patterns,
     value_pattern,
 )
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers import scorers
 

@@ -14,8 +14,8 @@ import json
 import pytest
 from tcp_cuts import DroppingProxy, later
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 SLOW_CELL = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"

@@ -14,8 +14,8 @@ import pytest
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.endpoints import EndpointPool
-from analyst_env.client.local_server import BackgroundServer, free_port
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer, free_port
 
 pytestmark = pytest.mark.live
 ANSWER = "7319.25"  # tiny-csv's answer

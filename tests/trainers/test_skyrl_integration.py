@@ -7,7 +7,7 @@ import pytest
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="SkyRL integration needs the 'skyrl' extra")
 
-from analyst_env.client.local_server import BackgroundServer  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.trainers.skyrl import ENV_CLASS, export_parquet, parse_tool_calls, register  # noqa: E402
 
 pytestmark = pytest.mark.live

@@ -31,7 +31,8 @@ FORBIDDEN = {
     "client": SHARED | {"run_records", "prompts"},
     "trainers": BELOW_THE_SERVER - {"client"} | {"envs", "verifiers", "run_records"},
     "evaluation": BELOW_THE_SERVER - {"client", "trainers"} | {"envs"},
-    "benchmarks": BELOW_THE_SERVER - {"client", "benchmarks"} | {"envs"},
+    # benchmarks start servers (as processes, or the in-thread one of server/local_server.py)
+    "benchmarks": BELOW_THE_SERVER - {"client", "benchmarks", "server"} | {"envs"},
     # the shared modules at the package root
     "models.py": SHARED,
     "task_format.py": SHARED,
@@ -42,9 +43,9 @@ FORBIDDEN = {
     "moved_modules.py": SHARED,
 }
 
-# The old names of the moved harness and adapters: each only aliases its new home
-# (analyst_env.moved_modules), so these two folders may import what moved out of them.
-OLD_NAMES = ("client/evaluation", "client/trainers")
+# The old names of what moved out of client/: each only aliases its new home
+# (analyst_env.moved_modules), so these may import what moved out of them, and nothing else.
+OLD_NAMES = ("client/evaluation", "client/trainers", "client/local_server.py")
 MOVED_TO = ("evaluation", "trainers", "run_records", "prompts", "moved_modules")
 
 
@@ -109,10 +110,13 @@ def test_a_wrong_way_import_is_caught(tmp_path, part, module, statement):
     assert _violations(part, tmp_path) != set()
 
 
-@pytest.mark.parametrize("folder", OLD_NAMES)
-def test_old_names_only_alias_their_new_homes(folder):
-    for path in (REPO / folder).glob("*.py"):
+@pytest.mark.parametrize("old", OLD_NAMES)
+def test_old_names_only_alias_their_new_homes(old):
+    where = REPO / old
+    paths = [where] if where.is_file() else list(where.glob("*.py"))
+    moved_to = ("moved_modules", "server") if where.is_file() else MOVED_TO
+    for path in paths:
         body = ast.parse(path.read_text()).body
         assert len(body) <= 4, path  # docstring, two imports, the alias call
         for name in _imports(path):
-            assert name.split(".")[1] in MOVED_TO, (path, name)
+            assert name.split(".")[1] in moved_to, (path, name)

@@ -18,7 +18,11 @@ import analyst_env
 # Modules that need an optional SDK to import at all (their examples, if any, show it in use).
 OPTIONAL = ("analyst_env.envs.remote.modal_backend", "analyst_env.envs.remote.e2b_backend")
 # Deprecated old names of moved modules: each is the moved module, walked under its new name.
-OLD_NAMES = ("analyst_env.client.evaluation.", "analyst_env.client.trainers.")
+OLD_NAMES = (
+    "analyst_env.client.evaluation.",
+    "analyst_env.client.trainers.",
+    "analyst_env.client.local_server",
+)
 
 
 def _modules() -> list[str]:
