@@ -26,6 +26,9 @@ from analyst_env.datasets import Task
 from analyst_env.evaluation.chat_client import ChatError, ChatReply
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import task_prompt
+
+# SOLVED_AT is defined with the report that counts by it; still importable from here.
+from analyst_env.run_records.report import SOLVED_AT as SOLVED_AT
 from analyst_env.trainers.tool_calls import parse_tool_calls, tool_responses_text
 
 EXCERPT_CHARS = 400
