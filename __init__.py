@@ -1,7 +1,9 @@
 """analyst_env: an OpenEnv-compatible RL environment server for data-analyst agents.
 
 Importing the package registers the Gymnasium id ``analyst_env/DataAnalyst-v0``.
-The server lives in ``analyst_env.server``, the clients in ``analyst_env.client``.
+The server lives in ``analyst_env.server``, the client in ``analyst_env.client``, the
+evaluation harness and the trainer adapters above it in ``analyst_env.evaluation`` and
+``analyst_env.trainers``.
 """
 
 import sys
@@ -13,7 +15,7 @@ GYM_ID = "analyst_env/DataAnalyst-v0"
 
 def _register(gymnasium) -> None:
     if GYM_ID not in gymnasium.registry:
-        gymnasium.register(id=GYM_ID, entry_point="analyst_env.server.in_process:make_gym_env")
+        gymnasium.register(id=GYM_ID, entry_point="analyst_env.gymnasium_entry:make_gym_env")
 
 
 class _RegisterWhenImported:

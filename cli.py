@@ -287,6 +287,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     check_output_file(args.json)
     jupyter = not (args.no_jupyter or args.burst_only)
+    if args.burst_only and args.import_only:
+        raise UsageError("--burst-only and --import-only measure different figures: pick one")
     if jupyter and importlib.util.find_spec("jupyter_client") is None:
         raise UsageError(
             "the Jupyter baseline needs the optional package 'jupyter_client': "
@@ -295,6 +297,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     cfg = BenchConfig.quick() if args.quick else BenchConfig()
     cfg.include_jupyter = not args.no_jupyter
     cfg.burst_only = args.burst_only
+    cfg.import_only = args.import_only
     report = run_bench(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(format_markdown(report))
     if args.json:
@@ -429,6 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--burst-only",
         action="store_true",
         help="Only the burst figures (256 sessions at once), with the protocol floor",
+    )
+    bench.add_argument(
+        "--import-only",
+        action="store_true",
+        help="Only the client import figure (each target's client imported in fresh "
+        "interpreters, the median kept); starts no server",
     )
     bench.set_defaults(func=cmd_bench)
 

@@ -37,10 +37,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """``eval``: a model (or the oracle/null policy) over a dataset; report, HTML and run log."""
     from tqdm import tqdm
 
-    from analyst_env.client.evaluation.chat_client import ChatError
-    from analyst_env.client.evaluation.run import EvalSettings, run_eval, select_tasks
-    from analyst_env.client.evaluation.run_log import RunMismatch, runs_dir
     from analyst_env.datasets import load_dataset
+    from analyst_env.evaluation.chat_client import ChatError
+    from analyst_env.evaluation.run import EvalSettings, run_eval, select_tasks
+    from analyst_env.run_records.run_log import RunMismatch, runs_dir
 
     check_dataset(args.dataset)
     served = settings_from_args(args)
@@ -129,8 +129,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.url:
             result, run_dir = run(args.url)
         else:
-            from analyst_env.client.local_server import BackgroundServer
             from analyst_env.server.app import build_app
+            from analyst_env.server.local_server import BackgroundServer
 
             served = served.model_copy(update={"max_sessions": args.concurrency + 2})
             with BackgroundServer(build_app(served)) as url:
@@ -164,14 +164,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check."""
     from tqdm import tqdm
 
-    from analyst_env.client.evaluation.validation import (
+    from analyst_env.datasets import load_dataset
+    from analyst_env.evaluation.validation import (
         format_probes,
         format_table,
         report,
         summary,
         validate,
     )
-    from analyst_env.datasets import load_dataset
 
     _dataset_of_validate(args)
     if args.concurrency < 1:
@@ -217,8 +217,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.url:
         rows = run(args.url)
     else:
-        from analyst_env.client.local_server import BackgroundServer
         from analyst_env.server.app import build_app
+        from analyst_env.server.local_server import BackgroundServer
         from analyst_env.server.runtime import Runtime
 
         settings = settings.model_copy(update={"max_sessions": args.concurrency + 4})
@@ -274,8 +274,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
     records)."""
     if args.what == "harbor":
-        from analyst_env.client.trainers.harbor_export import export as export_harbor
         from analyst_env.datasets import load_dataset
+        from analyst_env.trainers.harbor_export import export as export_harbor
 
         check_dataset(args.dataset)
         check_input_path(args.wheelhouse, "--wheelhouse", folder=True)
@@ -310,10 +310,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(exc) from None
         print(f"wrote {len(dirs)} Harbor task(s) to {args.out}/tasks")
         return 0
-    from analyst_env.client.trainers.trajectory_export import (
-        export as export_trajectories,
-    )
-    from analyst_env.client.trainers.trajectory_export import trajectory_files
+    from analyst_env.trainers.trajectory_export import export as export_trajectories
+    from analyst_env.trainers.trajectory_export import trajectory_files
 
     check_input_path(args.state_dir, "--state-dir", folder=True)
     state_dir = args.state_dir or settings_from_args(args).state_dir

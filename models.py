@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from analyst_env.openenv_compat import load_openenv
+from analyst_env.openenv_compat import load_openenv_wire
 
-load_openenv()
+load_openenv_wire()  # openenv's wire types without its server stack (FastAPI, FastMCP)
 
 from openenv.core.env_server.mcp_types import (  # noqa: E402
     CallToolAction,

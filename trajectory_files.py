@@ -1,7 +1,7 @@
 """Where recorded trajectories live and how to read one: shared by their writer and readers.
 
 The server (``server/trajectories.py``) appends one JSONL file per episode under the
-state directory; the exporters (``client/trainers/trajectory_export.py``), ``/web``'s replay and
+state directory; the exporters (``trainers/trajectory_export.py``), ``/web``'s replay and
 eval's run pages read them. Standard library only, so a reader needs nothing of the
 server.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 
 def _children(pid: int) -> list[int]:

@@ -6,9 +6,9 @@ the text the tool returned. The reward is 0 until ``final_answer`` ends the
 episode (``terminated``); running out of steps ends it with ``truncated``.
 
 ``gymnasium.make`` runs the environment in-process (its own local sandboxes and
-tasks: ``server.in_process``) or, with ``base_url``, against a running
-``analyst-env serve``. ``AnalystGymEnv`` itself only speaks to an ``EpisodeLink``:
-the network one here, or one given to it.
+tasks: ``server/in_process.py``, joined to this adapter by ``gymnasium_entry``) or,
+with ``base_url``, against a running ``analyst-env serve``. ``AnalystGymEnv`` itself
+only speaks to an ``EpisodeLink``: the network one here, or one given to it.
 
 Example::
 

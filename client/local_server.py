@@ -1,51 +1,6 @@
-"""Run the server in a background thread on a free loopback port.
+"""Deprecated name of ``analyst_env.server.local_server``: ``analyst_env.moved_modules``."""
 
-Used by ``analyst-env eval`` without ``--url`` and by the live tests: the same
-uvicorn server ``analyst-env serve`` runs, just in-process.
-"""
+import analyst_env.server.local_server as moved
+from analyst_env.moved_modules import alias_moved_module
 
-from __future__ import annotations
-
-import socket
-import threading
-import time
-
-import uvicorn
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BackgroundServer:
-    """``with BackgroundServer(app) as url:`` serves ``app`` until the block ends."""
-
-    def __init__(self, app, port: int | None = None, startup_timeout_s: float = 60.0) -> None:
-        self.port = port or free_port()
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=100 * 2**20
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, name="analyst-env-server", daemon=True
-        )
-        self._startup_timeout_s = startup_timeout_s
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> str:
-        self._thread.start()
-        deadline = time.monotonic() + self._startup_timeout_s
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the background server failed to start")
-            time.sleep(0.02)
-        return self.url
-
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=30)
+alias_moved_module(__name__, moved)

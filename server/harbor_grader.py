@@ -1,6 +1,6 @@
 """Grade a Harbor task's answer with the server's own rule: what an exported ``tests/test.sh`` runs.
 
-``analyst-env export harbor`` (``client/trainers/harbor_export.py``) writes task directories whose
+``analyst-env export harbor`` (``trainers/harbor_export.py``) writes task directories whose
 ``tests/test.sh`` installs the grader wheel and runs
 ``python -m analyst_env.server.harbor_grader --task ... --input ... --answer ... --reward ...``.
 It lives with the server because it *is* the server's verification (``verify_answer``) over a

@@ -4,16 +4,16 @@
 ``base_url`` the episodes run in this process: a ``Runtime`` of its own (local
 sandboxes, the configured tasks) and the same ``AnalystEnvironment`` a ``/ws``
 session gets, so no network hop and nothing to start first. The Gymnasium adapter
-itself (``client.gym_env``) only speaks to an ``EpisodeLink``; this module is the
+itself (``client/gym_env.py``) only speaks to an ``EpisodeLink``; this module is the
 in-process one, kept on the server's side because it runs the server's code (a
-client never imports the server).
+client never imports the server). The registered id's entry point that joins the two
+is ``analyst_env.gymnasium_entry.make_gym_env``, above both.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from analyst_env.client.gym_env import AnalystGymEnv
 from analyst_env.models import CallToolAction
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
@@ -36,20 +36,3 @@ class InProcessLink:
     def close(self) -> None:
         self._env.close()
         self._runtime.close()
-
-
-def make_gym_env(
-    base_url: str | None = None, *, dataset: str | None = None, **kwargs: Any
-) -> AnalystGymEnv:
-    """The registered id's entry point: against ``base_url``, or in this process.
-
-    Args:
-        base_url: A running ``analyst-env serve``; ``None`` runs episodes here.
-        dataset: The tasks to serve in-process (a dataset spec such as ``starter``);
-            ``None`` takes ``ANALYST_ENV_DATASET`` or the default. Ignored with ``base_url``.
-        **kwargs: Passed to ``AnalystGymEnv`` (``headers``, ``max_text_length``,
-            ``render_mode``).
-    """
-    if base_url is not None:
-        return AnalystGymEnv(base_url, **kwargs)
-    return AnalystGymEnv(link=InProcessLink(dataset), **kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, hermes_tools_prompt
+from analyst_env.prompts import SYSTEM_PROMPT, hermes_tools_prompt
 from analyst_env.server.episode_start import READY_MESSAGE
 from analyst_env.server.tools import TOOLS
 

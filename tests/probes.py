@@ -22,7 +22,7 @@ import httpx
 from leak_probes import leaks, parse, probe_code
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.evaluation.validation import validate_task
+from analyst_env.evaluation.validation import validate_task
 
 # A starter task whose answer a model computes with pandas from its CSV file.
 EPISODE_TASK = "starter-sales-000"

@@ -195,8 +195,8 @@ def procedural_server(cache: Path, seed: int, max_sessions: int) -> Iterator[tup
     The cache is set through ``ANALYST_ENV_CACHE`` for the server's life, so kernels find it
     hidden as they find the default cache.
     """
-    from analyst_env.client.local_server import BackgroundServer
     from analyst_env.server.app import build_app
+    from analyst_env.server.local_server import BackgroundServer
     from analyst_env.server.settings import Settings
 
     with pytest.MonkeyPatch.context() as mp:

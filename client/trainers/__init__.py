@@ -1,4 +1,4 @@
-"""Trainer integrations over the typed client: TRL (``trl``), SkyRL (``skyrl``), Harbor task
-directories (``harbor_export``), SFT records and notebooks from trajectories
-(``trajectory_export``), and what every adapter shows a model (``prompts``, ``tool_calls``).
+"""Deprecated: the trainer adapters moved to ``analyst_env.trainers`` (and the prompts to
+``analyst_env.prompts``). Each old module name here still imports the moved module, with a
+``DeprecationWarning`` (``analyst_env.moved_modules``).
 """

@@ -1,7 +1,7 @@
 """The /web Runs page's JSON routes: eval runs listed, opened and compared task by task.
 
 ``analyst-env eval`` keeps each run in ``<state_dir>/runs/<run_id>/`` (see
-``client/evaluation/run_log.py``); a server with the same ``state_dir`` lists them here.
+``run_records/run_log.py``); a server with the same ``state_dir`` lists them here.
 Reports are rebuilt from each run's ``log.jsonl`` (the one source of truth, so
 a run still in progress or interrupted shows what it has) with the same
 function the CLI uses. Each episode row is linked to its recording in the
@@ -21,8 +21,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import Response
 
-from analyst_env.client.evaluation.report import build_report
-from analyst_env.client.evaluation.run_log import (
+from analyst_env.run_records.report import build_report
+from analyst_env.run_records.run_log import (
     LOG_NAME,
     REPORT_HTML,
     RUN_ID,

@@ -17,13 +17,13 @@ import time
 import pytest
 from openenv.core import GenericEnvClient
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.envs.backends import BACKENDS, make_backend
 from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
 from analyst_env.envs.remote.runner_image import RUNNER_REVISION, resolve_default
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

@@ -87,3 +87,25 @@ def test_bench_burst_only_measures_the_bursts_against_the_protocol_floor(tmp_pat
         "256-client trivial-step p99 <= 50 ms",
     }
     assert "load average" in report["notes"]["load_average"]
+
+
+def test_bench_import_only_times_each_client_import(tmp_path):
+    """The client import figure alone: fresh interpreters, no server; a goal with a verdict."""
+    exe = shutil.which("analyst-env") or str(Path(sys.executable).with_name("analyst-env"))
+    out = tmp_path / "i.json"
+    proc = subprocess.run(
+        [exe, "bench", "--quick", "--import-only", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert set(report["figures"]) == {"client_import_s"}
+    row = report["figures"]["client_import_s"]
+    assert all(isinstance(row[t], float) and row[t] >= 0 for t in row), row
+    assert [g["goal"] for g in report["goals"]] == [
+        "client import: `import analyst_env.client` <= 0.5 s"
+    ]
+    assert isinstance(report["goals"][0]["met"], bool)
+    assert "| client_import_s |" in proc.stdout

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from support import SHARED_DATASETS
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 EXE = shutil.which("analyst-env") or str(Path(sys.executable).with_name("analyst-env"))
 DABENCH = SHARED_DATASETS / "dabench"

@@ -21,7 +21,7 @@ import pytest
 from analyst_env import cli
 from analyst_env.cli import build_parser, package_version
 from analyst_env.cli_checks import missing_extra
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 
 from openai_standin import StandIn  # noqa: E402
 
-from analyst_env.client.local_server import free_port  # noqa: E402
 from analyst_env.datasets import load_dataset  # noqa: E402
+from analyst_env.server.local_server import free_port  # noqa: E402
 
 pytestmark = pytest.mark.live
 

@@ -9,7 +9,7 @@ import pytest
 
 import analyst_env  # noqa: F401  (registers the id)
 from analyst_env.client.gym_env import AnalystGymEnv, UnicodeText
-from analyst_env.client.local_server import BackgroundServer
+from analyst_env.server.local_server import BackgroundServer
 
 
 def act(tool: str, **arguments) -> str:
@@ -101,4 +101,4 @@ def test_id_is_registered_whatever_the_import_order(statements):
         [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "analyst_env.server.in_process:make_gym_env"
+    assert done.stdout.strip() == "analyst_env.gymnasium_entry:make_gym_env"

@@ -30,7 +30,7 @@ import pytest
 from server.serve_process import ServeProcess
 from support import SHARED_DATASETS
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 EXE = str(Path(sys.executable).with_name("analyst-env"))

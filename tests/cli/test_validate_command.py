@@ -16,14 +16,14 @@ import registered_datasets
 from support import SECRET_TOTAL, make_tiny_dataset
 
 from analyst_env import cli
-from analyst_env.client.evaluation.gold_leaks import (
+from analyst_env.datasets import registry
+from analyst_env.evaluation.gold_leaks import (
     find_leak,
     gold_values,
     leak_patterns,
     value_pattern,
 )
-from analyst_env.client.local_server import BackgroundServer
-from analyst_env.datasets import registry
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
 from analyst_env.verifiers import scorers
 
@@ -328,8 +328,8 @@ def _catalogue() -> list[dict]:
 
 def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
     """The catalogue and prompts reach every episode: one task's answer there scores for free."""
-    from analyst_env.client.evaluation.gold_leaks import prompt_frame
     from analyst_env.datasets.shipped import load_starter
+    from analyst_env.evaluation.gold_leaks import prompt_frame
 
     catalogue = _catalogue()
     shared = {"catalogue": catalogue, **prompt_frame(catalogue)}
@@ -342,7 +342,7 @@ def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
 
 
 def test_a_gold_written_into_shared_text_is_a_leak():
-    from analyst_env.client.evaluation.gold_leaks import scan_runs
+    from analyst_env.evaluation.gold_leaks import scan_runs
 
     task = Task(
         id="t-fare",

@@ -11,7 +11,7 @@ import pytest
 from support import procedural_server
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.evaluation.validation import validate
+from analyst_env.evaluation.validation import validate
 
 pytestmark = pytest.mark.live
 

@@ -11,9 +11,9 @@ import asyncio
 import pytest
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.evaluation.engine import evaluate
-from analyst_env.client.local_server import BackgroundServer
+from analyst_env.evaluation.engine import evaluate
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.settings import Settings
 
 pytestmark = pytest.mark.live

@@ -25,9 +25,9 @@ import openpyxl
 import pytest
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.shipped import starter as starter_mod
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.settings import Settings
 from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers import VerifyContext, judge

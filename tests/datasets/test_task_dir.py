@@ -8,13 +8,13 @@ import shutil
 import pytest
 
 from analyst_env.cli import main
-from analyst_env.client.evaluation.engine import evaluate
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.procedural import ProceduralDataset
 from analyst_env.datasets.procedural.sampling import fingerprint
 from analyst_env.datasets.procedural.taskdir import TaskDirError, load_task_dir
 from analyst_env.datasets.registry import load_dataset
+from analyst_env.evaluation.engine import evaluate
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

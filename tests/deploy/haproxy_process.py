@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 from deploy.polling import wait_for
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 SHIPPED = Path(__file__).resolve().parents[2] / "deploy" / "compose" / "haproxy.cfg"
 

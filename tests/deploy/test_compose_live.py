@@ -35,7 +35,7 @@ from deploy.balanced_sessions import Session, cell, reply
 from deploy.polling import wait_for
 from docker_engine import REPO, docker
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 COMPOSE_FILE = REPO / "deploy" / "compose" / "compose.yaml"

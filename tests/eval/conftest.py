@@ -16,8 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from openai_standin import StandIn  # noqa: E402
 
-from analyst_env.client.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.app import build_app  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from analyst_env.client.local_server import BackgroundServer
-from analyst_env.client.trainers.tool_calls import parse_tool_calls
 from analyst_env.datasets import Task
+from analyst_env.server.local_server import BackgroundServer
+from analyst_env.trainers.tool_calls import parse_tool_calls
 
 
 class StandIn:

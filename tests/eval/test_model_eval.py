@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from analyst_env.client.evaluation.chat_client import ChatError
-from analyst_env.client.evaluation.engine import evaluate as evaluate_policy
-from analyst_env.client.evaluation.run import EvalSettings, run_eval
-from analyst_env.client.evaluation.run_log import episode_id_for
-from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, task_prompt
+from analyst_env.evaluation.chat_client import ChatError
+from analyst_env.evaluation.engine import evaluate as evaluate_policy
+from analyst_env.evaluation.run import EvalSettings, run_eval
+from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
+from analyst_env.run_records.run_log import episode_id_for
 from analyst_env.task_format import ToolCall
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 

@@ -8,9 +8,9 @@ from math import comb
 
 import pytest
 
-from analyst_env.client.evaluation.html_report import render_html
-from analyst_env.client.evaluation.report import build_report, pass_at_k, task_facets
 from analyst_env.datasets import load_dataset
+from analyst_env.evaluation.html_report import render_html
+from analyst_env.run_records.report import build_report, pass_at_k, task_facets
 
 
 def row(task_id, sample, reward, **extra):
@@ -112,7 +112,7 @@ def test_the_html_report_escapes_what_models_and_datasets_wrote():
 
 
 def test_levels_read_from_easy_to_hard_then_others_alphabetically():
-    from analyst_env.client.evaluation.html_report import _facet_order
+    from analyst_env.evaluation.html_report import _facet_order
 
     rows = [row(f"t-{lv}", 0, 1.0, level=lv) for lv in ("hard", "easy", "expert", "medium")]
     html = render_html(build_report({"dataset": "d", "policy": "oracle"}, rows))

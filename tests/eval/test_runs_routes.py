@@ -7,8 +7,8 @@ import asyncio
 import httpx
 import pytest
 
-from analyst_env.client.evaluation.run import EvalSettings, run_eval
-from analyst_env.client.evaluation.run_log import runs_dir
+from analyst_env.evaluation.run import EvalSettings, run_eval
+from analyst_env.run_records.run_log import runs_dir
 from analyst_env.trajectory_files import trajectories_dir
 
 pytestmark = pytest.mark.live

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from docker_engine import REPO
 
-from analyst_env.client.trainers.harbor_export import export
 from analyst_env.datasets import load_dataset
+from analyst_env.trainers.harbor_export import export
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(2400)]  # the first build installs from PyPI
 IMAGE = "analyst-env-harbor-task:test"

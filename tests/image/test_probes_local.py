@@ -18,9 +18,9 @@ import probes
 import pytest
 
 import analyst_env
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.paths import cache_root
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from support import make_tiny_dataset
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

@@ -26,8 +26,8 @@ import websockets
 from recipes.pkgindex import TINY, TINY_VALUE, PackageIndex
 from support import code_step, make_tiny_dataset
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.task_format import Dataset

@@ -34,8 +34,8 @@ from leak_probes import leaks, parse, probe_code
 from verify_attacks import BACKGROUND_WRITERS, ENV_TRICK_HOOKS, ENV_TRICKS, FAKE_GREP, GREP_42
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.local_server import free_port
 from analyst_env.datasets.procedural import ProceduralDataset
+from analyst_env.server.local_server import free_port
 
 pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ import pytest
 from support import PID_NAMESPACE_OF_CELL, host_pid, wait_dead
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

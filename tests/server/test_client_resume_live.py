@@ -15,9 +15,9 @@ import pytest
 from tcp_cuts import DroppingProxy, client_socket, cut, later
 
 from analyst_env.client.analyst_client import AnalystEnv
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.client.resume import EpisodeLostError
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 GRACE_S = 3.0

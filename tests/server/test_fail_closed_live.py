@@ -25,7 +25,7 @@ import httpx
 import pytest
 from server.serve_process import ServeProcess
 
-from analyst_env.client.local_server import free_port
+from analyst_env.server.local_server import free_port
 
 pytestmark = pytest.mark.live
 

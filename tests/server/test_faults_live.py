@@ -20,8 +20,8 @@ import websockets
 from server.serve_process import ServeProcess
 from support import code_step
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 

@@ -19,9 +19,9 @@ import pytest
 import websockets
 from support import code_step
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
 from analyst_env.server.environment import AnalystEnvironment, SessionClosed
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import connect
 
-from analyst_env.client.local_server import BackgroundServer
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 

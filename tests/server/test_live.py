@@ -20,8 +20,8 @@ from openenv.core import GenericEnvClient, MCPToolClient
 from support import code_step
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 

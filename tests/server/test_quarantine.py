@@ -14,8 +14,8 @@ import pytest
 from sheetcopilot_layout import write_heldout_shapes
 
 from analyst_env import cli
-from analyst_env.client.evaluation.run import select_tasks
 from analyst_env.datasets import Dataset, load_dataset
+from analyst_env.evaluation.run import select_tasks
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime, TaskNotFoundError, TaskUnavailableError
 from analyst_env.server.web.routes import _task_row

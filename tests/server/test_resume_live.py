@@ -20,8 +20,8 @@ from tcp_cuts import DroppingProxy
 from tcp_cuts import cut as cut_tcp
 from websockets.sync.client import connect
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 # The dropped socket is cut under the client, so it is not used as a context manager.
 pytestmark = [

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from analyst_env.client.evaluation.engine import evaluate
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.registry import load_dataset
+from analyst_env.evaluation.engine import evaluate
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 from analyst_env.verifiers.recalc import soffice_path

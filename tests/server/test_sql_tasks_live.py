@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from analyst_env.client import AnalystEnv
-from analyst_env.client.evaluation.engine import evaluate
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.datasets.kaggledbqa import load_kaggledbqa
 from analyst_env.datasets.spider import load_spider
+from analyst_env.evaluation.engine import evaluate
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.settings import Settings
 

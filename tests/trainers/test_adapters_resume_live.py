@@ -14,8 +14,8 @@ import json
 import pytest
 from tcp_cuts import DroppingProxy, later
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 SLOW_CELL = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
@@ -37,7 +37,7 @@ def proxy(server):
 
 
 def test_trl_tool_env(proxy):
-    from analyst_env.client.trainers.trl import AnalystToolEnv
+    from analyst_env.trainers.trl import AnalystToolEnv
 
     env = AnalystToolEnv(base_url=proxy.url())
     env.reset(task_id="tiny-csv")
@@ -52,7 +52,7 @@ def test_trl_tool_env(proxy):
 
 
 def test_skyrl_env(proxy):
-    from analyst_env.client.trainers.skyrl import AnalystSkyRLEnv
+    from analyst_env.trainers.skyrl import AnalystSkyRLEnv
 
     env = AnalystSkyRLEnv({}, {"task_id": "tiny-csv", "base_url": proxy.url()})
     env.init([{"role": "user", "content": ""}])

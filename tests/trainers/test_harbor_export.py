@@ -17,9 +17,9 @@ import tomllib
 import pytest
 
 from analyst_env.cli import main as cli_main
-from analyst_env.client.trainers.harbor_export import export
 from analyst_env.datasets import load_dataset
 from analyst_env.server.harbor_grader import grade
+from analyst_env.trainers.harbor_export import export
 
 SCORED_TINY = [
     "tiny-csv",
@@ -32,7 +32,7 @@ SCORED_TINY = [
 def wheel(tmp_path_factory):
     """The grader wheel, built once; these tests run test.sh with this venv's grader
     (HARBOR_NO_INSTALL)."""
-    from analyst_env.client.trainers.harbor_export import build_grader_wheel
+    from analyst_env.trainers.harbor_export import build_grader_wheel
 
     return build_grader_wheel(tmp_path_factory.mktemp("wheel"))
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from analyst_env.client.trainers.harbor_export import build_grader_wheel, export
 from analyst_env.datasets import load_dataset
+from analyst_env.trainers.harbor_export import build_grader_wheel, export
 
 
 @pytest.fixture(scope="module")

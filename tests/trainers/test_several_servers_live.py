@@ -14,8 +14,8 @@ import pytest
 
 from analyst_env.client import AnalystEnv
 from analyst_env.client.endpoints import EndpointPool
-from analyst_env.client.local_server import BackgroundServer, free_port
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer, free_port
 
 pytestmark = pytest.mark.live
 ANSWER = "7319.25"  # tiny-csv's answer
@@ -90,7 +90,7 @@ def test_a_reset_refused_by_a_full_replica_is_played_on_another(replicas, monkey
 
 
 def test_the_trl_adapter_takes_several_replicas(replicas):
-    from analyst_env.client.trainers.trl import AnalystSpec
+    from analyst_env.trainers.trl import AnalystSpec
 
     urls = replicas(40, 40)
     dead = f"http://127.0.0.1:{free_port()}"

@@ -7,8 +7,8 @@ import pytest
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="SkyRL integration needs the 'skyrl' extra")
 
-from analyst_env.client.local_server import BackgroundServer  # noqa: E402
-from analyst_env.client.trainers.skyrl import ENV_CLASS, export_parquet, parse_tool_calls, register  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
+from analyst_env.trainers.skyrl import ENV_CLASS, export_parquet, parse_tool_calls, register  # noqa: E402
 
 pytestmark = pytest.mark.live
 
@@ -81,7 +81,7 @@ def test_parse_tool_calls_and_missing_configuration():
         '<tool_call>{"name": "run_sql", "arguments": "{\\"query\\": \\"x\\"}"}</tool_call>'
     )[0]["arguments"] == {"query": "x"}
     assert "must be" in parse_tool_calls("<tool_call>[1]</tool_call>")[0]
-    from analyst_env.client.trainers.skyrl import AnalystSkyRLEnv
+    from analyst_env.trainers.skyrl import AnalystSkyRLEnv
 
     with pytest.raises(ValueError, match="server URL"):
         AnalystSkyRLEnv({}, {"task_id": "x"})

@@ -15,8 +15,8 @@ from support import SECRET_TOTAL
 
 from analyst_env.cli import main as cli_main
 from analyst_env.client import AnalystEnv
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 

@@ -23,11 +23,11 @@ pytest.importorskip(
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from analyst_env.client.local_server import BackgroundServer  # noqa: E402
-from analyst_env.client.trainers.trl import AnalystSpec, AnalystToolEnv  # noqa: E402
 from analyst_env.server.app import build_app  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
 from analyst_env.server.tools import TOOLS  # noqa: E402
+from analyst_env.trainers.trl import AnalystSpec, AnalystToolEnv  # noqa: E402
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir  # noqa: E402
 
 pytestmark = pytest.mark.live

@@ -12,8 +12,8 @@ import pickle
 import pytest
 from support import procedural_server
 
-from analyst_env.client.trainers.skyrl import dataset_rows
-from analyst_env.client.trainers.trl import AnalystSpec
+from analyst_env.trainers.skyrl import dataset_rows
+from analyst_env.trainers.trl import AnalystSpec
 
 pytestmark = pytest.mark.live
 
@@ -58,7 +58,7 @@ def test_trl_rows_are_places_and_a_reset_plays_the_task_of_that_place(served):
 
 def test_skyrl_rows_reset_by_place(served):
     skyrl_gym = pytest.importorskip("skyrl_gym", reason="SkyRL rows need the 'skyrl' extra")
-    from analyst_env.client.trainers.skyrl import ENV_CLASS, register
+    from analyst_env.trainers.skyrl import ENV_CLASS, register
 
     url, runtime = served
     rows = dataset_rows(url, "train", num_tasks=2, start=5)

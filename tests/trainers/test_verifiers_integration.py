@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analyst_env.client.local_server import BackgroundServer
+from analyst_env.server.local_server import BackgroundServer
 
 pytestmark = pytest.mark.live
 

@@ -17,12 +17,18 @@ import analyst_env
 
 # Modules that need an optional SDK to import at all (their examples, if any, show it in use).
 OPTIONAL = ("analyst_env.envs.remote.modal_backend", "analyst_env.envs.remote.e2b_backend")
+# Deprecated old names of moved modules: each is the moved module, walked under its new name.
+OLD_NAMES = (
+    "analyst_env.client.evaluation.",
+    "analyst_env.client.trainers.",
+    "analyst_env.client.local_server",
+)
 
 
 def _modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(analyst_env.__path__, prefix="analyst_env."):
-        if ".tests" in info.name or info.name.startswith("analyst_env.tests"):
+        if ".tests" in info.name or info.name.startswith(("analyst_env.tests", *OLD_NAMES)):
             continue
         names.append(info.name)
     return sorted(names)

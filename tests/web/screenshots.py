@@ -193,8 +193,8 @@ def play_runs(url: str, state: str, tasks: list, prefix: str = "screenshot") -> 
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from analyst_env.client.evaluation.run import EvalSettings, run_eval
-    from analyst_env.client.evaluation.run_log import runs_dir
+    from analyst_env.evaluation.run import EvalSettings, run_eval
+    from analyst_env.run_records.run_log import runs_dir
 
     for policy in ("oracle", "null"):
         settings = EvalSettings(

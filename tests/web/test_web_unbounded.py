@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 from webui_support import open_web
 
-from analyst_env.client.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.settings import Settings
 
 pytestmark = pytest.mark.live

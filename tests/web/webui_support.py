@@ -32,9 +32,9 @@ CHROMIUM_ARGS = [
 _ROOT = str(Path(__file__).resolve().parents[2])
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
-from analyst_env.client.local_server import BackgroundServer  # noqa: E402
 from analyst_env.datasets import load_dataset  # noqa: E402
 from analyst_env.server.app import build_app  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 
 
