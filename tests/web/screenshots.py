@@ -72,6 +72,7 @@ def take(out: Path) -> list[Path]:
         chromium() as browser,
     ):
         page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(60_000)  # a loaded 2-core machine starts kernels slowly
 
         def shot(name: str, height: int | None = None) -> None:
             """Save the viewport (``height`` px tall when given, from the top of the page)."""

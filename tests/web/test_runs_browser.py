@@ -13,8 +13,6 @@ from screenshots import play_runs
 from webui_support import open_web
 
 from analyst_env.datasets import load_dataset
-from analyst_env.evaluation.run import EvalSettings, run_eval
-from analyst_env.run_records.run_log import runs_dir
 
 pytestmark = pytest.mark.live
 
