@@ -30,12 +30,14 @@ full or draining server (``endpoints.py``); an episode stays on its replica.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import time
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from openenv.core.client_types import StepResult
-from openenv.core.env_client import EnvClient, _is_localhost_ws_url
+from openenv.core.env_client import EnvClient
 from openenv.core.env_server.mcp_types import ListToolsAction, ListToolsObservation
 from openenv.core.env_server.types import Action, Observation
 from websockets.exceptions import ConnectionClosed
@@ -52,6 +54,28 @@ from analyst_env.models import (
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost`` or a loopback address).
+
+    The host is parsed, never matched as a substring: ``127.0.0.1.example.com`` and
+    ``my-localhost.example.com`` are remote. A local server is reached without a proxy.
+
+    Example:
+        >>> [is_loopback_url(u) for u in ("ws://localhost:8000/ws", "ws://[::1]/ws",
+        ...  "ws://127.0.0.1.example.com/ws", "wss://example.com/ws")]
+        [True, True, False, False]
+    """
+    host = urlsplit(url).hostname
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
@@ -147,7 +171,7 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
             ping_timeout=self._websocket_ping_timeout_s,
             additional_headers=self._headers,
         )
-        if _is_localhost_ws_url(self._plain_ws_url):
+        if is_loopback_url(self._plain_ws_url):
             kwargs["proxy"] = None
         return kwargs
 

@@ -25,15 +25,6 @@ from openenv.core.env_server.types import Action, Observation
 REPO = Path(__file__).resolve().parents[2]
 SKIPPED_DIRS = {".venv", "tests", "__pycache__", "build", "dist", "node_modules"}
 CLOSURE_ATTRIBUTES = {"__closure__", "cell_contents", "co_freevars"}
-KNOWN = {
-    # The client tells a local server's URL from a remote one as OpenEnv's own client does;
-    # to be replaced by a check of its own.
-    (
-        "client/analyst_client.py",
-        "from openenv.core.env_client import EnvClient, _is_localhost_ws_url",
-    ),
-}
-"""Private reads that predate this rule; nothing may be added here."""
 
 
 def _server_private_names() -> frozenset[str]:
@@ -92,7 +83,7 @@ def test_the_package_reads_nothing_private_of_openenv():
     files = _package_files()
     assert any(p.relative_to(REPO).as_posix() == "server/sessions.py" for p in files)
     found = {(p.relative_to(REPO).as_posix(), v) for p in files for v in violations(p.read_text())}
-    assert found - KNOWN == set()
+    assert found == set()
 
 
 @pytest.mark.parametrize(
