@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from analyst_env.envs.local.image_specs import ImageSpec
+    from analyst_env.envs.kernel.image_specs import ImageSpec
     from analyst_env.envs.recipes.recipe import Recipe
 
 from pydantic import BaseModel, Field

@@ -34,8 +34,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from analyst_env.envs.local import procctl, uid_ranges
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.kernel.image_specs import IMAGES, ImageSpec
+from analyst_env.envs.local import uid_ranges
 from analyst_env.envs.local.cgroups import CgroupManager
 from analyst_env.envs.local.fail_closed import (
     Refusal,
@@ -43,7 +45,6 @@ from analyst_env.envs.local.fail_closed import (
     check_limits,
     per_process_accepted,
 )
-from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.isolation import Sizing, choose_mode, protections, uses_slot_uids
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder

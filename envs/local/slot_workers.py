@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from analyst_env.envs.local import procctl
+from analyst_env.envs.kernel import procctl
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
 from analyst_env.envs.local.slots import KernelSlot, SlotAllocator

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from analyst_env.envs.frame_socket import ConnectionClosed
 from analyst_env.envs.kernel_sandbox import KernelDied, KernelSandbox
-from analyst_env.envs.local.frame_socket import ConnectionClosed
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
 from analyst_env.envs.sandbox import SandboxClosedError, VerifierUnavailable

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.artifacts import built_by, write_manifest
