@@ -13,7 +13,7 @@ kernel and how a kernel is replaced. Two exist: ``local.socket_link`` (a
 socket and a pidfd to a kernel forked by the local zygote) and
 ``remote.runner_link`` (requests relayed by a slot runner in a container or a
 Modal sandbox). Requests and replies are the kernel's JSON messages
-(``local.child``): ``cell``, ``shell``, ``put``, ``get``.
+(``kernel.child``): ``cell``, ``shell``, ``put``, ``get``.
 
 Threading: one caller makes calls at a time (a thread, or a greenlet on the
 server's event loop: ``loop_bridge``); ``interrupt`` and ``close`` may come from

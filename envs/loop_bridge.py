@@ -45,6 +45,15 @@ class _Bridged(greenlet.greenlet):
         self.gr_context = driver.gr_context  # the caller's context variables
 
 
+class YieldsToLoop:
+    """Base of a sandbox whose every wait goes through this module's primitives (the local
+    backend's: a kernel's socket, a kernel order), so its calls may run inside
+    ``run_cooperatively`` on the event loop's thread. The server makes any other
+    sandbox's calls from a worker thread, where they may block."""
+
+    __slots__ = ()
+
+
 def cooperative() -> bool:
     """Whether the caller runs inside ``run_cooperatively`` (its waits yield to the loop)."""
     return isinstance(greenlet.getcurrent(), _Bridged)

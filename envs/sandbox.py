@@ -9,13 +9,13 @@ Errors follow two channels. Model code that raises, loops or prints too much is
 *data*: it comes back inside ``CellResult``/``ShellResult``. Infrastructure that
 fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
 
-What a backend can do beyond the verbs is declared, not discovered: a backend
-subclasses ``SandboxBackend`` (and a sandbox ``Sandbox``) and overrides the
-defaults it improves on (``start_nowait``, ``warm_up``, ``protections``,
-``forget_image``, ``use_image_resolver``, ``baker``; ``helpers_defined``,
-``cooperative``, ``stop_agent_processes`` and ``run_verifier``, whose default refuses
-verification). A backend that builds
-its own artifacts from recipes returns a ``SandboxBaker`` from ``baker()``.
+``SandboxBackend`` is what every backend does: start a sandbox, warm an image up,
+report its protections, close, and declare its ``capabilities``
+(``envs/capabilities.py``). What only some backends have (starting without waiting,
+standbys, baked packages, building their own artifacts with a ``SandboxBaker``) is an
+optional protocol there, asked for with ``isinstance``. A sandbox subclasses
+``Sandbox`` for the defaults of ``helpers_defined``, ``stop_agent_processes`` and
+``run_verifier`` (whose default refuses verification).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from analyst_env.envs.local.image_specs import ImageSpec
+    from analyst_env.envs.capabilities import BackendCapabilities
     from analyst_env.envs.recipes.recipe import Recipe
 
 from pydantic import BaseModel, Field
@@ -111,12 +111,6 @@ class Sandbox(Protocol):
     """Kernels start with ``kernel_helpers.HELPER_SOURCE`` already run (the local
     zygote and the slot runner define it before forking); when False the
     environment runs it at reset."""
-
-    cooperative: bool = False
-    """Every wait of its calls yields to the server's event loop when they run inside
-    ``loop_bridge.run_cooperatively`` (the local backend's kernels): the server then
-    runs its steps on the loop's thread instead of a thread per session. When False,
-    calls block their thread and are made from one."""
 
     def run_cell(self, code: str, *, timeout_s: float, silent: bool = False) -> CellResult:
         """Execute ``code`` in the persistent kernel.
@@ -208,10 +202,15 @@ class SandboxBaker(Protocol):
 class SandboxBackend(Protocol):
     """Starts sandboxes from baked images. One backend serves many episodes at once.
 
-    Implementations subclass it to inherit the defaults of the optional parts.
+    What every backend does; the optional parts only some have are the protocols of
+    ``envs/capabilities.py``. Implementations may subclass it.
     """
 
     name: str
+
+    capabilities: BackendCapabilities
+    """What its sandboxes can do (a persistent kernel, interrupt, file transfer, limits,
+    network ...), declared so that callers and tests need not probe."""
 
     def start(
         self,
@@ -242,64 +241,22 @@ class SandboxBackend(Protocol):
         """
         ...
 
-    def start_nowait(
-        self,
-        image: str,
-        *,
-        files: dict[str, str],
-        seed: int | None = None,
-        env: dict[str, str] | None = None,
-    ) -> Sandbox | None:
-        """``start``, if it can be done without waiting (no network call, no boot); else None.
+    def warm_up(self, image: str = "default") -> None:
+        """Prepare ``image`` now (a zygote, warm slots) so the first ``start`` is fast.
 
-        The server calls it on its event loop's thread, and ``start`` on a worker thread
-        when it returns None. The default always returns None.
+        The server calls it once at start-up; a backend with nothing to prepare returns.
 
         Raises:
-            SandboxError: As ``start`` does, for what it could check without waiting.
+            SandboxError: The image cannot be served.
         """
-        return None
+        ...
+
+    def protections(self) -> dict[str, bool | str]:
+        """The protections episodes get (``isolation``, ``degraded``, limits ...), as
+        ``GET /sandbox`` and ``/metadata`` show them; ``{}`` when the backend's vendor owns
+        isolation."""
+        ...
 
     def close(self) -> None:
         """Stop every sandbox and shared process of this backend. Idempotent."""
         ...
-
-    def warm_up(self, image: str = "default") -> None:
-        """Prepare ``image`` now (a zygote, warm slots) so the first ``start`` is fast.
-
-        The default does nothing. Raises ``SandboxError`` if the image cannot be served.
-        """
-        return None
-
-    def protections(self) -> dict[str, bool | str]:
-        """The protections episodes get (``isolation``, ``degraded``, limits ...).
-
-        Empty (the default) when the backend's vendor owns isolation.
-        """
-        return {}
-
-    def standby_count(self) -> int | None:
-        """Sandboxes started ahead of time and ready to hand out now (``/metrics``), or None
-        (the default) when the backend keeps no such pool."""
-        return None
-
-    def kernels_on_order(self) -> int | None:
-        """Sandboxes started whose kernel is not ready yet (``/metrics``), or None (the
-        default) when ``start`` always returns a running sandbox."""
-        return None
-
-    def forget_image(self, image: str) -> None:
-        """Stop serving a baked image no environment names any more. The default does nothing."""
-        return None
-
-    def use_image_resolver(self, resolve: Callable[[str], ImageSpec | None]) -> None:
-        """Use ``resolve`` to map a baked image name to a locally built package directory.
-
-        Only the local backend runs such packages; the default ignores it.
-        """
-        return None
-
-    def baker(self) -> SandboxBaker | None:
-        """The builder of this backend's own artifacts, or None (the default) when
-        the recipe service bakes a package directory for it."""
-        return None

@@ -10,7 +10,7 @@ directory first, ``BASH_ENV``/``ENV`` naming a script, ``LD_PRELOAD``,
 directory on that ``PATH`` or the interpreter's tree: a replaced ``grep`` or a
 planted ``sitecustomize.py`` would then answer for the verifier.
 
-Imported by the kernel process (``local.child``), so it depends on the standard
+Imported by the kernel process (``kernel.child``), so it depends on the standard
 library only.
 """
 

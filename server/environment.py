@@ -9,7 +9,7 @@ server built on first use whose tools call back into this environment, so both
 paths validate, count steps and score identically.
 
 A session's calls run one at a time (``_serial``). A reset, and a step on a sandbox
-whose waits yield to the event loop (``Sandbox.cooperative``: the local backend's),
+whose waits yield to the event loop (a ``loop_bridge.YieldsToLoop``: the local backend's),
 run on the loop's thread itself (``loop_bridge``), with no thread per session; what
 would block there goes to a thread (``episode_start``, ``offload``). A step on any
 other sandbox runs on the environment's own worker thread.
@@ -40,7 +40,12 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 )
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
-from analyst_env.envs.loop_bridge import offload, offload_if, run_cooperatively  # noqa: E402
+from analyst_env.envs.loop_bridge import (  # noqa: E402
+    YieldsToLoop,
+    offload,
+    offload_if,
+    run_cooperatively,
+)
 from analyst_env.models import (  # noqa: E402
     AnalystResetObservation,
     AnalystState,
@@ -298,7 +303,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         if episode is not None and episode.sandbox is not None:
             sandbox = episode.sandbox
             # A remote sandbox's close ends the episode over the network: off the event loop.
-            offload_if(not sandbox.cooperative, sandbox.close)
+            offload_if(not isinstance(sandbox, YieldsToLoop), sandbox.close)
 
     async def _off_loop_if_needed(self, fn, *args):
         """Run ``fn`` cooperatively on the loop if the episode's sandbox can yield to it, else on
@@ -306,7 +311,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         if self._closed:
             raise SessionClosed()
         episode = self._episode
-        if episode is None or episode.sandbox is None or episode.sandbox.cooperative:
+        if episode is None or episode.sandbox is None or isinstance(episode.sandbox, YieldsToLoop):
             return await run_cooperatively(fn, *args)
         return await self._in_worker(fn, *args)
 

@@ -2,8 +2,9 @@
 
 ``mount_envs(app, runtime)`` builds the server's ``EnvironmentService`` (state under
 ``settings.state_dir/envs``; one per runtime, reused by every app built on it), attaches it
-to the runtime (``runtime.environments``, read at reset to bind episodes) and to the local
-backend (``use_image_resolver``, which turns a baked image name into the zygote's spec), and
+to the runtime (``runtime.environments``, read at reset to bind episodes) and to a backend
+that serves baked packages (``ServesBakedPackages``, the local one: ``use_image_resolver``
+turns a baked image name into the zygote's spec), and
 adds the routes:
 
 * ``GET /envs`` -> ``{"environments": [{name, description, hash, status, progress, elapsed_s,
@@ -36,6 +37,7 @@ from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query
 
+from analyst_env.envs.capabilities import BakesArtifacts, ServesBakedPackages
 from analyst_env.envs.recipes.recipe import RecipeError
 from analyst_env.envs.recipes.service import (
     EnvironmentExists,
@@ -75,7 +77,7 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     if not isinstance(service, EnvironmentService):
         # One service per runtime: apps sharing a runtime share its builds. Remote backends
         # build their own artifacts (bake/is_built); the local one gets a baked package dir.
-        baker = backend.baker()
+        baker = backend.baker() if isinstance(backend, BakesArtifacts) else None
         service = EnvironmentService(
             runtime.settings.state_dir,
             backend=backend.name,
@@ -90,8 +92,9 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
             service.images_dir,
         )
     runtime.environments = service
-    runtime.backend.use_image_resolver(service.local_image)
-    service.forget_image = runtime.backend.forget_image
+    if isinstance(backend, ServesBakedPackages):
+        backend.use_image_resolver(service.local_image)
+        service.forget_image = backend.forget_image
     app.state.environments = service
     # Shutdown only waits briefly for running builds: another app may share the runtime, and
     # a build cut short is marked failed at the next start.

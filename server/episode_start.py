@@ -2,17 +2,19 @@
 
 A reset runs on the event loop's thread (``loop_bridge``), so each part that may block
 says so: a procedural draw generates its task (tens of ms of CPU), a backend that cannot
-start a sandbox without waiting (``start_nowait`` gives None: a zygote to boot, a
-container to create) starts it on a thread, and a sandbox whose calls block their thread
-(``Sandbox.cooperative`` false) runs the tools' helpers and the task's setup hooks there.
+start a sandbox without waiting (it has no ``StartsWithoutWaiting``, or its
+``start_nowait`` gives None: a zygote to boot) starts it on a thread, and a sandbox whose
+calls block their thread (not a ``loop_bridge.YieldsToLoop``) runs the tools' helpers and
+the task's setup hooks there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyst_env.envs.capabilities import StartsWithoutWaiting
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
-from analyst_env.envs.loop_bridge import offload, offload_if
+from analyst_env.envs.loop_bridge import YieldsToLoop, offload, offload_if
 from analyst_env.envs.sandbox import SandboxError
 from analyst_env.models import FileInfo
 from analyst_env.server.envs_binding import EpisodeImage, resolve_image
@@ -61,11 +63,13 @@ def start_sandbox(runtime: Runtime, episode: Episode, image: EpisodeImage) -> tu
     """
     task, backend = episode.task, runtime.backend
     try:
-        sandbox = backend.start_nowait(image.image, files=task.files, seed=episode.seed)
+        sandbox = None
+        if isinstance(backend, StartsWithoutWaiting):
+            sandbox = backend.start_nowait(image.image, files=task.files, seed=episode.seed)
         if sandbox is None:
             sandbox = offload(backend.start, image.image, files=task.files, seed=episode.seed)
         episode.sandbox = sandbox
-        blocks = not sandbox.cooperative
+        blocks = not isinstance(sandbox, YieldsToLoop)
         if not sandbox.helpers_defined:
             offload_if(
                 blocks,

@@ -39,6 +39,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from analyst_env.envs.capabilities import KeepsStandbys
+
 log = logging.getLogger(__name__)
 #: Set by ``serve --workers`` for its workers (``server/workers.py``): metrics are summed.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -271,17 +273,16 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
         yield _gauge(
             "analyst_env_draining", "1 once shutdown began (no new sessions)", int(sockets.draining)
         )
-        standbys = runtime.backend.standby_count()
-        if standbys is not None:
+        if isinstance(runtime.backend, KeepsStandbys):
             yield _gauge(
-                "analyst_env_standby_kernels", "Pre-forked kernels ready to hand out", standbys
+                "analyst_env_standby_kernels",
+                "Pre-forked kernels ready to hand out",
+                runtime.backend.standby_count(),
             )
-        on_order = runtime.backend.kernels_on_order()
-        if on_order is not None:
             yield _gauge(
                 "analyst_env_kernels_on_order",
                 "Episodes reset whose kernel is not ready yet",
-                on_order,
+                runtime.backend.kernels_on_order(),
             )
         service = runtime.environments
         if service is not None:

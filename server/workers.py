@@ -178,7 +178,7 @@ def supervise(argv: list[str], host: str, port: int, workers: int) -> int:
 
 def _drain_with_parent() -> None:
     """In a new worker: a supervisor killed outright (SIGKILL) still drains its workers."""
-    from analyst_env.envs.local.procctl import set_parent_death_signal
+    from analyst_env.envs.kernel.procctl import set_parent_death_signal
 
     set_parent_death_signal(signal.SIGTERM)
 

@@ -20,7 +20,11 @@ Its parts: ``zygotes`` (one per image), ``slots`` (directories and uids),
 ``kernel_supply`` with ``kernel_orders`` and ``activation`` (starting a sandbox:
 an order, a standby or a fork, and the task files into the kernel),
 ``slot_workers`` with ``standby_pool`` (orders, standbys and teardown, on the
-background threads) and ``protection_report``.
+background threads) and ``protection_report`` (with the declared ``capabilities``).
+Beyond ``SandboxBackend`` it has the optional parts of ``envs.capabilities`` that only
+a fork server has: ``start_nowait`` (``StartsWithoutWaiting``), ``standby_count`` and
+``kernels_on_order`` (``KeepsStandbys``), ``use_image_resolver`` and ``forget_image``
+(``ServesBakedPackages``).
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from analyst_env.envs.local import procctl, uid_ranges
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.kernel.image_specs import ImageSpec
+from analyst_env.envs.local import uid_ranges
 from analyst_env.envs.local.cgroups import CgroupManager
 from analyst_env.envs.local.fail_closed import (
     Refusal,
@@ -43,12 +49,15 @@ from analyst_env.envs.local.fail_closed import (
     check_limits,
     per_process_accepted,
 )
-from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.isolation import Sizing, choose_mode, protections, uses_slot_uids
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder
 from analyst_env.envs.local.kernel_supply import KernelSupply
-from analyst_env.envs.local.protection_report import degradation, protection_report
+from analyst_env.envs.local.protection_report import (
+    declared_capabilities,
+    degradation,
+    protection_report,
+)
 from analyst_env.envs.local.rootview import hidden_interpreter_paths
 from analyst_env.envs.local.slot_workers import SlotWorkers
 from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
@@ -174,6 +183,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             raise
         if degradation(self._cgroups):
             log.warning("local sandbox runs degraded: %s", degradation(self._cgroups))
+        self.capabilities = declared_capabilities(self.mode, self._cgroups)
         self.standbys = standbys
         self.max_standbys = max(standbys, max_standbys if max_standbys is not None else standbys)
         self._standby_hold_s = standby_hold_s
@@ -314,37 +324,6 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
     def running_images(self) -> list[str]:
         """Images whose zygote is running."""
         return self._zygotes.running()
-
-    def forget_image(self, image: str) -> None:
-        """Stop serving a baked image no environment names any more (deleted, or rebuilt as
-        another).
-
-        Its standbys are torn down now and its zygote (tens of MiB) stops once its
-        last running episode ends; a later ``start`` of the same image boots it
-        again. Built-in images are never forgotten.
-        """
-        if image in IMAGES:
-            return
-        with self._lock:
-            standbys = list(self._ready.pop(image, ()))
-            self._forgotten.add(image)
-        for kernel, slot, _ in standbys:
-            self._discard(kernel, slot)
-        self._stop_if_forgotten(image)
-
-    def _stop_if_forgotten(self, image: str) -> None:
-        with self._lock:
-            busy = (
-                self._live[image]
-                or self._spawning[image]
-                or self._ready.get(image)
-                or any(slot.image == image for _, slot in self._teardowns)
-            )
-            if image not in self._forgotten or busy:
-                return
-            self._forgotten.discard(image)
-        if self._zygotes.stop(image):
-            log.info("stopped the zygote of forgotten image %r", image)
 
     def close(self) -> None:
         """Close every live sandbox and standby, stop the zygotes. Idempotent."""

@@ -46,7 +46,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from analyst_env.envs.local import fail_closed, landlock, procctl, rootview, seccomp
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.local import fail_closed, landlock, rootview, seccomp
 from analyst_env.envs.local import syscalls as sc
 from analyst_env.envs.local.confine_steps import (
     drop_capabilities,

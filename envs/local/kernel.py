@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import signal
 
-from analyst_env.envs.local import procctl
-from analyst_env.envs.local.frame_socket import FrameConnection
+from analyst_env.envs.frame_socket import FrameConnection
+from analyst_env.envs.kernel import procctl
 
 
 class KernelHandle:

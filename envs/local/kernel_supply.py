@@ -18,10 +18,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from analyst_env.envs.frame_socket import ConnectionClosed
+from analyst_env.envs.kernel.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.activation import activate, open_task_files, request
 from analyst_env.envs.local.cgroups import CgroupManager
-from analyst_env.envs.local.frame_socket import ConnectionClosed
-from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.isolation import Sizing
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement

@@ -74,7 +74,8 @@ def _facts(server: dict[str, Any]) -> dict:
 
 
 def _run(mode: str, host_root: str) -> dict:
-    from analyst_env.envs.local import isolation, procctl, seccomp
+    from analyst_env.envs.kernel import procctl
+    from analyst_env.envs.local import isolation, seccomp
 
     server = _own_identity("server_")
     hidden = [_PACKAGE_DIR]

@@ -10,12 +10,33 @@ claims get this far: the backend refuses to start otherwise (``fail_closed``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.local.cgroups import CgroupManager
 from analyst_env.envs.local.fail_closed import BANNER
-from analyst_env.envs.local.isolation import Mode, protections
+from analyst_env.envs.local.isolation import NAMESPACE_MODES, Mode, protections
 from analyst_env.envs.local.uid_ranges import UidRange
+
+
+def declared_capabilities(mode: Mode, cgroups: CgroupManager | None) -> BackendCapabilities:
+    """The backend's ``capabilities``: what its sandboxes can do in ``mode`` on this host.
+
+    Its own network namespace (loopback only) in ``full`` and ``userns``; ``landlock``
+    denies TCP; ``none`` leaves the host's network. Limits are per episode where the
+    episode has cgroups of its own.
+    """
+    network: Literal["none", "loopback", "host"] = "host"
+    if mode in NAMESPACE_MODES:
+        network = "loopback"
+    elif mode == "landlock":
+        network = "none"
+    return BackendCapabilities(
+        per_sandbox_limits=cgroups is not None and not cgroups.failure,
+        network=network,
+        warm_pool=True,
+        verify_commands=True,
+    )
 
 
 def degradation(cgroups: CgroupManager | None) -> str:

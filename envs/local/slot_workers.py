@@ -4,7 +4,9 @@
 (``_maintain``), and the teardown an episode's ``close`` queues for them. It
 works on the backend's state (``_lock``, ``_orders``, ``_ready``, ``_teardowns``,
 the slots, zygotes and cgroups), which ``LocalSandboxBackend.__init__`` creates.
-Orders come first: a reset's episode is waiting for each of them.
+Orders come first: a reset's episode is waiting for each of them. A baked image no
+environment names any more (``forget_image``) loses its standbys here too, and its
+zygote once its last episode is torn down.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from analyst_env.envs.local import procctl
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.kernel.image_specs import IMAGES
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
 from analyst_env.envs.local.slots import KernelSlot, SlotAllocator
@@ -54,13 +57,42 @@ class SlotWorkers:
 
     if TYPE_CHECKING:
         # Defined by ``LocalSandboxBackend``.
-        def _stop_if_forgotten(self, image: str) -> None: ...
-
         def _spawn(self, image: str, *, warm: bool) -> tuple[KernelHandle, KernelSlot, str]: ...
 
         def _fill(self, order: KernelOrder) -> Placement: ...
 
         def _order_done(self, order: KernelOrder) -> None: ...
+
+    def forget_image(self, image: str) -> None:
+        """Stop serving a baked image no environment names any more (deleted, or rebuilt as
+        another).
+
+        Its standbys are torn down now and its zygote (tens of MiB) stops once its
+        last running episode ends; a later ``start`` of the same image boots it
+        again. Built-in images are never forgotten.
+        """
+        if image in IMAGES:
+            return
+        with self._lock:
+            standbys = list(self._ready.pop(image, ()))
+            self._forgotten.add(image)
+        for kernel, slot, _ in standbys:
+            self._discard(kernel, slot)
+        self._stop_if_forgotten(image)
+
+    def _stop_if_forgotten(self, image: str) -> None:
+        with self._lock:
+            busy = (
+                self._live[image]
+                or self._spawning[image]
+                or self._ready.get(image)
+                or any(slot.image == image for _, slot in self._teardowns)
+            )
+            if image not in self._forgotten or busy:
+                return
+            self._forgotten.discard(image)
+        if self._zygotes.stop(image):
+            log.info("stopped the zygote of forgotten image %r", image)
 
     def _kill(self, kernel: KernelHandle, slot: KernelSlot) -> None:
         """Stop the slot's processes now: one ``cgroup.kill`` write, or the tree scan.

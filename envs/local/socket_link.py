@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from analyst_env.envs.frame_socket import ConnectionClosed
 from analyst_env.envs.kernel_sandbox import KernelDied, KernelSandbox
-from analyst_env.envs.local.frame_socket import ConnectionClosed
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.kernel_orders import KernelOrder, Placement
+from analyst_env.envs.loop_bridge import YieldsToLoop
 from analyst_env.envs.sandbox import SandboxClosedError, VerifierUnavailable
 
 
@@ -145,7 +146,7 @@ class SocketLink:
         return placement
 
 
-class LocalSandbox(KernelSandbox):
+class LocalSandbox(KernelSandbox, YieldsToLoop):
     """A sandbox backed by a kernel forked from the local zygote.
 
     Created by ``LocalSandboxBackend.start``. Cooperative: its waits (a kernel's socket,
@@ -159,8 +160,6 @@ class LocalSandbox(KernelSandbox):
         interrupt_grace_s: How long an interrupted cell may take to stop
             before its kernel is replaced.
     """
-
-    cooperative = True
 
     def __init__(
         self,

@@ -45,11 +45,12 @@ from typing import Any
 
 import matplotlib
 
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec
+from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
-from analyst_env.envs.local import isolation, procctl, seccomp
+from analyst_env.envs.local import isolation, seccomp
 from analyst_env.envs.local.child import run_kernel
-from analyst_env.envs.local.image_specs import IMAGES, MPL_BACKEND, ImageSpec
-from analyst_env.envs.local.ipyshell import KernelShell, build_shell
 
 MAX_MESSAGE_BYTES = 1 << 20
 

@@ -16,9 +16,9 @@ import sys
 from typing import Any
 
 from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
-from analyst_env.envs.local import procctl
-from analyst_env.envs.local.frame_socket import FrameConnection
-from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
+from analyst_env.envs.frame_socket import FrameConnection
+from analyst_env.envs.kernel import procctl
+from analyst_env.envs.kernel.image_specs import IMAGES, ImageSpec
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.sandbox import SandboxError
 

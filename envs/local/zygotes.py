@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from analyst_env.envs.local.image_specs import ImageSpec
+from analyst_env.envs.kernel.image_specs import ImageSpec
 from analyst_env.envs.local.kernel import KernelHandle
 from analyst_env.envs.local.slots import KernelSlot
 from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess

@@ -387,7 +387,7 @@ class EnvironmentService:
     def local_image(self, image: str):
         """The local backend's ``ImageSpec`` for a baked image name (``env-<hash>``, or
         ``env-<hash>.<revision>``), or None."""
-        from analyst_env.envs.local.image_specs import IMAGES, ImageSpec
+        from analyst_env.envs.kernel.image_specs import IMAGES, ImageSpec
 
         if image in self._specs:
             return self._specs[image]

@@ -32,7 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES
+from analyst_env.envs.capabilities import BackendCapabilities
+from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.artifacts import built_by, write_manifest
@@ -64,6 +65,9 @@ class E2BSandboxBackend(SandboxBackend):
     """
 
     name = "e2b"
+    # A microVM per episode without internet; E2B's kernel cannot be interrupted (a cell
+    # over its limit restarts it) nor its agent processes stopped before verification.
+    capabilities = BackendCapabilities(interrupt=False, network="none")
 
     def __init__(
         self,
@@ -176,6 +180,14 @@ class E2BSandboxBackend(SandboxBackend):
     def is_built(self, out_dir: Path) -> bool:
         """Whether ``out_dir``'s manifest records an E2B template."""
         return built_by(out_dir, self.name)
+
+    def warm_up(self, image: str = "default") -> None:
+        """Nothing to prepare: a template is built by the environment's build or the first
+        ``start`` of its image, and E2B keeps no warm sandboxes."""
+
+    def protections(self) -> dict[str, bool | str]:
+        """None reported: E2B owns isolation (a Firecracker microVM per episode)."""
+        return {}
 
     def baker(self) -> SandboxBaker:
         """Itself: E2B builds a template for each recipe."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from analyst_env.envs.local.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
+from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES, CappedBuffer
 from analyst_env.envs.model_texts import timed_out_restarted_result
 from analyst_env.envs.sandbox import (
     CellResult,

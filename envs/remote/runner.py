@@ -8,7 +8,7 @@ already imported the image's modules costs about 10 ms, so the runner is the
 zygote of its slot and each episode is one forked kernel.
 
 The forked kernel is the local backend's episode kernel: the same request
-handling (``envs.local.child.serve_episode``: cell, shell, put, get, ping) and
+handling (``envs.kernel.child.serve_episode``: cell, shell, put, get, ping) and
 the same IPython shell, so a cell gives the same result on every backend. The
 runner relays those requests to the current kernel and answers its own:
 
@@ -69,8 +69,8 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     """
     import matplotlib
 
-    from analyst_env.envs.local.image_specs import IMAGES, MPL_BACKEND
-    from analyst_env.envs.local.ipyshell import build_shell
+    from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND
+    from analyst_env.envs.kernel.ipyshell import build_shell
 
     matplotlib.use(MPL_BACKEND)
     missing = []
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     os.close(devnull)
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from analyst_env.envs.local import procctl
-    from analyst_env.envs.local.image_specs import IMAGES
+    from analyst_env.envs.kernel import procctl
+    from analyst_env.envs.kernel.image_specs import IMAGES
 
     preload = (
         IMAGES["default"].preload

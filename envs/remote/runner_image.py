@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyst_env.envs.local.image_specs import IMAGES
+from analyst_env.envs.kernel.image_specs import IMAGES
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.sandbox import SandboxError
 

@@ -93,7 +93,7 @@ class Runner:
                     self._handle(request)
         self._end_child()
         if self.standby is not None:
-            from analyst_env.envs.local import procctl
+            from analyst_env.envs.kernel import procctl
 
             procctl.kill_tree(self.standby[0])
 
@@ -146,7 +146,7 @@ class Runner:
             )
 
     def _start(self, request: dict[str, Any]) -> dict[str, Any]:
-        from analyst_env.envs.local.workpath import resolve_inside
+        from analyst_env.envs.kernel.workpath import resolve_inside
 
         self._end_child()
         self._empty_workdir()
@@ -176,7 +176,7 @@ class Runner:
         or double-forked process stays its descendant (even if the kernel's own subreaper
         flag was cleared); each is stopped, then killed, re-scanning until none is new.
         """
-        from analyst_env.envs.local import procctl
+        from analyst_env.envs.kernel import procctl
 
         if self.standby is not None:
             self.standby[1].close()
@@ -225,7 +225,7 @@ class Runner:
         raise RuntimeError(f"the new kernel did not start: {reply}")
 
     def _spawn(self) -> tuple[int, socket.socket, Decoder]:
-        from analyst_env.envs.local import procctl
+        from analyst_env.envs.kernel import procctl
 
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
@@ -244,8 +244,8 @@ class Runner:
                 procctl.set_child_subreaper()
                 os.chdir(self.workdir)
                 os.environ.update(HOME=self.workdir)
-                from analyst_env.envs.local.child import serve_episode
-                from analyst_env.envs.local.frame_socket import FrameConnection
+                from analyst_env.envs.frame_socket import FrameConnection
+                from analyst_env.envs.kernel.child import serve_episode
 
                 serve_episode(
                     FrameConnection(child_end, accept_fds=True),
@@ -321,7 +321,7 @@ class Runner:
 
     def _kill_tree(self) -> None:
         """Kill the kernel, its descendants and anything orphaned to this runner; reap them."""
-        from analyst_env.envs.local import procctl
+        from analyst_env.envs.kernel import procctl
 
         if self.child_pid is None:
             return  # nothing ran since the last teardown

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import runner_image
 from analyst_env.envs.remote.artifacts import built_by, write_manifest
@@ -63,6 +64,8 @@ class RunnerBackend(SandboxBackend):
     """
 
     name = "remote"
+    # One container or sandbox per slot, with no network and its own limits; warm slots.
+    capabilities = BackendCapabilities(network="none", warm_pool=True, verify_commands=True)
 
     def __init__(
         self,
@@ -134,6 +137,10 @@ class RunnerBackend(SandboxBackend):
         return True
 
     # ── SandboxBackend ─────────────────────────────────────────────────────
+    def protections(self) -> dict[str, bool | str]:
+        """None reported: the container runtime or the vendor owns isolation."""
+        return {}
+
     def warm_up(self, image: str = "default") -> None:
         """Build or find ``image`` now and start keeping warm slots for it."""
         self._recipe(image)

@@ -101,7 +101,7 @@ def test_build_context_holds_the_dockerfile_and_the_runner_code():
     assert {
         "analyst_env/__init__.py",
         "analyst_env/envs/remote/runner.py",
-        "analyst_env/envs/local/child.py",
+        "analyst_env/envs/kernel/child.py",
     } <= names
     assert not any("__pycache__" in n for n in names)
 

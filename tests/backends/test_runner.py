@@ -201,7 +201,7 @@ def test_runner_that_cannot_start_says_why(tmp_path):
 
 
 def test_a_dead_standby_is_replaced_at_start(runner):
-    from analyst_env.envs.local import procctl
+    from analyst_env.envs.kernel import procctl
 
     client, _, ready = runner
     start(client).close()  # the runner tears the episode down, then forks the next standby

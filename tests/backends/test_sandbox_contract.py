@@ -17,6 +17,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from analyst_env.envs.capabilities import (
+    BackendCapabilities,
+    BakesArtifacts,
+    KeepsStandbys,
+    ServesBakedPackages,
+    StartsWithoutWaiting,
+)
 from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import (
@@ -49,10 +56,14 @@ class Case:
     """A kernel that exits mid-cell comes back as ``KernelDied`` with a fresh kernel."""
     bakes_own_artifacts: bool = True
     """The backend builds an image or template per recipe (``baker()``)."""
+    local_parts: bool = False
+    """Starts without waiting, keeps standbys and serves baked packages (the fork server)."""
 
 
 def _local(request: pytest.FixtureRequest) -> Case:
-    return Case(LocalSandboxBackend(interrupt_grace_s=2), bakes_own_artifacts=False)
+    return Case(
+        LocalSandboxBackend(interrupt_grace_s=2), bakes_own_artifacts=False, local_parts=True
+    )
 
 
 def _runner(request: pytest.FixtureRequest) -> Case:
@@ -96,14 +107,21 @@ def sandbox(case: Case, csv_file: str) -> Iterator[Sandbox]:
 def test_optional_parts_are_declared(case):
     backend = case.backend
     assert isinstance(backend, SandboxBackend)
-    baker = backend.baker()
-    if case.bakes_own_artifacts:
-        assert isinstance(baker, SandboxBaker)
-    else:
-        assert baker is None
+    capabilities = backend.capabilities
+    assert isinstance(capabilities, BackendCapabilities)
+    assert capabilities.interrupt == case.interrupts
+    assert capabilities.kernel == "persistent" and capabilities.file_transfer
+    assert isinstance(backend, BakesArtifacts) == case.bakes_own_artifacts
+    if isinstance(backend, BakesArtifacts):
+        assert isinstance(backend.baker(), SandboxBaker)
     assert isinstance(backend.protections(), dict)
-    backend.forget_image("env-0000")  # an image it never served: nothing happens
-    backend.use_image_resolver(lambda image: None)
+    for part in (StartsWithoutWaiting, KeepsStandbys, ServesBakedPackages):
+        assert isinstance(backend, part) == case.local_parts, part.__name__
+    if isinstance(backend, ServesBakedPackages):
+        backend.forget_image("env-0000")  # an image it never served: nothing happens
+        backend.use_image_resolver(lambda image: None)
+    if isinstance(backend, KeepsStandbys):
+        assert backend.standby_count() >= 0 and backend.kernels_on_order() >= 0
 
 
 def test_is_a_sandbox_with_state_counts_and_data_errors(sandbox):

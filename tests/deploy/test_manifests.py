@@ -125,9 +125,7 @@ def test_hpa_scales_on_a_gauge_the_server_exports():
     )
     runtime = SimpleNamespace(
         settings=Settings(max_sessions=256),
-        backend=SimpleNamespace(  # a backend keeping no pool and no orders
-            standby_count=lambda: None, kernels_on_order=lambda: None
-        ),
+        backend=SimpleNamespace(),  # a backend keeping no pool and no orders (no KeepsStandbys)
         environments=None,  # no /envs mounted
     )
     exported = {family.name: family for family in server_gauges(app, runtime)()}

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from analyst_env.envs.local.frame_socket import FrameConnection
+from analyst_env.envs.frame_socket import FrameConnection
 from analyst_env.server.runtime import raise_open_files_limit
 
 HIGH_FD = 1500  # above FD_SETSIZE (1024), where select() fails

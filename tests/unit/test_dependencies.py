@@ -7,6 +7,10 @@ root modules (``models.py``, ``prompts.py``, ...) sit below the server, which re
 ``evaluation/`` and ``trainers/`` are built on the client and never import the server, and
 the server imports neither them nor the client. Every import statement, lazy ones inside
 functions included, is checked (ruff's TID252 keeps them absolute).
+
+Inside ``envs/`` the backends are links of one interface: ``envs/kernel/`` (what runs
+inside every sandbox) imports no backend, no backend imports another, and the interface
+(``envs/*.py``) names backends only as lazy entry-point strings (``envs/backends.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,16 @@ FORBIDDEN = {
 # (analyst_env.moved_modules), so these may import what moved out of them, and nothing else.
 OLD_NAMES = ("client/evaluation", "client/trainers", "client/local_server.py")
 MOVED_TO = ("evaluation", "trainers", "run_records", "prompts", "moved_modules")
+
+
+# Inside envs/: a folder (or "envs/*.py", the top-level modules) -> envs subpackages it
+# must not import.
+ENVS_FORBIDDEN = {
+    "envs/kernel": {"local", "remote", "recipes"},
+    "envs/local": {"remote"},
+    "envs/remote": {"local"},
+    "envs/*.py": {"local", "remote"},
+}
 
 
 def _imports(path: Path) -> list[str]:
@@ -120,3 +134,29 @@ def test_old_names_only_alias_their_new_homes(old):
         assert len(body) <= 4, path  # docstring, two imports, the alias call
         for name in _imports(path):
             assert name.split(".")[1] in moved_to, (path, name)
+
+
+def _envs_violations(part: str) -> set[tuple[str, str]]:
+    paths = (REPO / "envs").glob("*.py") if part == "envs/*.py" else (REPO / part).rglob("*.py")
+    found = set()
+    for path in paths:
+        for name in _imports(path):
+            pieces = name.split(".")
+            if pieces[:2] == ["analyst_env", "envs"] and len(pieces) > 2:
+                if pieces[2] in ENVS_FORBIDDEN[part]:
+                    found.add((path.relative_to(REPO).as_posix(), name))
+    return found
+
+
+@pytest.mark.parametrize("part", sorted(ENVS_FORBIDDEN))
+def test_backends_are_independent_links(part):
+    assert _envs_violations(part) == set()
+
+
+def test_the_envs_rules_catch_an_import_across_backends(tmp_path):
+    """The rule reads ``from analyst_env.envs.local import x`` as an import of ``envs.local``."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from analyst_env.envs.local import procctl\nimport analyst_env.envs.local.child\n"
+    )
+    assert _imports(probe) == ["analyst_env.envs.local", "analyst_env.envs.local.child"]

@@ -27,7 +27,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets import Type
 from traitlets.config import Config
 
-from analyst_env.envs.local import mpl_backend
+from analyst_env.envs.kernel import mpl_backend
 
 RICH_OUTPUT_LIMIT_BYTES = 2 * 1024 * 1024
 MAX_DISPLAYS_PER_CELL = 200

@@ -1,6 +1,6 @@
 """A non-interactive matplotlib backend that turns figures into cell outputs.
 
-Selected in the zygote with ``matplotlib.use("module://analyst_env.envs.local.mpl_backend")``.
+Selected in the zygote with ``matplotlib.use("module://analyst_env.envs.kernel.mpl_backend")``.
 It renders with Agg, like the ``Agg`` backend, but ``plt.show()`` neither blocks
 nor warns: it publishes every open figure as an ``image/png`` display output
 (base64, as Jupyter does) and closes it. The kernel calls ``flush_figures`` after

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-MPL_BACKEND = "module://analyst_env.envs.local.mpl_backend"
+MPL_BACKEND = "module://analyst_env.envs.kernel.mpl_backend"
 
 _DEFAULT_WARM_UP = """
 import io
