@@ -273,7 +273,7 @@ def slots_dir(mode: Mode, host_root: str) -> str:
 
 
 def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: int) -> str:
-    """Create an episode slot (``work/logs/verifier`` and ``tmp``); return its directory.
+    """Create an episode slot (``work`` and ``tmp``); return its directory.
 
     In the namespace modes the slot is a tmpfs of ``disk_mb`` owned by ``uid``,
     mode 0700; otherwise a plain host directory.
@@ -290,10 +290,10 @@ def make_slot(mode: Mode, host_root: str, name: str, uid: int | None, disk_mb: i
         sc.mount(
             "tmpfs", path, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={disk_mb}m,mode=0700{owner}"
         )
-    for sub in ("work/logs/verifier", "tmp"):
-        os.makedirs(os.path.join(path, sub), mode=0o700)
+    os.makedirs(os.path.join(path, "work"), mode=0o755)  # the slot itself is 0700
+    os.makedirs(os.path.join(path, "tmp"), mode=0o700)
     if uid is not None and uses_slot_uids(mode):
-        for sub in ("work", "work/logs", "work/logs/verifier", "tmp"):
+        for sub in ("work", "tmp"):
             os.chown(os.path.join(path, sub), uid, uid)
         if mode not in NAMESPACE_MODES:
             os.chown(path, uid, uid)

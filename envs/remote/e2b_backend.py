@@ -231,10 +231,7 @@ class E2BSandboxBackend(SandboxBackend):
                 f"E2B could not create a sandbox from template {template!r}: {exc}"
             ) from exc
         try:
-            # The same layout as a local slot: Harbor-style verifiers read logs/verifier/.
-            sandbox.commands.run(
-                f"mkdir -p {WORKDIR}/logs/verifier", timeout=self.connect_timeout_s
-            )
+            sandbox.commands.run(f"mkdir -p {WORKDIR}", timeout=self.connect_timeout_s)
             for name, data in payload.items():
                 sandbox.files.write(posixpath.join(WORKDIR, name), data)
             context = sandbox.create_code_context(cwd=WORKDIR)

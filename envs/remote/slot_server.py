@@ -150,8 +150,6 @@ class Runner:
 
         self._end_child()
         self._empty_workdir()
-        # The same layout as a local slot: Harbor-style verifiers read logs/verifier/.
-        os.makedirs(os.path.join(self.workdir, "logs", "verifier"))
         for name, data in request.get("files", {}).items():
             check_task_file_name(name)
             target = resolve_inside(self.workdir, name)

@@ -22,7 +22,9 @@ def test_implements_the_interface(backend: LocalSandboxBackend, sandbox: LocalSa
     assert backend.name == "local"
     _: SandboxBackend = backend
     assert os.path.isabs(sandbox.workdir)
-    assert sandbox.run_shell("test -d logs/verifier", timeout_s=10).exit_code == 0
+    # The agent's directory starts empty but for the task's files: no folder it did not make
+    # (the verify directory is made only when verification runs).
+    assert sandbox.run_shell("ls -A", timeout_s=10).stdout == ""
 
 
 def test_task_files_are_copied(backend: LocalSandboxBackend, tmp_path) -> None:
