@@ -296,7 +296,10 @@ class SlotWorkers:
             try:
                 standby = self._spawn(image, warm=True)
             except Exception as exc:
-                log.warning("could not prepare a standby kernel for %r: %s", image, exc)
+                # A backend closing under a refill (a Gymnasium env closed right after its
+                # reset) fails the spawn by design: nothing to warn about.
+                if not self._closed:
+                    log.warning("could not prepare a standby kernel for %r: %s", image, exc)
                 with self._lock:
                     self._spawning[image] -= 1
                     self._lock.wait(timeout=1.0)  # do not spin on a broken zygote
