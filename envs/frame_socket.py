@@ -3,19 +3,33 @@
 The server and an episode kernel talk over a ``socketpair``. The reader keeps
 partially received frames across timeouts, so a caller can wait for a reply in
 slices (e.g. until a deadline, then again after an interrupt) without losing bytes.
-A wait yields to the server's event loop when the caller runs cooperatively
-(``loop_bridge``), and blocks the calling thread otherwise.
+A wait blocks the calling thread (``poll_readable``) unless the connection was given
+another way to wait: the server's side passes ``loop_bridge.wait_readable``, which yields
+to its event loop. This module runs inside every sandbox too (the kernel's end), where
+only the standard library is sure to be installed, so it imports nothing of the server's.
 """
 
 from __future__ import annotations
 
 import collections
+import select
 import socket
 import time
+from collections.abc import Callable
 from typing import Any, overload
 
 from analyst_env.envs.frames import Decoder, encode
-from analyst_env.envs.loop_bridge import wait_readable
+
+
+def poll_readable(fd: int, timeout_s: float) -> bool:
+    """Block up to ``timeout_s`` until ``fd`` is readable (or closed by its peer).
+
+    ``poll``, not ``select``: a server with a few hundred live episodes holds descriptors
+    above ``FD_SETSIZE`` (1024), which ``select`` rejects.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
 
 
 class ConnectionClosed(EOFError):
@@ -32,9 +46,17 @@ class FrameConnection:
     Args:
         sock: A connected ``SOCK_STREAM`` socket; the connection owns it.
         accept_fds: Collect descriptors sent with messages (see ``take_fds``).
+        wait_readable: How a ``recv`` with a deadline waits (default: block the thread).
     """
 
-    def __init__(self, sock: socket.socket, *, accept_fds: bool = False) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        accept_fds: bool = False,
+        wait_readable: Callable[[int, float], bool] = poll_readable,
+    ) -> None:
+        self._wait_readable = wait_readable
         self._sock = sock
         self._sock.setblocking(True)
         self._decoder = Decoder()
@@ -96,7 +118,7 @@ class FrameConnection:
                 return self._inbox.popleft()
             if deadline is not None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not wait_readable(self._sock.fileno(), remaining):
+                if remaining <= 0 or not self._wait_readable(self._sock.fileno(), remaining):
                     return None
             try:
                 if self._accept_fds:

@@ -26,12 +26,13 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import select
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import greenlet
+
+from analyst_env.envs.frame_socket import poll_readable
 
 T = TypeVar("T")
 
@@ -97,16 +98,11 @@ def _await(awaitable: Awaitable[T]) -> T:
 
 
 def wait_readable(fd: int, timeout_s: float) -> bool:
-    """Wait up to ``timeout_s`` for ``fd`` to be readable (or closed by its peer).
-
-    ``poll`` on a thread, not ``select``: a server with a few hundred live episodes holds
-    descriptors above ``FD_SETSIZE`` (1024), which ``select`` rejects.
-    """
+    """Wait up to ``timeout_s`` for ``fd`` to be readable (or closed by its peer): yield to
+    the loop inside ``run_cooperatively``, else block the thread (``poll_readable``)."""
     if cooperative():
         return _await(_readable(fd, timeout_s))
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
+    return poll_readable(fd, timeout_s)
 
 
 async def _readable(fd: int, timeout_s: float) -> bool:

@@ -6,8 +6,9 @@
 # debootstrap (bookworm's python3 is 3.11) and `docker import`s it under a tag, so
 # `docker build --build-arg BASE_IMAGE=<tag>` builds the unchanged Dockerfile. It gives
 # what the Dockerfile uses from python:3.11-slim: `python` and `pip` on PATH, apt,
-# useradd, CA certificates, a UTF-8 locale. PIP_BREAK_SYSTEM_PACKAGES=1 lets pip install
-# into bookworm's system Python (PEP 668), as pip does in python:3.11-slim. CA certificates
+# useradd, CA certificates, a UTF-8 locale. PIP_BREAK_SYSTEM_PACKAGES=1 (and uv's twin) lets
+# pip and uv install into bookworm's system Python (PEP 668), as they do in python:3.11-slim;
+# UV_NATIVE_TLS=1 makes uv trust the system store as Debian's pip does. CA certificates
 # the host added locally (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress
 # proxy's) are trusted in the stand-in too, so pip reaches PyPI from the build as it does
 # from the host; Debian's pip uses the system trust store.
@@ -63,7 +64,7 @@ chroot "$ROOTFS" /bin/sh -c '
 tar -C "$ROOTFS" --numeric-owner -c . | "$DOCKER" import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV LANG=C.UTF-8' \
-    --change 'ENV PIP_BREAK_SYSTEM_PACKAGES=1' \
+    --change 'ENV PIP_BREAK_SYSTEM_PACKAGES=1 UV_BREAK_SYSTEM_PACKAGES=1 UV_NATIVE_TLS=1' \
     --change 'CMD ["python3"]' \
     - "$TAG" >/dev/null
 rm -rf "$ROOTFS"

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
+from analyst_env.envs import loop_bridge
 from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
 from analyst_env.envs.frame_socket import FrameConnection
 from analyst_env.envs.kernel import procctl
@@ -202,7 +203,9 @@ class ZygoteProcess:
             sock.close()
             os.close(pidfd)
             raise SandboxError(f"the new kernel exited at once: {exc}") from exc
-        return KernelHandle(FrameConnection(sock), pid, pidfd), reply["workdir"]
+        # The server's end waits for replies by yielding to its event loop (loop_bridge).
+        connection = FrameConnection(sock, wait_readable=loop_bridge.wait_readable)
+        return KernelHandle(connection, pid, pidfd), reply["workdir"]
 
     def release(self, slot: str) -> None:
         """Remove a slot whose processes are all dead (unmounts its tmpfs).

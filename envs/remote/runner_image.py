@@ -18,7 +18,9 @@ from analyst_env.envs.sandbox import SandboxError
 
 #: Bumped whenever the runner code baked into images changes incompatibly.
 #: 3: ``stop_agent`` and the kernel's ``verify`` request (verification out of the agent's reach).
-RUNNER_REVISION = 3
+#: 4: the runner side imports only ``RUNNER_REQUIREMENTS`` (revision 3's frame socket imported
+#: ``greenlet`` through the server's event-loop bridge, so no slot of an r3 image started).
+RUNNER_REVISION = 4
 
 #: What the runner itself imports, with the server's own version floors.
 RUNNER_REQUIREMENTS = (
