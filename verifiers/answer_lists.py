@@ -3,8 +3,9 @@
 The ``list`` and ``set`` scorers and the explanation of their zeros both read
 answers this way, so the reading lives apart from either. An answer can be a
 JSON (or Python literal) list, maybe in prose and followed by a bracketed note,
-or items one per line or separated by commas or semicolons. Every path is linear
-in the text: a hostile answer cannot make the reading slow.
+or items one per line or separated by commas or semicolons. The bracket scan is
+one pass over the text, and a list followed by many bracketed groups is refused
+rather than parsed group by group, so a hostile answer cannot make reading slow.
 """
 
 from __future__ import annotations
