@@ -38,7 +38,7 @@ import openpyxl
 from analyst_env.task_format import GOLD_OK, Task
 from analyst_env.verifiers.scorers import judge
 from analyst_env.verifiers.verdict import VerifyContext
-from analyst_env.verifiers.workbook_match import compare_workbooks, enabled_value_sheets
+from analyst_env.verifiers.workbook_compare import compare_workbooks, enabled_value_sheets
 
 SOLVED_BY_INITIAL_STATE = "solved by its initial state"
 """The reason (up to its colon) of a task whose null run scores above 0."""

@@ -31,7 +31,7 @@ import yaml
 
 from analyst_env.datasets.gold_audit import workbook_reference_problems
 from analyst_env.task_format import Dataset, Task, ToolCall, VerifierSpec
-from analyst_env.verifiers.workbook_match import unsupported_checks
+from analyst_env.verifiers.workbook_compare import unsupported_checks
 
 TASKS = "tasks.jsonl"
 SHEETS = "task_sheets"

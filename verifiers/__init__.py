@@ -1,5 +1,7 @@
 """Verifiers: turn a submitted answer (or verify-hook results) into a reward in [0, 1]."""
 
+from analyst_env.verifiers import collection_scorers as _collection_scorers  # noqa: F401  (registers "list", "set")
+from analyst_env.verifiers import dabench_rule as _dabench_rule  # noqa: F401  (registers "dabench")
 from analyst_env.verifiers import dacode as _dacode  # noqa: F401  (registers "dacode_csv", "dacode_text")
 from analyst_env.verifiers import llm_judge as _llm_judge  # noqa: F401  (registers "llm_judge")
 from analyst_env.verifiers import sql_execution as _sql_execution  # noqa: F401  (registers its scorer)

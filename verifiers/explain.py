@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from analyst_env.verifiers.answer_lists import gold_items, parse_collection
 from analyst_env.verifiers.normalize import normalize_text, parse_number
 
 Explainer = Callable[..., str]
@@ -83,9 +84,7 @@ def _numeric(
 
 
 def _collection(submitted: str, gold: Any, ordered: bool) -> str:
-    from analyst_env.verifiers.scorers import _gold_items, parse_collection
-
-    got, want = parse_collection(submitted), _gold_items(gold)
+    got, want = parse_collection(submitted), gold_items(gold)
     if got is None:
         return "no list could be read from the answer (a JSON list, one item per line, or commas)"
     count = f"{len(got)} item(s)"

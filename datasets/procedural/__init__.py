@@ -1,10 +1,11 @@
 """Procedural task supply: every task generated from a seed with files of its own, verified as made.
 
-See ``dataset`` (the unbounded ``procedural`` set), ``generator`` (one task),
-``templates`` and the ``t_*`` modules (the questions), ``taskdir`` (the
-portable task directory behind ``tasks:DIR`` and ``analyst-env generate``).
-``ProceduralDataset`` is imported on first use, so that the light modules here
-(``splits``, the ``generate`` command's parser) do not load every template.
+See ``dataset`` (the unbounded ``procedural`` set), ``generator`` (one task;
+what it draws is ``attempt_draw``), ``templates`` and the ``t_*`` modules (the
+questions), ``taskdir`` (the portable task directory behind ``tasks:DIR`` and
+``analyst-env generate``). ``ProceduralDataset`` is imported on first use, so that
+the light modules here (``splits``, the ``generate`` command's parser) do not load
+every template.
 """
 
 from typing import Any

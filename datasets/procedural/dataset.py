@@ -216,11 +216,11 @@ class ProceduralDataset:
     ) -> dict[str, Any]:
         """Tasks of ``split`` from index ``start`` on whose metadata matches ``where`` and ``text``.
 
-        Indices whose cheap draw (``generator.peek``) cannot match are skipped
+        Indices whose cheap draw (``attempt_draw.peek``) cannot match are skipped
         without making them; at most ``max_made`` tasks are made per call. The
         answer says where to continue (``next_start``).
         """
-        from analyst_env.datasets.procedural.generator import peek
+        from analyst_env.datasets.procedural.attempt_draw import peek
 
         peekable = {
             k: v for k, v in where.items() if k in ("category", "domain", "kind", "template") and v

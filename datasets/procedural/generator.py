@@ -1,48 +1,44 @@
 """One procedural task from ``(deployment seed, split, index)``: files written, answer found twice.
 
-:func:`make_task` draws a template, a domain, a file layout, defects and a row
+:func:`attempt` draws a template, a domain, a file layout, defects and a row
 count; composes the template with extra filters (each one more operation the
 answer depends on); writes the files; reads them back through pandas and
 through the standard library; and keeps the task only if both readings give
 the same, unambiguous answer that neither the question nor the file previews
 state. A draw that fails any check is dropped (the reason is counted) and the
 next attempt of the same index is drawn, so every index still names one task.
+
+The parts live beside it: the draw in ``attempt_draw``, the added filters in
+``composition``, the defect sentences in ``defect_notes``, the checks that the
+answer is not already shown in ``answer_leaks``, workbook answers in ``books``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import math
-import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.preview import describe_file
 from analyst_env.datasets.procedural import books, engine_pandas, engine_plain, files
+from analyst_env.datasets.procedural.answer_leaks import in_previews, in_shared_text
+from analyst_env.datasets.procedural.attempt_draw import Drawn, draw_attempt
+from analyst_env.datasets.procedural.composition import compose_filters
+from analyst_env.datasets.procedural.defect_notes import defect_notes
 from analyst_env.datasets.procedural.domain_schema import Domain
-from analyst_env.datasets.procedural.grammar import article
 from analyst_env.datasets.procedural.query import agree, uses_attr
-from analyst_env.datasets.procedural.splits import global_number, pools
-from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, apply_mess, draw, unit_col
-from analyst_env.datasets.procedural.templates import Ask, Ctx, Template, fmt_value, load_all
+from analyst_env.datasets.procedural.splits import global_number
+from analyst_env.datasets.procedural.tables import Mess, apply_mess, draw
+from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
 GENERATOR_VERSION = 5  # 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
-TARGET_DEPTHS = (1, 2, 3, 4, 5)
-"""Composition adds filters until a task's depth reaches a target drawn from these."""
-DEFECT_RATE = 0.25
-EXCEL_MAX_ROWS = 120
-MAX_ROWS = 2000
-MIN_ROWS = 40
 
 
 class Dropped(Exception):
@@ -72,169 +68,6 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
     )
     out["attr"] = out["key"].map(dict(zip(truth_dim[d.key], truth_dim[d.attr[0]])))
     return out
-
-
-def _extra_filter(c: Ctx, kind: str) -> tuple[tuple, str] | None:
-    """One composed filter and its words."""
-    if kind in ("g1", "g2"):
-        v = c.pick(kind)
-        return (kind, "eq", v), f"whose {c.col(kind)} is {v}"
-    if kind == "m2":
-        t = c.threshold("m2")
-        return ("m2", "gt", t), f"with {c.col('m2')} greater than {fmt_value(t)}"
-    if kind == "year":
-        years = c.records["date"].dt.year.value_counts()
-        if len(years) < 2:
-            return None
-        y = int(years.index[0])
-        return ("date", "year", y), f"dated in {y}"
-    if kind == "attr":
-        v = c.pick("attr")
-        return (
-            "attr",
-            "eq",
-            v,
-        ), f"whose {c.col('key')} has {c.col('attr')} {v} in the lookup table"
-    raise ValueError(kind)
-
-
-def _compose(
-    c: Ctx, t: Template, ask: Ask, n_extra: int, has_dim: bool
-) -> tuple[list, list[str], int]:
-    """Add up to ``n_extra`` filters on roles the template does not use; return filters, words,
-    ops added."""
-    if not t.composable:
-        return list(ask.filters), [], 0
-    used = set(t.uses) | {f[0] for f in ask.filters}
-    kinds = [
-        k
-        for k in ("g1", "g2", "m2", "year", "attr")
-        if (k if k != "year" else "date") not in used and (k != "attr" or has_dim)
-    ]
-    c.rng.shuffle(kinds)
-    filters, words, ops = list(ask.filters), [], 0
-    for kind in kinds[:n_extra]:
-        made = _extra_filter(c, kind)
-        if made is None:
-            continue
-        filters.append(made[0])
-        words.append(made[1])
-        ops += 2 if kind == "attr" and not t.needs_dim else 1  # a join, then a filter
-    return filters, words, ops
-
-
-def _defect_notes(d: Domain, mess: Mess, has_dim: bool) -> list[str]:
-    m1, notes = f"`{d.m1.name}`", []
-    if mess.duplicates:
-        notes.append(
-            "Some rows are exact copies of an earlier row (a record entered twice): count each "
-            "record "
-            "once."
-        )
-    if mess.text_numbers:
-        sign = " and a $ sign" if d.m1.unit == "dollars" else ""
-        notes.append(
-            f"{m1} is stored as text with thousands separators{sign}; read it as a number."
-        )
-    if mess.units:
-        base, other, factor = ALT_UNITS[d.m1.unit]
-        notes.append(
-            f"{m1} is recorded in {base} or in {other}, as `{unit_col(d)}` says ({factor} "
-            f"{other} = "
-            f"1 {base}); work in {base}."
-        )
-    if mess.missing:
-        notes.append(
-            f"Blank {m1} cells are missing values: leave them out of any calculation on {m1} (a "
-            f"blank "
-            "is not above or below any threshold)."
-        )
-    if mess.mixed_dates:
-        notes.append(f"`{d.date_col}` is written either as YYYY-MM-DD or as DD/MM/YYYY.")
-    if mess.timezones:
-        notes.append(
-            f"`{d.date_col}` is the local time of the site that recorded it, with its UTC "
-            "offset; a record's date is its calendar date in UTC."
-        )
-    if has_dim:
-        notes.append(
-            f"{article(f'`{d.key}`', capital=True)} missing from the lookup table has no "
-            f"`{d.attr[0]}`: leave its rows "
-            f"out of "
-            f"anything about `{d.attr[0]}`."
-        )
-    return notes
-
-
-def _draw_mess(rng: np.random.Generator, t: Template, d: Domain, has_dim: bool) -> Mess:
-    flags = {name: bool(rng.random() < DEFECT_RATE) for name in Mess.__dataclass_fields__}
-    for name in t.needs:
-        flags[name] = True
-    if d.m1.unit not in ALT_UNITS:
-        flags["units"] = False
-    flags["orphans"] = flags["orphans"] and has_dim
-    if flags["timezones"] and flags["mixed_dates"]:  # one way of writing dates per file
-        flags["mixed_dates" if "timezones" in t.needs else "timezones"] = False
-    if t.name == "clean_text_total":
-        flags["units"] = False  # one repair per question of this template
-    return Mess(**flags)
-
-
-@dataclass
-class Drawn:
-    """Everything drawn for one attempt, before files are written."""
-
-    template: Template
-    domain: Domain
-    layout: str
-    mess: Mess
-    rows: int
-    n_extra: int
-
-
-def _draw(rng: np.random.Generator, split: str, only: str | None = None) -> Drawn:
-    held_family = bool(rng.random() < 0.5)
-    templates, domains = pools(split, load_all(), held_family)
-    if only is not None:
-        templates = [x for x in templates if x.name == only]
-        if not templates:
-            raise ValueError(f"template {only!r} is not in the {split!r} pool")
-    categories = sorted(
-        {x.category for x in templates}
-    )  # categories equally likely, then templates
-    category = categories[int(rng.integers(len(categories)))]
-    in_category = [x for x in templates if x.category == category]
-    t = in_category[int(rng.integers(len(in_category)))]
-    d = domains[int(rng.integers(len(domains)))]
-    if "units" in t.needs and d.m1.unit not in ALT_UNITS:
-        unit_domains = [x for x in domains if x.m1.unit in ALT_UNITS]
-        d = unit_domains[int(rng.integers(len(unit_domains)))]
-    layouts = t.layouts or (
-        ("csv+csv", "csv+xlsx", "sqlite", "excel") if t.needs_dim else files.LAYOUTS
-    )
-    layout = str(layouts[int(rng.integers(len(layouts)))])
-    has_dim = layout != "csv"
-    cap = EXCEL_MAX_ROWS if files.has_workbook(layout) else MAX_ROWS
-    rows = int(math.exp(rng.uniform(math.log(MIN_ROWS), math.log(cap))))
-    n_extra = min(2, max(0, int(rng.choice(TARGET_DEPTHS)) - t.depth))
-    return Drawn(t, d, layout, _draw_mess(rng, t, d, has_dim), rows, n_extra)
-
-
-def peek(seed: int, split: str, index: int) -> dict[str, str]:
-    """What attempt 0 of a task draws (category, template, domain, layout...), without making it.
-
-    Cheap (no data), so a search can skip indices that cannot match; the task
-    made may differ when attempt 0 is dropped, so a search checks the made task too.
-    """
-    drawn = _draw(np.random.default_rng([seed, global_number(split, index), 0]), split)
-    return {
-        "category": drawn.template.category,
-        "family": drawn.template.family,
-        "template": drawn.template.name,
-        "domain": drawn.domain.name,
-        "layout": drawn.layout,
-        "kind": files.KIND_OF_LAYOUT[drawn.layout],
-    }
 
 
 def _answer(q: dict, fact: Any, dim: Any, d: Domain, mess: Mess, engine: Any) -> Any:
@@ -275,45 +108,6 @@ def _draft(ask: Ask, gold: Any, question: str, level: str, d: Domain) -> Draft:
     )
 
 
-PREVIEW_MIN_INTEGER = 100
-"""Integer answers below this are not looked for in previews: small counts occur in any table."""
-
-
-def in_previews(paths: dict[str, str], oracle: str, style: str) -> bool:
-    """Whether a numeric answer appears, as a whole number, in the file previews the reset shows."""
-    if style not in ("number", "integer") or (
-        style == "integer" and abs(int(oracle)) < PREVIEW_MIN_INTEGER
-    ):
-        return False
-    shown = json.dumps([describe_file(n, p).preview for n, p in sorted(paths.items())])
-    core = re.escape(oracle.lstrip("-"))
-    return re.search(rf"(?<![\d.]){core}(?!\d|\.\d)", shown) is not None
-
-
-@functools.cache
-def shared_text() -> str:
-    """What every episode shows whatever its task: the reset message, the tools, the prompts.
-
-    A label gold that is a word of it would be "shown" to every episode (``validate``
-    counts that as a leak), so such a task is dropped. Read from a snapshot shipped
-    beside this module (``server.shown_text`` makes it; a test keeps the two equal).
-    """
-    text = resources.files(__package__).joinpath("shown_text.txt").read_text("utf-8")
-    return text.removesuffix("\n")
-
-
-def in_shared_text(answer: Any) -> bool:
-    """Whether a label of the answer is a whole word of :func:`shared_text` (case-insensitive)."""
-    atoms = answer if isinstance(answer, list) else [answer]
-    labels = [a[1] if isinstance(a, (list, tuple)) else a for a in atoms]
-    text = shared_text()
-    return any(
-        isinstance(v, str)
-        and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.IGNORECASE) is not None
-        for v in labels
-    )
-
-
 def attempt(
     seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None
 ) -> Task:
@@ -323,7 +117,7 @@ def attempt(
     """
     number = global_number(split, index)
     rng = np.random.default_rng([seed, number, tries])
-    drawn = _draw(rng, split, only)
+    drawn = draw_attempt(rng, split, only)
     t, d = drawn.template, drawn.domain
     truth = draw(d, rng, drawn.rows)
     ctx = Ctx(d, _records(truth.fact, truth.dim, d), rng)
@@ -332,7 +126,7 @@ def attempt(
         raise Dropped("template-unsuited")
     place = files.placement(d, drawn.layout)
     has_dim = place.dim_file is not None
-    filters, words, extra_ops = _compose(ctx, t, ask, drawn.n_extra, has_dim)
+    filters, words, extra_ops = compose_filters(ctx, t, ask, drawn.n_extra, has_dim)
     depth = min(t.depth + extra_ops, 6)
     query = {"filters": filters, "op": ask.op}
     if uses_attr(query) and not has_dim:
@@ -341,7 +135,7 @@ def attempt(
         f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
     )
     question += "." if ask.style in BOOK_STYLES else "?"
-    notes = " ".join(_defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
+    notes = " ".join(defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
     if ask.style == "column":  # an edit of the file as written: no repair to do, none to state
         notes = ""
     describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")

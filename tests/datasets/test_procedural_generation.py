@@ -11,9 +11,10 @@ import duckdb
 import pytest
 
 from analyst_env.datasets.procedural import ProceduralDataset, files
+from analyst_env.datasets.procedural.answer_leaks import in_shared_text
 from analyst_env.datasets.procedural.coverage import composed_templates
 from analyst_env.datasets.procedural.domains import DOMAINS
-from analyst_env.datasets.procedural.generator import Dropped, attempt, in_shared_text
+from analyst_env.datasets.procedural.generator import Dropped, attempt
 from analyst_env.datasets.procedural.sampling import fingerprint
 from analyst_env.datasets.procedural.splits import HOLDOUT_DOMAINS, HOLDOUT_FAMILIES, SPLIT_SIZE
 from analyst_env.datasets.procedural.templates import CATEGORIES, load_all

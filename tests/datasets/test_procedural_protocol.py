@@ -39,7 +39,7 @@ def test_oracle_one_null_zero_on_every_split(served):
 def test_workbook_tasks_pass_the_full_check_over_the_sandbox(served):
     """One task of every workbook template: the oracle's cell saves a workbook scoring 1 in the
     sandbox, the null run scores 0, and no reference name or value reaches an episode."""
-    from analyst_env.datasets.procedural.generator import peek
+    from analyst_env.datasets.procedural.attempt_draw import peek
     from analyst_env.datasets.procedural.templates import load_all
 
     url, runtime = served

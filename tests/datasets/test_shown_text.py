@@ -11,18 +11,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from analyst_env.datasets.procedural import generator
+from analyst_env.datasets.procedural import answer_leaks
 from analyst_env.server.shown_text import shown_to_every_episode
 
-SNAPSHOT = Path(generator.__file__).with_name("shown_text.txt")
+SNAPSHOT = Path(answer_leaks.__file__).with_name("shown_text.txt")
 
 
 def test_the_snapshot_is_what_every_episode_shows():
     live = shown_to_every_episode()
     if os.environ.get("ANALYST_ENV_UPDATE_SNAPSHOTS") == "1":
         SNAPSHOT.write_text(live + "\n", encoding="utf-8")
-        generator.shared_text.cache_clear()
-    assert generator.shared_text() == live, (
+        answer_leaks.shared_text.cache_clear()
+    assert answer_leaks.shared_text() == live, (
         "a tool, the reset message or a prompt changed: rerun with "
         "ANALYST_ENV_UPDATE_SNAPSHOTS=1 to update datasets/procedural/shown_text.txt"
     )
@@ -30,7 +30,9 @@ def test_the_snapshot_is_what_every_episode_shows():
 
 def test_words_of_the_tools_are_in_the_snapshot():
     # The names the model reads in every episode are what a label must never be.
-    text = generator.shared_text()
+    text = answer_leaks.shared_text()
     for word in ("final_answer", "run_sql", "Environment ready"):
         assert word in text
-    assert generator.in_shared_text("Environment") and not generator.in_shared_text("Zanzibar")
+    assert answer_leaks.in_shared_text("Environment") and not answer_leaks.in_shared_text(
+        "Zanzibar"
+    )
