@@ -23,8 +23,6 @@ NOT_SOURCE = {"tests", "build", "__pycache__"}
 OVER_THE_LIMIT: dict[str, str] = {
     "cli.py": "the argument parser and the handlers of most commands in one module",
     "eval_cli.py": "the eval, validate and export commands, their arguments and reports together",
-    "server/ws_endpoint.py": "the /ws and /mcp endpoints with their frame parsing and resume",
-    "envs/local/backend.py": "the local backend's zygotes, standby kernels and slots together",
     "envs/local/isolation.py": "every isolation mode and the per-child setup of each",
     "envs/recipes/service.py": "recipes on disk, their builds and episode binding together",
 }
