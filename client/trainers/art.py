@@ -37,6 +37,7 @@ from typing import Any
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.client.trainers.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
+from analyst_env.models import CallToolAction
 
 __all__ = ["AnalystScenario", "EpisodeStartError", "make_rollout", "scenarios"]
 
@@ -198,7 +199,9 @@ async def _play(
                 metrics["malformed_calls"] += 1
                 text = f"Error: {parsed}"
             else:
-                result = await env.call_tool(parsed[0], **parsed[1])
+                # an action, not call_tool(name, **arguments): the model may send an argument
+                # called "name"
+                result = await env.step(CallToolAction(tool_name=parsed[0], arguments=parsed[1]))
                 text = result.observation.text
                 if result.done:
                     ended = result

@@ -153,6 +153,12 @@ class StandIn:
             return _call("drop_database", {"really": True}, text=text)
         return _call("final_answer", {"answer": task.oracle_answer}, text=text)
 
+    def _script_name_argument(self, task, messages, turn, text):
+        """An argument called ``name``, which a client passing ``**arguments`` would choke on."""
+        if turn == 0:
+            return _call("run_sql", {"query": "SELECT 1", "name": "x"}, text=text)
+        return _call("final_answer", {"answer": task.oracle_answer}, text=text)
+
     def _script_chatty(self, task, messages, turn, text):
         return _answer(f"I believe the answer is {task.oracle_answer}.")
 

@@ -210,6 +210,18 @@ def test_a_wrong_answer_scores_0_from_the_server(server, standin):
     assert trajectory["metadata"]["end_reason"] == "final_answer"
 
 
+@pytest.mark.parametrize("script", ["malformed", "unknown_tool", "name_argument"])
+def test_broken_or_hostile_calls_are_answered_and_the_episode_goes_on(server, standin, script):
+    (group,) = gather(server, standin, script, "tiny-csv", per_group=1)
+    assert group["exceptions"] == [], group["errors"]
+    (trajectory,) = group["trajectories"]
+    assert trajectory["reward"] == 1.0  # the script's last call is the right answer
+    turns = trajectory["metrics"]["turns"]
+    assert trajectory["kinds"] == ["system", "user"] + ["Choice", "tool"] * turns
+    malformed = 2 if script == "malformed" else 0  # bad JSON, no function name: not sent
+    assert trajectory["metrics"]["malformed_calls"] == malformed
+
+
 def test_a_failing_model_endpoint_is_a_group_exception_and_the_episodes_close(server, standin):
     (group,) = gather(server, standin, "no-such-model", "tiny-csv", per_group=2)
     assert group["trajectories"] == [] and group["exceptions"] == ["openai.NotFoundError"] * 2
