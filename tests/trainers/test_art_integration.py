@@ -101,8 +101,8 @@ def gather(server: str, standin: StandIn, script: str, task_id: str, per_group: 
     """Run ART's gather over ``per_group`` rollouts of ``task_id`` in the ART venv."""
     if not PYTHON.exists():
         pytest.skip(
-            f"no ART venv at {PYTHON}: python -m venv .venv/art && "
-            ".venv/art/bin/pip install 'openpipe-art==0.5.18' -e ."
+            f"no ART venv at {PYTHON}: make it with .ci/run's commands (python -m venv "
+            ".venv/art; pip install 'openpipe-art==0.5.18' 'openai==2.54.0', then this package)"
         )
     standin.use(script)
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", WANDB_MODE="disabled")
@@ -242,3 +242,14 @@ def test_arts_tokenization_trains_on_every_assistant_token_of_a_mixed_group(serv
     assert failed["trained"] == failed["with_logprobs"] == sum(wrong["logprobs"])
     # the tool results are in the prompt ART trains on, up to the last assistant turn
     assert solved["tool_responses"] == len(right["tool_message_ids"]) - 1
+
+
+def test_the_adapter_imports_without_art_and_a_scenario_must_name_its_task():
+    probe = "import sys, analyst_env.client.trainers.art; print('art' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    from analyst_env.client.trainers.art import AnalystScenario
+
+    assert AnalystScenario(split="train", index=2).reset_options() == {"split": "train", "index": 2}
+    with pytest.raises(ValueError, match="task_id"):
+        AnalystScenario(seed=1).reset_options()
