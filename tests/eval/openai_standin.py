@@ -123,9 +123,10 @@ class StandIn:
         if attempt == 0 and self.delay_s:
             await asyncio.sleep(self.delay_s)
         text = body.get("tools") is None
-        return getattr(self, f"_script_{self.script.replace('-', '_')}")(
+        reply = getattr(self, f"_script_{self.script.replace('-', '_')}")(
             self._task(messages), messages, turn, text
         )
+        return _with_logprobs(reply) if body.get("logprobs") else reply
 
     def _task(self, messages: list[dict[str, Any]]) -> Task:
         prompt = _task_text(messages)
@@ -150,6 +151,12 @@ class StandIn:
     def _script_unknown_tool(self, task, messages, turn, text):
         if turn == 0:
             return _call("drop_database", {"really": True}, text=text)
+        return _call("final_answer", {"answer": task.oracle_answer}, text=text)
+
+    def _script_name_argument(self, task, messages, turn, text):
+        """An argument called ``name``, which a client passing ``**arguments`` would choke on."""
+        if turn == 0:
+            return _call("run_sql", {"query": "SELECT 1", "name": "x"}, text=text)
         return _call("final_answer", {"answer": task.oracle_answer}, text=text)
 
     def _script_chatty(self, task, messages, turn, text):
@@ -202,6 +209,29 @@ def _answer(
             },
         }
     )
+
+
+def _with_logprobs(reply: JSONResponse) -> JSONResponse:
+    """``reply`` with token logprobs on each choice, as vLLM adds them when a request asks.
+
+    The "tokens" are the words of what the model wrote (its text, else its tool
+    calls' arguments); the values are made up but well-formed.
+    """
+    body = json.loads(reply.body)
+    for choice in body["choices"]:
+        message = choice["message"]
+        written = message.get("content") or " ".join(
+            c["function"]["arguments"] for c in message.get("tool_calls") or []
+        )
+        tokens = written.split(" ") or [""]
+        choice["logprobs"] = {
+            "content": [
+                {"token": t, "logprob": -0.25, "bytes": list(t.encode()), "top_logprobs": []}
+                for t in tokens
+            ],
+            "refusal": None,
+        }
+    return JSONResponse(body, status_code=reply.status_code)
 
 
 def _raw_call(name: str, arguments: str, *, text: bool, completion_tokens: int = 20):

@@ -23,6 +23,8 @@ pytest.importorskip(
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from tiny_tokenizer import tiny_qwen3_tokenizer  # noqa: E402
+
 from analyst_env.server.app import build_app  # noqa: E402
 from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
@@ -31,18 +33,6 @@ from analyst_env.trainers.trl import AnalystSpec, AnalystToolEnv  # noqa: E402
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir  # noqa: E402
 
 pytestmark = pytest.mark.live
-
-SPECIALS = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-]
 
 
 @pytest.fixture(scope="module")
@@ -59,31 +49,7 @@ def server(settings, tiny_dataset, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen3_chat_template
-
-    corpus = [t.description for t in TOOLS.values()] + [
-        '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "7319.25"}}\n</tool_call>',
-        "What is the total amount in sales.csv? Answer with the number. region amount "
-        "north south east",
-    ] * 20
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=1024,
-            special_tokens=SPECIALS,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
-    )
-    hf.chat_template = qwen3_chat_template
-    return hf
+    return tiny_qwen3_tokenizer()
 
 
 def test_tool_methods_are_bound_on_the_class_from_the_catalog_with_schemas_trl_accepts(server):
