@@ -289,7 +289,7 @@ class AnalystEnv(EnvClient[Action, Observation, AnalystState]):
         return AnalystState.model_validate(payload)
 
     # ── one call per tool ───────────────────────────────────────────────────
-    def call_tool(self, name: str, **arguments: Any) -> Any:
+    def call_tool(self, name: str, /, **arguments: Any) -> Any:
         """Call tool ``name`` as one step."""
         return self.step(CallToolAction(tool_name=name, arguments=arguments))
 

@@ -52,6 +52,9 @@ def test_a_multi_turn_episode_through_skyrl_gym_make(url, tmp_path):
     )
     bad = env.step("<tool_call>{not json}</tool_call>")
     assert not bad["done"] and "invalid JSON" in bad["observations"][0]["content"]
+    # An argument called `name` (a model's slip) is the tool's error, not a crash of the step.
+    named = env.step('<tool_call>{"name": "list_files", "arguments": {"name": "x"}}</tool_call>')
+    assert not named["done"] and "name" in named["observations"][0]["content"]
     final = env.step(
         '<tool_call>{"name": "final_answer", "arguments": {"answer": "7319.25"}}</tool_call>'
     )
