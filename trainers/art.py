@@ -36,8 +36,8 @@ from typing import Any
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
-from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 from analyst_env.models import CallToolAction
+from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 
 __all__ = ["AnalystScenario", "EpisodeStartError", "make_rollout", "scenarios"]
 

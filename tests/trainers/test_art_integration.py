@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
