@@ -13,7 +13,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from analyst_env.trajectory_files import read_trajectory, trajectories_dir
 
@@ -25,8 +25,10 @@ class TrajectoryNotFound(LookupError):
     """No recorded episode has this name."""
 
 
-OUTCOMES = ("solved", "partial", "failed", "running", "left")
-ORIGINS = ("eval", "web", "trainer")
+OutcomeFilter = Literal["", "solved", "partial", "failed", "running", "left"]
+OriginFilter = Literal["", "eval", "web", "trainer"]
+OUTCOMES: tuple[str, ...] = get_args(OutcomeFilter)[1:]
+ORIGINS: tuple[str, ...] = get_args(OriginFilter)[1:]
 
 
 def origin_of(episode_id: str | None) -> str:

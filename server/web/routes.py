@@ -31,8 +31,8 @@ from analyst_env.server.runtime import Runtime, TaskNotFoundError
 from analyst_env.server.web.browse import browse_router, unbounded_info
 from analyst_env.server.web.previews import head_preview
 from analyst_env.server.web.replay import (
-    ORIGINS,
-    OUTCOMES,
+    OriginFilter,
+    OutcomeFilter,
     TrajectoryNotFound,
     list_trajectories,
     load_trajectory,
@@ -116,15 +116,12 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
         limit: int = Query(100, ge=1, le=500),
         offset: int = Query(0, ge=0),
         q: str = "",
-        outcome: str = "",
-        origin: str = "",
+        outcome: OutcomeFilter = "",
+        origin: OriginFilter = "",
         run: str = "",
     ) -> dict:
         """Recorded episodes, newest first, with reward, outcome, origin, step count and status;
         filtered by text (``q``), ``outcome``, ``origin`` and eval ``run``, paged by ``offset``."""
-        for name, value, allowed in (("outcome", outcome, OUTCOMES), ("origin", origin, ORIGINS)):
-            if value and value not in allowed:
-                raise HTTPException(422, f"{name} must be one of {', '.join(allowed)}")
         listing = list_trajectories(
             settings.state_dir,
             limit=limit,

@@ -9,11 +9,13 @@ while a second page watches it live, and saves the main pages as PNGs
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -59,7 +61,9 @@ def shrink(path: Path) -> None:
     small.save(path, optimize=True)
 
 
-def take(out: Path) -> list[Path]:
+def take(out: Path, browser: Any = None) -> list[Path]:
+    """Shoot every page in ``PAGES`` into ``out``; ``browser`` is a running Playwright browser
+    (a test session's: Playwright's sync API runs one at a time), else Chromium is started."""
     out.mkdir(parents=True, exist_ok=True)
     saved: list[Path] = []
     csv_task = starter_task(
@@ -69,7 +73,7 @@ def take(out: Path) -> list[Path]:
     with (
         tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as state,
         starter_server(state) as url,
-        chromium() as browser,
+        contextlib.nullcontext(browser) if browser is not None else chromium() as browser,
     ):
         page = browser.new_page(viewport=VIEWPORT)
         page.set_default_timeout(60_000)  # a loaded 2-core machine starts kernels slowly

@@ -3,22 +3,18 @@ and the phone-sized pages fit the screen."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import screenshots
-from webui_support import CHROMIUM
 
 pytestmark = pytest.mark.live
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    return screenshots.take(tmp_path_factory.mktemp("shots"))
+def shots(browser, tmp_path_factory):
+    return screenshots.take(tmp_path_factory.mktemp("shots"), browser)
 
 
 def test_every_page_is_shot_and_is_a_picture(shots):

@@ -115,7 +115,7 @@ def test_replays_filter_by_outcome_origin_and_run_and_page(web_url):
     pages = [listing(limit=1, offset=i) for i in range(4)]
     assert pages[:3] == [[ids["left"]], [ids["failed"]], [ids["solved"]]] and pages[3] == []
     bad = httpx.get(f"{web_url}/web/api/trajectories", params={"outcome": "great"})
-    assert bad.status_code == 422 and "solved" in bad.text
+    assert bad.status_code == 422 and "solved" in bad.text  # the allowed values, listed
 
 
 def test_trajectory_listing_survives_torn_and_foreign_files(tmp_path):
