@@ -3,7 +3,7 @@
 Two costs, two remedies:
 
 - ``openenv.core`` imports its Gradio playground (~2.3 s of a ~3.6 s import on the
-  reference machine, BENCHMARKS.md) inside ``try/except ModuleNotFoundError``.
+  reference machine, docs/benchmarks-history.md) inside ``try/except ModuleNotFoundError``.
   analyst_env serves its own ``/web`` page and never uses that UI. So, when nothing
   in the process has imported gradio yet, gradio is hidden for the duration of
   openenv's import and restored right after: a later ``import gradio`` works as

@@ -3,8 +3,8 @@
 A step is ordinary blocking code: a tool calls the sandbox policy, which sends a request
 to the kernel and waits for its reply. Run on a thread per session, 256 sessions stepping
 at once were 256 threads waking for the GIL in no particular order: the server's CPU per
-step tripled and the slowest steps waited ~4x the median (BENCHMARKS.md, "Where the
-256-client step tail comes from").
+step tripled and the slowest steps waited ~4x the median (docs/benchmarks-history.md,
+"Where the 256-client step tail comes from").
 
 ``run_cooperatively(fn)`` runs that same code in a greenlet on the event loop's thread.
 Where it would block, it yields to the loop instead and is resumed when it can go on:
