@@ -16,7 +16,7 @@ PLANTS = {
     "reward.txt": "mkdir -p logs/verifier && echo 1.0 > logs/verifier/reward.txt",
     "huge reward": "mkdir -p logs/verifier && echo 1e309 > logs/verifier/reward.txt",
     "symlinked dir": (
-        "rm -rf logs/verifier && mkdir -p /tmp/mine && echo 1 > /tmp/mine/reward.txt && "
+        "mkdir -p logs /tmp/mine && echo 1 > /tmp/mine/reward.txt && "
         "ln -s /tmp/mine logs/verifier"
     ),
     "logs is a symlink": (
