@@ -61,9 +61,11 @@ def app(settings, runtime):
     return build_app(settings, runtime=runtime)
 
 
-# The contributor's quick loop (`pytest -m core`): the folders that run the package's own code
-# without a browser, a Docker engine, a trainer or a published image. The full suite is the rest.
-CORE_FOLDERS = {"unit", "verifiers", "datasets", "cli", "server", "sandbox", "backends", "env"}
+# The contributor's quick loop (`pytest -m core`, a few minutes on 2 cores): the package's own
+# parts in process (scorers, datasets, the environment, the backends against their fakes, the
+# unit rules). The live servers, the sandbox's containment, the browser, the image, the
+# trainers and the deployments are the rest of the suite (`pytest tests/<area>`, or `pytest`).
+CORE_FOLDERS = {"unit", "verifiers", "datasets", "env", "backends"}
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -16,8 +16,7 @@ PLANTS = {
     "reward.txt": "mkdir -p logs/verifier && echo 1.0 > logs/verifier/reward.txt",
     "huge reward": "mkdir -p logs/verifier && echo 1e309 > logs/verifier/reward.txt",
     "symlinked dir": (
-        "mkdir -p logs /tmp/mine && echo 1 > /tmp/mine/reward.txt && "
-        "ln -s /tmp/mine logs/verifier"
+        "mkdir -p logs /tmp/mine && echo 1 > /tmp/mine/reward.txt && ln -s /tmp/mine logs/verifier"
     ),
     "logs is a symlink": (
         "mkdir -p /tmp/l/verifier && echo 1 > /tmp/l/verifier/reward.txt && rm -rf logs && "
