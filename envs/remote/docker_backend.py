@@ -95,6 +95,9 @@ def run_options(
             ),
         },
         "init": True,
+        # The engine removes a slot whose runner exits, as it does when the server that
+        # held its stdin dies without closing the backend (a SIGKILL, an OOM kill).
+        "auto_remove": True,
         "labels": {"analyst_env.slot": "1"},
     }
     if runtime:
@@ -216,9 +219,23 @@ class DockerSandboxBackend(RunnerBackend):
             client = RunnerClient(channel, f"docker container {container.short_id}")
             client.wait_ready(self.boot_timeout_s)
         except BaseException:
-            container.remove(force=True)
+            _remove(container)
             raise
-        return Slot(client, lambda: container.remove(force=True), meta={"container": container.id})
+        return Slot(client, lambda: _remove(container), meta={"container": container.id})
+
+
+def _remove(container: Any) -> None:
+    """Remove a slot's container, which the engine may already be removing (``auto_remove``
+    once its runner exited)."""
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: removal already in progress
+            raise
 
 
 def from_settings(settings: BackendSettings) -> DockerSandboxBackend:

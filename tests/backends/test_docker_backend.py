@@ -13,7 +13,10 @@ from __future__ import annotations
 import io
 import os
 import struct
+import subprocess
+import sys
 import tarfile
+import time
 
 import pytest
 
@@ -115,6 +118,7 @@ def test_container_options_isolate_and_size_the_slot():
     assert options["nano_cpus"] == 2_000_000_000 and options["pids_limit"] == 128
     assert options["tmpfs"]["/work"].startswith("size=512m,uid=1000")
     assert options["runtime"] == "runsc" and options["user"] == "1000:1000"
+    assert options["auto_remove"] is True  # a runner that exits takes its container along
     assert (
         options["command"] == runner_command(recipe)
         and options["stdin_open"]
@@ -184,3 +188,41 @@ def test_live_episode_in_a_container(csv_file):
         again.close()
     finally:
         backend.close()
+
+
+_HOLD_A_SLOT = """
+import os, sys
+from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
+from analyst_env.envs.remote.runner_image import resolve_default
+backend = DockerSandboxBackend(resolve_default, warm=0, build_network=os.environ.get(
+    "ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"))
+sandbox = backend.start("default", files={})
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@live
+def test_a_server_killed_without_closing_its_backend_leaves_no_container():
+    """A SIGKILL (an OOM kill of the server) skips every cleanup; the engine still removes
+    the slot's container once its runner sees its stdin close."""
+    engine = docker.from_env()
+    slots = {"label": "analyst_env.slot=1"}
+    before = {c.id for c in engine.containers.list(all=True, filters=slots)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_SLOT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        held = {c.id for c in engine.containers.list(all=True, filters=slots)} - before
+        assert len(held) == 1, held
+    finally:
+        holder.kill()
+        holder.wait()
+    deadline = time.monotonic() + 60
+    while held & {c.id for c in engine.containers.list(all=True, filters=slots)}:
+        assert time.monotonic() < deadline, f"container {held} outlived its server"
+        time.sleep(0.5)
