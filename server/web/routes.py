@@ -94,11 +94,7 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
     @router.get("/web/api/tasks/{task_id}")
     def web_task(task_id: str) -> dict:
         """One task as the agent sees it: instruction, limits, and the shape of each file."""
-        task = _task(runtime, task_id)
-        files = [
-            describe_file(name, path).model_dump() for name, path in sorted(task.files.items())
-        ]
-        return {**task.public_view(), "dataset": dataset_of(task), "files": files}
+        return _task_detail(_task(runtime, task_id))
 
     @router.get("/web/api/tasks/{task_id}/files/{name:path}")
     def web_task_file(task_id: str, name: str, rows: int = Query(10, ge=1, le=50)) -> dict:
@@ -153,6 +149,19 @@ def _task(runtime: Runtime, task_id: str) -> Any:
         return runtime.task(task_id)
     except TaskNotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
+
+
+def _task_detail(task: Any) -> dict:
+    """A task as the Task API shows it, with its files' shapes and why it is quarantined
+    (a reset never draws it), if it is: the catalogue's evidence, for the person debugging;
+    observations never carry it."""
+    files = [describe_file(name, path).model_dump() for name, path in sorted(task.files.items())]
+    return {
+        **task.public_view(),
+        "dataset": dataset_of(task),
+        "files": files,
+        "quarantined": task.quarantine_reason,
+    }
 
 
 def _task_row(task: Any) -> dict:

@@ -18,7 +18,7 @@ from analyst_env.datasets import Dataset, load_dataset
 from analyst_env.evaluation.run import select_tasks
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime, TaskNotFoundError, TaskUnavailableError
-from analyst_env.server.web.routes import _task_row
+from analyst_env.server.web.routes import _task_detail, _task_row
 from analyst_env.task_format import VerifierSpec
 
 BROKEN = "error: no such column: total"
@@ -111,6 +111,9 @@ def test_a_task_its_initial_state_solves_is_held_back_everywhere(
     assert [t.id for t in select_tasks(dataset.tasks, None, None)] == [sound]
     rows = {row["id"]: row["quarantined"] for row in map(_task_row, served.tasks)}
     assert rows == {solved: True, sound: False}
+    detail = _task_detail(served.task(solved))  # the task page flags it and says why
+    assert detail["quarantined"].startswith("solved by its initial state")
+    assert _task_detail(served.task(sound))["quarantined"] is None
     out = tmp_path / "harbor"
     spec = f"sheetcopilot:{heldout_root}"
     args = ["export", "harbor", "--dataset", spec, "--out", str(out)]

@@ -141,7 +141,7 @@ async function viewTasks(main) {
     const shown = rows.slice(0, 300);
     tbody.replaceChildren(...shown.map((t) => h("tr", {class: "clickable", "data-task": t.id,
       onclick: () => { location.hash = `#/task/${encodeURIComponent(t.id)}`; }},
-    h("td", {}, h("a", {href: `#/task/${encodeURIComponent(t.id)}`, class: "mono"}, t.id)),
+    h("td", {}, h("a", {href: `#/task/${encodeURIComponent(t.id)}`, class: "mono"}, t.id), t.quarantined ? quarantineBadge() : null),
     h("td", {}, t.dataset), h("td", {}, t.split), h("td", {}, t.kind ? h("span", {class: `kind kind-${t.kind}`}, t.kind) : ""),
     h("td", {}, t.level || ""), h("td", {class: "instr"}, t.instruction.split("\n")[0]))));
     if (!rows.length) tbody.replaceChildren(h("tr", {}, h("td", {colspan: 6, class: "muted"}, "No task matches these filters.")));
@@ -229,6 +229,10 @@ async function viewTask(main, taskId) {
     h("div", {class: "chips"}, chip("dataset", task.dataset), chip("split", task.split), chip("max steps", task.max_steps),
       chip("image", task.image), task.metadata?.level ? chip("level", task.metadata.level) : null,
       task.metadata?.template ? chip("template", task.metadata.template) : null),
+    task.quarantined ? h("div", {class: "card warn", id: "quarantine-note"}, quarantineBadge(),
+      " Its gold answer failed a check when the dataset was loaded: a reset never draws it, eval and exports skip it, ",
+      "and a reward earned on it is not to be trusted. It is still served by its id, for a look.",
+      h("div", {class: "mono"}, task.quarantined)) : null,
     h("div", {class: "card"}, h("h2", {}, "Instruction"), h("div", {class: "instruction"}, task.instruction)),
     h("div", {class: "card"}, h("h2", {}, "Files"), tabs, preview));
   async function showFile(f) {
@@ -244,6 +248,9 @@ async function viewTask(main, taskId) {
   else preview.replaceChildren(h("p", {class: "muted"}, "This task has no input files."));
 }
 
+function quarantineBadge() {
+  return h("span", {class: "badge bad", title: "its gold answer failed a check: never drawn by a reset"}, "quarantined");
+}
 function chip(k, v) { return h("span", {class: "chip"}, h("span", {class: "muted"}, `${k} `), String(v ?? "")); }
 function fmtBytes(n) { return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`; }
 function shapeNote(f) {
