@@ -21,7 +21,6 @@ NOT_SOURCE = {"tests", "build", "__pycache__"}
 (hidden folders such as ``.venv`` are skipped too)."""
 
 OVER_THE_LIMIT: dict[str, str] = {
-    "cli.py": "the argument parser and the handlers of most commands in one module",
     "eval_cli.py": "the eval, validate and export commands, their arguments and reports together",
     "envs/local/isolation.py": "every isolation mode and the per-child setup of each",
     "envs/recipes/service.py": "recipes on disk, their builds and episode binding together",

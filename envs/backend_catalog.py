@@ -1,0 +1,97 @@
+"""What each sandbox backend is and what it needs before ``serve`` can use it.
+
+``BACKENDS`` (``envs/backends.py``) says how to build a backend; this says, without
+importing it, what a user must add first: the extra that installs its SDK, and the
+credentials the SDK reads (environment variables, or the file its own login writes).
+``analyst-env backends`` prints it for every backend; ``serve`` still checks for real
+at start (a missing SDK or credential, a service that does not answer: one line).
+
+Example:
+    >>> readiness("local").usable
+    True
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """One backend as a user chooses it.
+
+    Attributes:
+        summary: What runs an episode, in a few words.
+        sdk: The vendor SDK's import name (``None``: nothing to install).
+        extra: The ``analyst-env[...]`` extra that installs it.
+        variables: Environment variables the SDK needs, all of them ...
+        or_file: ... or a file its own login writes instead (``~`` expanded).
+    """
+
+    summary: str
+    sdk: str | None = None
+    extra: str | None = None
+    variables: tuple[str, ...] = ()
+    or_file: str | None = None
+
+
+BACKEND_CATALOG: dict[str, BackendInfo] = {
+    "local": BackendInfo(
+        "a fork server on this host: namespaces or Landlock, cgroups, seccomp (the default)"
+    ),
+    "docker": BackendInfo(
+        "a container per warm slot on a Docker engine, no network, read-only root",
+        sdk="docker",
+        extra="docker",
+        variables=("DOCKER_HOST",),
+        or_file="/var/run/docker.sock",
+    ),
+    "modal": BackendInfo(
+        "a Modal sandbox per warm slot (gVisor), images built by Modal",
+        sdk="modal",
+        extra="modal",
+        variables=("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"),
+        or_file="~/.modal.toml",
+    ),
+    "e2b": BackendInfo(
+        "an E2B sandbox (Firecracker microVM) with E2B's own Jupyter kernel",
+        sdk="e2b_code_interpreter",
+        extra="e2b",
+        variables=("E2B_API_KEY",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a backend's SDK is installed and its credentials are present."""
+
+    installed: bool
+    missing: tuple[str, ...]
+    """What to set (or install) before ``serve`` can use it; empty when nothing is missing."""
+
+    @property
+    def usable(self) -> bool:
+        return self.installed and not self.missing
+
+
+def readiness(name: str) -> Readiness:
+    """What backend ``name`` still needs here (looked up, never imported or contacted).
+
+    Raises:
+        KeyError: No backend has that name.
+    """
+    info = BACKEND_CATALOG[name]
+    installed = info.sdk is None or importlib.util.find_spec(info.sdk) is not None
+    missing: list[str] = []
+    if not installed:
+        missing.append(f"pip install 'analyst-env[{info.extra}]'")
+    unset = [v for v in info.variables if not os.environ.get(v)]
+    has_file = info.or_file is not None and Path(info.or_file).expanduser().exists()
+    if unset and not has_file:
+        what = "set " + ", ".join(unset)
+        missing.append(f"{what} (or {info.or_file})" if info.or_file else what)
+    return Readiness(installed, tuple(missing))
