@@ -7,8 +7,8 @@ environment-variable twin (see ``server/settings.py``).
 
 This module is the entry point (``main``, the ``analyst-env`` console script) and the
 top-level parser, with ``tasks``, ``bench`` and ``soak``. ``serve`` is in ``serve_cli.py``,
-``backends`` in ``backends_cli.py``; the commands that play or ship tasks (``eval``,
-``validate``, ``export``) are in ``eval_cli.py``, ``envs`` in ``envs_cli.py``, ``generate`` in
+``backends`` in ``backends_cli.py``, the commands that play tasks (``eval``, ``validate``)
+in ``eval_cli.py``, ``export`` in ``export_cli.py``, ``envs`` in ``envs_cli.py``, ``generate`` in
 ``datasets/procedural/cli.py`` and ``datasets`` in ``datasets/prepare_cli.py``; each
 registers its own subparsers. A mistake on the command line is answered before anything
 starts, with one ``analyst-env: error:`` line and status 2 (``cli_checks.py``).
@@ -31,7 +31,8 @@ from analyst_env.cli_checks import (
     error_line,
     missing_extra,
 )
-from analyst_env.eval_cli import add_eval_parsers, add_export_parser
+from analyst_env.eval_cli import add_eval_parsers
+from analyst_env.export_cli import add_export_parser
 from analyst_env.serve_cli import add_serve_parser
 
 DESCRIPTION = """\

@@ -75,7 +75,7 @@ def _facts(server: dict[str, Any]) -> dict:
 
 def _run(mode: str, host_root: str) -> dict:
     from analyst_env.envs.kernel import procctl
-    from analyst_env.envs.local import isolation, seccomp
+    from analyst_env.envs.local import isolation, seccomp, slot_dirs
 
     server = _own_identity("server_")
     hidden = [_PACKAGE_DIR]
@@ -88,7 +88,7 @@ def _run(mode: str, host_root: str) -> dict:
         if mode in isolation.NAMESPACE_MODES:
             isolation.enter_pid_namespace(os.open(os.devnull, os.O_RDONLY))
     uid = _PROBE_UID if isolation.uses_slot_uids(mode) else None
-    slot = isolation.make_slot(mode, host_root, "probe", uid, 16)  # type: ignore[arg-type]
+    slot = slot_dirs.make_slot(mode, host_root, "probe", uid, 16)  # type: ignore[arg-type]
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -108,7 +108,7 @@ def _run(mode: str, host_root: str) -> dict:
     with os.fdopen(read_end, "rb") as f:
         reply = f.read()
     os.waitpid(pid, 0)
-    isolation.remove_slot(mode, host_root, "probe")  # type: ignore[arg-type]
+    slot_dirs.remove_slot(mode, host_root, "probe")  # type: ignore[arg-type]
     procctl.set_dumpable(True)
     return json.loads(reply or b'{"ok": false, "error": "the kernel exited without a word"}')
 

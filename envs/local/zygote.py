@@ -10,7 +10,7 @@ socket, one JSON message per request:
 * zygote → server, once warm and confined: ``{"op": "ready", "pid", "exposed"}``
 * server → zygote: ``{"op": "fork", "slot", "uid", "fresh", "sizing",
   "output_limit_bytes"}``; with ``fresh`` the zygote first creates the slot
-  (a tmpfs owned by the slot uid, see ``isolation.make_slot``)
+  (a tmpfs owned by the slot uid, see ``slot_dirs.make_slot``)
 * zygote → server: ``{"pid", "workdir"}`` with two file descriptors attached
   (``SCM_RIGHTS``): the server's end of the kernel's socketpair and a pidfd for
   the kernel, so the server can signal it without pid-reuse races; or
@@ -49,7 +49,7 @@ from analyst_env.envs.kernel import procctl
 from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec
 from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
-from analyst_env.envs.local import isolation, seccomp
+from analyst_env.envs.local import isolation, seccomp, slot_dirs
 from analyst_env.envs.local.child import run_kernel
 
 MAX_MESSAGE_BYTES = 1 << 20
@@ -131,7 +131,7 @@ class Zygote:
                     break
                 request = json.loads(data)
                 if request.get("op") == "release":
-                    isolation.remove_slot(self.mode, self.host_root, request["slot"])
+                    slot_dirs.remove_slot(self.mode, self.host_root, request["slot"])
                     self.control.send(b"{}")
                 else:
                     self._fork(request)
@@ -140,9 +140,9 @@ class Zygote:
 
     def _fork(self, spec: dict[str, Any]) -> None:
         try:
-            slot_dir = os.path.join(isolation.slots_dir(self.mode, self.host_root), spec["slot"])
+            slot_dir = os.path.join(slot_dirs.slots_dir(self.mode, self.host_root), spec["slot"])
             if spec["fresh"]:
-                isolation.make_slot(
+                slot_dirs.make_slot(
                     self.mode, self.host_root, spec["slot"], spec["uid"], spec["sizing"]["disk_mb"]
                 )
             spec = {**spec, "slot_dir": slot_dir, "workdir": os.path.join(slot_dir, "work")}

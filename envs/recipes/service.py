@@ -6,11 +6,11 @@ copied from, never bound or edited. User-made environments are TOML files in
 editing one never changes the other. Creating an environment, or updating one so that
 its content hash changes, starts its build.
 
-Binding: a task whose ``image`` (or the reset option ``environment``) names an
-environment runs in that environment's baked image, ``env-<hash>``. Resolving refuses
-with ``EnvironmentNotReady`` while the image is not ready; a name that was deleted falls
-back to ``"default"`` with a warning. An environment flagged ``workspace_default`` is
-used for tasks whose image is ``"default"``.
+Binding (``binding.py``): a task whose ``image`` (or the reset option ``environment``)
+names an environment runs in that environment's baked image, ``env-<hash>``; while the
+image is not ready the reset is refused (``EnvironmentNotReady``); a name that was
+deleted falls back to ``"default"`` with a warning. An environment flagged
+``workspace_default`` is used for tasks whose image is ``"default"``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,17 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyst_env.envs.recipes.binding import (
+    DEFAULT_IMAGE,
+    EnvironmentNotReady,
+    Resolved,
+    UnknownEnvironment,
+    bind,
+    serving_image,
+)
 from analyst_env.envs.recipes.build_db import BuildDB
 from analyst_env.envs.recipes.builds import BakeFn, Builder
 from analyst_env.envs.recipes.recipe import (
@@ -32,41 +39,25 @@ from analyst_env.envs.recipes.recipe import (
     Recipe,
     RecipeError,
     build_dir_name,
-    image_name,
 )
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "EnvironmentExists",
+    "EnvironmentNotReady",
+    "EnvironmentService",
+    "Resolved",
+    "UnknownEnvironment",
+    "load_templates",
+]
 
 log = logging.getLogger(__name__)
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
-DEFAULT_IMAGE = "default"
-
-
-class EnvironmentNotReady(RuntimeError):
-    """An episode was bound to an environment whose image is not built (yet, or at all)."""
-
-    def __init__(self, status: str) -> None:
-        super().__init__(f"Sandbox environment image is not ready (build status: {status})")
-        self.status = status
-
-
-class UnknownEnvironment(KeyError):
-    """No environment (or template) has that name."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class EnvironmentExists(ValueError):
     """Creating an environment under a name that is taken."""
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """Which image an episode runs in, and a warning for its reset metadata (or None)."""
-
-    image: str
-    environment: str | None = None
-    warning: str | None = None
 
 
 def load_templates() -> dict[str, Recipe]:
@@ -360,29 +351,11 @@ class EnvironmentService:
         return Resolved(image)
 
     def _bound(self, recipe: Recipe) -> Resolved:
-        image, state = self._serving(recipe)
-        if image is None:
-            raise EnvironmentNotReady(state["status"])
-        warning = None
-        if state["status"] != "ready":
-            warning = (
-                f"Sandbox environment {recipe.name!r} is being rebuilt"
-                if state["status"] == "building"
-                else f"The rebuild of sandbox environment {recipe.name!r} failed"
-            ) + "; this episode runs on its previous build."
-        return Resolved(image, environment=recipe.name, warning=warning)
+        return bind(recipe, self.state(recipe), self.builder)
 
     def _serving(self, recipe: Recipe) -> tuple[str | None, dict[str, Any]]:
-        """The image new episodes of ``recipe`` start on (None: none is built), and its build
-        state. That is the revision of its last build once ready; while a forced rebuild
-        runs, or after it failed, the revision before it."""
         state = self.state(recipe)
-        digest, revision = recipe.image_hash(), state["revision"]
-        if state["status"] == "ready":
-            return image_name(digest, revision), state
-        if self.builder.built(digest, revision - 1):
-            return image_name(digest, revision - 1), state
-        return None, state
+        return serving_image(recipe, state, self.builder), state
 
     def local_image(self, image: str):
         """The local backend's ``ImageSpec`` for a baked image name (``env-<hash>``, or

@@ -23,7 +23,16 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 ABOVE_THE_SERVER = {"client", "evaluation", "trainers", "benchmarks", "gymnasium_entry"}
-BELOW_THE_SERVER = ABOVE_THE_SERVER | {"server", "cli", "eval_cli", "envs_cli", "cli_checks"}
+BELOW_THE_SERVER = ABOVE_THE_SERVER | {
+    "server",
+    "cli",
+    "serve_cli",
+    "backends_cli",
+    "eval_cli",
+    "export_cli",
+    "envs_cli",
+    "cli_checks",
+}
 SHARED = BELOW_THE_SERVER | {"envs", "datasets", "verifiers", "run_records"}
 
 FORBIDDEN = {

@@ -2,16 +2,11 @@
 
 A module that long has usually taken on a second job; it is split by responsibility
 (one module per purpose, each with its own docstring), never squeezed under the limit.
-The files still over it are listed in :data:`OVER_THE_LIMIT` with what they hold; the
-list may only shrink: a listed file that comes under the limit must leave the list, so
-it cannot grow back unnoticed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 400
@@ -19,13 +14,6 @@ MAX_README_LINES = 250
 NOT_SOURCE = {"tests", "build", "__pycache__"}
 """Top-level and nested folders whose ``.py`` files are not the package's source
 (hidden folders such as ``.venv`` are skipped too)."""
-
-OVER_THE_LIMIT: dict[str, str] = {
-    "eval_cli.py": "the eval, validate and export commands, their arguments and reports together",
-    "envs/local/isolation.py": "every isolation mode and the per-child setup of each",
-    "envs/recipes/service.py": "recipes on disk, their builds and episode binding together",
-}
-"""Source files still over :data:`MAX_LINES`, each with what it holds that should be split."""
 
 
 def _lines(path: Path) -> int:
@@ -54,24 +42,11 @@ def test_the_walk_finds_the_package_source():
     assert not any(n.startswith("tests/") for n in names)
 
 
-def test_no_source_file_is_over_the_limit_unless_listed():
-    over = {
-        _rel(p): _lines(p)
-        for p in _source_files()
-        if _lines(p) > MAX_LINES and _rel(p) not in OVER_THE_LIMIT
-    }
+def test_no_source_file_is_over_the_limit():
+    over = {_rel(p): _lines(p) for p in _source_files() if _lines(p) > MAX_LINES}
     assert over == {}, (
         f"over {MAX_LINES} lines: split each by responsibility (one module per purpose), "
         "not by squeezing"
-    )
-
-
-@pytest.mark.parametrize("name", sorted(OVER_THE_LIMIT))
-def test_a_listed_file_is_still_over_the_limit(name):
-    path = REPO / name
-    assert path.is_file(), f"{name} is gone: take it off OVER_THE_LIMIT"
-    assert _lines(path) > MAX_LINES, (
-        f"{name} is {_lines(path)} lines now: take it off OVER_THE_LIMIT so it stays under"
     )
 
 
