@@ -15,10 +15,11 @@ _HINT = "Use one with: ANALYST_ENV_BACKEND=NAME analyst-env serve (docs/backends
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from analyst_env.envs.backend_catalog import BACKEND_CATALOG, readiness
-    from analyst_env.envs.backends import BACKENDS
+    from analyst_env.envs.backend_catalog import describe
+    from analyst_env.envs.backends import BACKEND_REGISTRY
 
-    found = [(name, BACKEND_CATALOG[name], readiness(name)) for name in BACKENDS]
+    names = list(BACKEND_REGISTRY)  # the package's own, then installed plugins'
+    found = [(name, *describe(name, BACKEND_REGISTRY.spec(name))) for name in names]
     if args.json:
         rows = [
             {
@@ -33,7 +34,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(rows, indent=2))
         return 0
-    width = max(len(name) for name in BACKENDS)
+    width = max(len(name) for name in names)
     for name, info, ready in found:
         state = "ready" if ready.usable else "needs: " + "; ".join(ready.missing)
         print(f"{name:<{width}}  {info.summary}")

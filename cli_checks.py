@@ -49,9 +49,6 @@ OPTIONAL_MODULES = {
     "ipykernel": "dev",
 }
 
-# A sandbox backend -> the SDK module it imports (envs/remote/*_backend.py).
-BACKEND_SDKS = {"docker": "docker", "modal": "modal", "e2b": "e2b_code_interpreter"}
-
 
 class UsageError(Exception):
     """A mistake on the command line: printed as one ``analyst-env: error:`` line, status 2."""
@@ -129,7 +126,7 @@ def check_dataset(spec: str | None, *, several: bool = False) -> None:
     """
     if spec is None:
         return
-    from analyst_env.datasets.registry import FORMATS, GENERATED, SHIPPED
+    from analyst_env.datasets.registry import FORMAT_REGISTRY, GENERATED, SHIPPED
 
     specs = [s.strip() for s in spec.split(",")] if several else [spec.strip()]
     if not any(specs):
@@ -148,10 +145,12 @@ def check_dataset(spec: str | None, *, several: bool = False) -> None:
                 ) from None
             continue
         known = ", ".join([*sorted(SHIPPED), *(f"{f}:SEED" for f in GENERATED)])
-        known += ", " + ", ".join(f"{f}:{'DIR' if f == 'tasks' else 'PATH'}" for f in FORMATS)
+        known += ", " + ", ".join(
+            f"{f}:{'DIR' if f == 'tasks' else 'PATH'}" for f in FORMAT_REGISTRY
+        )
         if not sep:
             raise UsageError(f"unknown dataset {one!r}; known: {known}")
-        if fmt not in FORMATS:
+        if fmt not in FORMAT_REGISTRY:
             raise UsageError(f"unknown dataset format {fmt!r} in {one!r}; known: {known}")
         if not rest:
             raise UsageError(f"--dataset {one}: no path after '{fmt}:'")
@@ -166,8 +165,8 @@ def check_dataset(spec: str | None, *, several: bool = False) -> None:
                 )
             if not (path / TASKS_FILE).is_file():
                 raise UsageError(f"--dataset {one}: {rest!r} holds no {TASKS_FILE}")
-        elif FORMATS[fmt].startswith("analyst_env.") and not path.exists():
-            # this project's loaders read a folder; a format registered from elsewhere may
+        elif (FORMAT_REGISTRY.spec(fmt) or "").startswith("analyst_env.") and not path.exists():
+            # this package's loaders read a folder; a format registered from elsewhere may
             # take another kind of name (the tests' registered sets do)
             raise UsageError(f"--dataset {one}: no such file or folder {rest!r}")
 
@@ -198,15 +197,16 @@ def check_port(host: str, port: int) -> None:
 
 def check_backend(name: str) -> None:
     """Raise ``UsageError`` for an unknown sandbox backend or one whose SDK is not installed."""
-    from analyst_env.envs.backends import BACKENDS
+    from analyst_env.envs.backend_catalog import BACKEND_CATALOG
+    from analyst_env.envs.backends import BACKEND_REGISTRY
 
-    if name not in BACKENDS:
-        raise UsageError(f"unknown sandbox backend {name!r}; available: {', '.join(BACKENDS)}")
-    module = BACKEND_SDKS.get(name)
-    if module and importlib.util.find_spec(module) is None:
+    if name not in BACKEND_REGISTRY:
+        raise UsageError(BACKEND_REGISTRY.unknown(name))
+    info = BACKEND_CATALOG.get(name)  # None for a plugin's backend
+    if info is not None and info.sdk and importlib.util.find_spec(info.sdk) is None:
         raise UsageError(
-            f"the {name} backend needs the optional package {module!r}: "
-            f"pip install 'analyst-env[{name}]'"
+            f"the {name} backend needs the optional package {info.sdk!r}: "
+            f"pip install 'analyst-env[{info.extra}]'"
         )
 
 

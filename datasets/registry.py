@@ -2,9 +2,10 @@
 
 The server and CLI take a dataset as one string (``--dataset starter``,
 ``--dataset dabench:../shared/datasets/dabench``). Both kinds are plain dict
-lookups so a new benchmark format is one entry in ``FORMATS``. Each entry names
-its loader as ``"module:function"`` (``entry_points``), imported when used, so
-``import analyst_env.datasets`` stays cheap.
+lookups so a new benchmark format is one entry in ``FORMATS`` (or, from another
+package, one entry point in the group ``analyst_env.dataset_formats``). Each entry
+names its loader as ``"module:function"`` (``entry_points.Registry``), imported when
+used, so ``import analyst_env.datasets`` stays cheap.
 
 Example:
     >>> sorted(known_datasets())
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from analyst_env.entry_points import load_entry_point
+from analyst_env.entry_points import Registry, load_entry_point
 
 # FORMAT -> "module:loader" of a benchmark folder's loader, called with its absolute path.
 FORMATS: dict[str, str] = {
@@ -32,6 +33,10 @@ FORMATS: dict[str, str] = {
     "tablebench": "analyst_env.datasets.tablebench:load_tablebench",
     "tasks": "analyst_env.datasets.procedural.taskdir:load_task_dir",
 }
+
+FORMAT_REGISTRY = Registry("dataset format", FORMATS, "analyst_env.dataset_formats")
+"""The formats above and those of installed plugins (entry-point group
+``analyst_env.dataset_formats``): ``FORMAT:PATH`` works the same for both."""
 
 # FORMAT -> "module:loader" for sets made on demand: the argument is a seed, not a path.
 GENERATED: dict[str, str] = {
@@ -47,7 +52,7 @@ SHIPPED: dict[str, str] = {
 
 def known_datasets() -> dict[str, list[str]]:
     """The formats and shipped set names ``load_dataset`` accepts (for CLI help)."""
-    return {"formats": sorted(FORMATS), "shipped": sorted(SHIPPED)}
+    return {"formats": sorted(FORMAT_REGISTRY), "shipped": sorted(SHIPPED)}
 
 
 def load_dataset(spec: str) -> Any:
@@ -74,17 +79,17 @@ def load_dataset(spec: str) -> Any:
     fmt, sep, path = spec.partition(":")
     if fmt in GENERATED and sep:
         return load_entry_point(GENERATED[fmt])(path)
-    formats = [*sorted(FORMATS), *(f"{f} (SEED)" for f in sorted(GENERATED))]
+    formats = [*sorted(FORMAT_REGISTRY), *(f"{f} (SEED)" for f in sorted(GENERATED))]
     hint = f"known formats: {', '.join(formats)}; shipped sets: {', '.join(sorted(SHIPPED))}"
     if not sep:
         raise ValueError(
             f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {hint}"
         )
-    if fmt not in FORMATS:
+    if fmt not in FORMAT_REGISTRY:
         raise ValueError(f"unknown dataset format {fmt!r}; {hint}")
     if not path:
         raise ValueError(f"dataset spec {spec!r} has no path after {fmt + ':'!r}")
-    dataset = load_entry_point(FORMATS[fmt])(os.path.abspath(os.path.expanduser(path)))
+    dataset = FORMAT_REGISTRY[fmt](os.path.abspath(os.path.expanduser(path)))
     from analyst_env.datasets.quarantine import audit_initial_state
 
     audit_initial_state(dataset.tasks)  # the one quarantine decision, made once at load

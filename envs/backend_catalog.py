@@ -95,3 +95,11 @@ def readiness(name: str) -> Readiness:
         what = "set " + ", ".join(unset)
         missing.append(f"{what} (or {info.or_file})" if info.or_file else what)
     return Readiness(installed, tuple(missing))
+
+
+def describe(name: str, spec: str | None) -> tuple[BackendInfo, Readiness]:
+    """``name``'s entry and readiness; a plugin's backend (not in the catalogue) is described
+    by where it lives, and what it needs is its own to check."""
+    if name in BACKEND_CATALOG:
+        return BACKEND_CATALOG[name], readiness(name)
+    return BackendInfo(f"a plugin's backend ({spec})"), Readiness(True, ())

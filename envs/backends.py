@@ -3,16 +3,17 @@
 ``BACKENDS`` maps each name to a lazy ``"module:function"`` entry point (as
 Gymnasium registers environments): a backend's module, and with it its vendor
 SDK, is imported only when that backend is asked for, so the server starts
-without Modal, E2B or Docker installed. Each entry point takes the settings
-described by ``BackendSettings``; the server's ``Settings`` is one, but this
-package does not depend on the server.
+without Modal, E2B or Docker installed. ``BACKEND_REGISTRY`` adds the backends of
+installed plugins (``entry_points.Registry``: the one way parts are registered). Each
+entry point takes the settings described by ``BackendSettings``; the server's
+``Settings`` is one, but this package does not depend on the server.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from analyst_env.entry_points import load_entry_point
+from analyst_env.entry_points import Registry
 from analyst_env.envs.sandbox import SandboxBackend
 
 BACKENDS: dict[str, str] = {
@@ -21,6 +22,10 @@ BACKENDS: dict[str, str] = {
     "modal": "analyst_env.envs.remote.modal_backend:from_settings",
     "e2b": "analyst_env.envs.remote.e2b_backend:from_settings",
 }
+"""The package's backends. Another package adds its own under the entry-point group
+``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""
+
+BACKEND_REGISTRY = Registry("sandbox backend", BACKENDS, "analyst_env.backends")
 
 
 class BackendSettings(Protocol):
@@ -53,9 +58,7 @@ def make_backend(settings: BackendSettings) -> SandboxBackend:
             or credentials are missing, or its service did not answer in time).
     """
     try:
-        spec = BACKENDS[settings.backend]
+        from_settings = BACKEND_REGISTRY[settings.backend]
     except KeyError:
-        raise ValueError(
-            f"unknown sandbox backend {settings.backend!r}; available: {sorted(BACKENDS)}"
-        ) from None
-    return load_entry_point(spec)(settings)
+        raise ValueError(BACKEND_REGISTRY.unknown(settings.backend)) from None
+    return from_settings(settings)

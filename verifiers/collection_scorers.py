@@ -10,7 +10,6 @@ from typing import Any
 
 from analyst_env.verifiers.answer_lists import gold_items, parse_collection
 from analyst_env.verifiers.normalize import as_number, close, normalize_text
-from analyst_env.verifiers.scorers import register
 
 
 def _element_equal(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
@@ -20,7 +19,6 @@ def _element_equal(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
     return normalize_text(a) == normalize_text(b)
 
 
-@register("list")
 def ordered_list(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
     """1.0 iff the answer lists the gold elements in the gold order.
 
@@ -47,7 +45,6 @@ def _dedupe(items: list[Any]) -> list[Any]:
     return list(seen.values())
 
 
-@register("set")
 def unordered_set(submitted: str, gold: Any, rel_tol: float = 0.0, abs_tol: float = 1e-6) -> float:
     """1.0 iff the answer holds exactly the gold elements, in any order.
 

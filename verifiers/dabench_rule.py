@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict
 
 
@@ -75,7 +74,6 @@ def _dabench_parts(submitted: str, repeats: str) -> dict[str, str | None]:
     return found
 
 
-@register("dabench")
 def dabench(
     submitted: str,
     gold: Any,

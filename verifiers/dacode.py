@@ -41,7 +41,6 @@ from typing import Any
 import pandas as pd
 import pyjson5
 
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
 TOLERANCE = 1e-2
@@ -125,7 +124,6 @@ def csv_score(
     return matched / len(gold_cols)
 
 
-@register("dacode_csv")
 def dacode_csv(
     submitted: str, gold: Any, *, context: VerifyContext, profile: str = "strict"
 ) -> Verdict:
@@ -255,7 +253,6 @@ def text_score(
     return scores
 
 
-@register("dacode_text")
 def dacode_text(
     submitted: str, gold: Any, score_rule: str = "all", ignore_order: bool = False
 ) -> Verdict:

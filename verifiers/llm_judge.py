@@ -36,7 +36,6 @@ from typing import Any
 
 import httpx
 
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict
 
 SYSTEM_PROMPT = (
@@ -142,7 +141,6 @@ def _failed(why: str) -> Verdict:
     return Verdict(0.0, {}, f"llm_judge failed: {why}")
 
 
-@register("llm_judge")
 def llm_judge(
     submitted: str,
     gold: Any,

@@ -1,10 +1,11 @@
 """The registry that maps verifier names to scorers, :func:`judge`, and the plain scorers.
 
-The plain scorers, ``exact`` and ``numeric``, live here; the others register
-themselves from their own modules (``list`` and ``set`` in
-:mod:`~analyst_env.verifiers.collection_scorers`, ``dabench`` in
-:mod:`~analyst_env.verifiers.dabench_rule`, the benchmark and file scorers in
-theirs), and importing :mod:`analyst_env.verifiers` imports every one of them.
+The plain scorers, ``exact`` and ``numeric``, live here; the others in their own
+modules (``list`` and ``set`` in :mod:`~analyst_env.verifiers.collection_scorers`,
+``dabench`` in :mod:`~analyst_env.verifiers.dabench_rule`, the benchmark and file
+scorers in theirs). :data:`SCORER_TABLE` names each one's place, one line a scorer,
+and importing :mod:`analyst_env.verifiers` loads every one of them (so a scoring
+child forked from the server has them all).
 
 A task names its scorer in ``VerifierSpec.name``; the server calls
 :func:`judge` with the agent's ``final_answer`` text. Every scorer has the
@@ -28,6 +29,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from analyst_env.entry_points import Registry
 from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.explain import explain
 from analyst_env.verifiers.normalize import as_number, close, normalize_text, parse_number
@@ -35,11 +37,29 @@ from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
 Scorer = Callable[..., float | Verdict]
 
-SCORERS: dict[str, Scorer] = {}
+SCORER_TABLE: dict[str, str] = {
+    "exact": "analyst_env.verifiers.scorers:exact",
+    "numeric": "analyst_env.verifiers.scorers:numeric",
+    "list": "analyst_env.verifiers.collection_scorers:ordered_list",
+    "set": "analyst_env.verifiers.collection_scorers:unordered_set",
+    "dabench": "analyst_env.verifiers.dabench_rule:dabench",
+    "tablebench": "analyst_env.verifiers.tablebench:tablebench",
+    "dacode_csv": "analyst_env.verifiers.dacode:dacode_csv",
+    "dacode_text": "analyst_env.verifiers.dacode:dacode_text",
+    "sql_execution": "analyst_env.verifiers.sql_execution:sql_execution",
+    "workbook_match": "analyst_env.verifiers.workbook_match:workbook_match",
+    "llm_judge": "analyst_env.verifiers.llm_judge:llm_judge",
+}
+"""The package's scorers: the verifier name a task gives in ``VerifierSpec.name``, and
+where its function lives. Another package adds its own under the entry-point group
+``analyst_env.scorers``."""
+
+SCORERS: Registry = Registry("verifier", SCORER_TABLE, "analyst_env.scorers")
 
 
 def register(name: str) -> Callable[[Scorer], Scorer]:
-    """Register a scorer under ``name`` (decorator).
+    """Put a scorer made at run time (a test, a notebook) under ``name`` (decorator); the
+    package's own are in :data:`SCORER_TABLE`.
 
     Args:
         name: The verifier name tasks use in ``VerifierSpec.name``.
@@ -88,8 +108,7 @@ def judge(
     try:
         fn = SCORERS[spec.name]
     except KeyError:
-        known = ", ".join(sorted(SCORERS))
-        raise ValueError(f"unknown verifier {spec.name!r}; known: {known}") from None
+        raise ValueError(SCORERS.unknown(spec.name)) from None
     if submitted is None:
         return Verdict(0.0, detail="no answer")
     extra: dict[str, Any] = {"context": context or VerifyContext()} if _wants(fn, "context") else {}
@@ -117,7 +136,6 @@ def _wants(fn: Scorer, parameter: str) -> bool:
     return parameter in inspect.signature(fn).parameters
 
 
-@register("exact")
 def exact(submitted: str, gold: Any) -> float:
     """1.0 iff the normalized texts are equal (case, spacing, quotes, trailing period ignored).
 
@@ -131,7 +149,6 @@ def exact(submitted: str, gold: Any) -> float:
     return 1.0 if want and normalize_text(submitted) == want else 0.0
 
 
-@register("numeric")
 def numeric(
     submitted: str,
     gold: Any,

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.sql_answer import (
     canonical,
     extract_sql,
@@ -69,7 +68,6 @@ def _rows(n: int) -> str:
     return f"{n} row{'s' if n != 1 else ''}"
 
 
-@register("sql_execution")
 def sql_execution(
     submitted: str,
     gold: Any,

@@ -41,7 +41,6 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from analyst_env.verifiers.normalize import join_space_groups
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict
 
 METRICS = ("EM", "EM_with_error_10", "ROUGE-L", "Pass@1")
@@ -291,7 +290,6 @@ def _hedges(submitted: str, metric: str) -> bool:
     )
 
 
-@register("tablebench")
 def tablebench(submitted: str, gold: Any, profile: str = "strict") -> Verdict:
     """Score a TableBench answer with its question type's metric.
 

@@ -31,7 +31,6 @@ from typing import Any
 import openpyxl
 
 from analyst_env.verifiers.recalc import RecalcError, has_formulas, recalculate_files
-from analyst_env.verifiers.scorers import register
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 from analyst_env.verifiers.workbook_compare import (
     UNCOMPUTED,
@@ -53,7 +52,6 @@ def _load_values(data: bytes):
     return openpyxl.load_workbook(io.BytesIO(data), data_only=True)
 
 
-@register("workbook_match")
 def workbook_match(
     submitted: str,
     gold: Any,

@@ -15,7 +15,7 @@ def test_registry_has_builtins():
 
 
 def test_unknown_verifier_lists_known():
-    with pytest.raises(ValueError, match=r"unknown verifier 'nope'; known: .*numeric"):
+    with pytest.raises(ValueError, match=r"unknown verifier 'nope'; available: .*numeric"):
         s("nope", "1", 1)
 
 
