@@ -117,6 +117,15 @@ def settings_from_args(args: argparse.Namespace):
         raise UsageError(f"invalid setting ({reasons})") from None
 
 
+def _known_datasets() -> str:
+    """Every spec shape ``--dataset`` takes, plugins' formats included (for an error line)."""
+    from analyst_env.datasets.registry import FORMAT_REGISTRY, GENERATED, SHIPPED
+
+    known = [*sorted(SHIPPED), *(f"{f}:SEED" for f in GENERATED)]
+    known += [f"{f}:{'DIR' if f == 'tasks' else 'PATH'}" for f in FORMAT_REGISTRY]
+    return ", ".join(known)
+
+
 def check_dataset(spec: str | None, *, several: bool = False) -> None:
     """Raise ``UsageError`` if ``spec`` cannot name a dataset, without loading it.
 
@@ -144,14 +153,12 @@ def check_dataset(spec: str | None, *, several: bool = False) -> None:
                     f"(e.g. {fmt}:7)"
                 ) from None
             continue
-        known = ", ".join([*sorted(SHIPPED), *(f"{f}:SEED" for f in GENERATED)])
-        known += ", " + ", ".join(
-            f"{f}:{'DIR' if f == 'tasks' else 'PATH'}" for f in FORMAT_REGISTRY
-        )
         if not sep:
-            raise UsageError(f"unknown dataset {one!r}; known: {known}")
+            raise UsageError(f"unknown dataset {one!r}; known: {_known_datasets()}")
         if fmt not in FORMAT_REGISTRY:
-            raise UsageError(f"unknown dataset format {fmt!r} in {one!r}; known: {known}")
+            raise UsageError(
+                f"unknown dataset format {fmt!r} in {one!r}; known: {_known_datasets()}"
+            )
         if not rest:
             raise UsageError(f"--dataset {one}: no path after '{fmt}:'")
         path = Path(rest).expanduser()

@@ -55,6 +55,11 @@ def known_datasets() -> dict[str, list[str]]:
     return {"formats": sorted(FORMAT_REGISTRY), "shipped": sorted(SHIPPED)}
 
 
+def _hint() -> str:
+    formats = [*sorted(FORMAT_REGISTRY), *(f"{f} (SEED)" for f in sorted(GENERATED))]
+    return f"known formats: {', '.join(formats)}; shipped sets: {', '.join(sorted(SHIPPED))}"
+
+
 def load_dataset(spec: str) -> Any:
     """Load a dataset from a spec string.
 
@@ -79,14 +84,12 @@ def load_dataset(spec: str) -> Any:
     fmt, sep, path = spec.partition(":")
     if fmt in GENERATED and sep:
         return load_entry_point(GENERATED[fmt])(path)
-    formats = [*sorted(FORMAT_REGISTRY), *(f"{f} (SEED)" for f in sorted(GENERATED))]
-    hint = f"known formats: {', '.join(formats)}; shipped sets: {', '.join(sorted(SHIPPED))}"
     if not sep:
         raise ValueError(
-            f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {hint}"
+            f"unknown dataset {spec!r}: expected FORMAT:PATH or a shipped set name; {_hint()}"
         )
     if fmt not in FORMAT_REGISTRY:
-        raise ValueError(f"unknown dataset format {fmt!r}; {hint}")
+        raise ValueError(f"unknown dataset format {fmt!r}; {_hint()}")
     if not path:
         raise ValueError(f"dataset spec {spec!r} has no path after {fmt + ':'!r}")
     dataset = FORMAT_REGISTRY[fmt](os.path.abspath(os.path.expanduser(path)))
