@@ -1,0 +1,227 @@
+"""OpenRLHF integration: OpenRLHF's loader and multi-turn executor play our agent file live.
+
+OpenRLHF pins GPU packages (deepspeed, flash-attn, vllm), so ``.ci/run`` installs
+only its wheel, without dependencies, into ``.venv/openrlhf`` (a package folder
+put after this venv's own, whose torch and transformers it uses; or
+``$ANALYST_ENV_OPENRLHF_PATH``). Its agent-loading function,
+``_load_agent_executor``, lives in ``openrlhf/trainer/ray/vllm_engine.py``,
+which imports vllm and ray at the top; the test compiles that very function
+from the installed file and runs it on our file, then OpenRLHF's
+``MultiTurnAgentExecutor.execute`` drives the episode against a live server. The
+policy is scripted at vLLM's interface (``llm_engine.generate`` with token ids
+in, a ``RequestOutput``-shaped reply out), tokenized with a tiny local Qwen3
+tokenizer. Nothing trains: that needs OpenRLHF's GPU stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
+from analyst_env.server.runtime import Runtime
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = Path(os.environ.get("ANALYST_ENV_OPENRLHF_PATH", REPO / ".venv" / "openrlhf"))
+AGENT_FILE = REPO / "trainers" / "openrlhf_agent.py"
+ANSWER = "7319.25"  # tiny-csv's answer
+
+SCRIPT = r"""
+import ast, asyncio, json, sys
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.append(sys.argv[1])  # OpenRLHF after this venv's packages (it ships a top-level tests/)
+import openrlhf
+from openrlhf.utils.agent import AgentExecutorBase
+from tiny_tokenizer import tiny_qwen3_tokenizer
+
+agent_file, label = sys.argv[2], sys.argv[3]
+turns, max_length = json.loads(sys.argv[4]), int(sys.argv[5])
+
+
+def openrlhf_loader():
+    # OpenRLHF's own _load_agent_executor, compiled from its installed vllm_engine.py
+    source = Path(openrlhf.__file__).parent / "trainer" / "ray" / "vllm_engine.py"
+    tree = ast.parse(source.read_text())
+    (fn,) = [n for n in tree.body
+             if isinstance(n, ast.FunctionDef) and n.name == "_load_agent_executor"]
+    namespace = {"AgentExecutorBase": AgentExecutorBase}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(source), "exec"), namespace)
+    return namespace["_load_agent_executor"]
+
+
+class ScriptedEngine:
+    # vLLM's generate as OpenRLHF calls it: the next scripted turn, ended by the EOS token
+    def __init__(self, tokenizer):
+        self.tokenizer, self.prompts = tokenizer, []
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        self.prompts.append(list(prompt_token_ids))
+        text = turns[min(len(self.prompts), len(turns)) - 1]
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = ids + [self.tokenizer.eos_token_id]
+        kept = ids[: sampling_params.max_tokens]
+        shown = kept[:-1] if kept == ids else kept  # vLLM's text leaves out the stop token
+        out = SimpleNamespace(token_ids=kept, text=self.tokenizer.decode(shown),
+                              finish_reason="stop" if kept == ids else "length", logprobs=None)
+        return SimpleNamespace(outputs=[out])
+
+
+async def main():
+    try:
+        executor = openrlhf_loader()(agent_file)
+    except Exception as exc:
+        print(json.dumps({"load_error": f"{type(exc).__name__}: {exc}"}))
+        return
+    tokenizer = tiny_qwen3_tokenizer()
+    engine = ScriptedEngine(tokenizer)
+    params = SimpleNamespace(max_tokens=None, logprobs=None)
+    try:
+        out = await executor.execute("ignored prompt", label, params, max_length, tokenizer, engine)
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        return
+    tokens, ranges = out["observation_tokens"], out["action_ranges"]
+    gaps = [tokens[a[1]:b[0]] for a, b in zip(ranges, ranges[1:])]
+    print(json.dumps({
+        "reward": out["reward"], "scores": out["scores"], "logs": out["extra_logs"],
+        "truncated": out["truncated"], "turns": len(ranges),
+        "prompt": tokenizer.decode(tokens[: ranges[0][0]]),
+        "actions": [tokenizer.decode(tokens[s:e]) for s, e in ranges],
+        "feedback": [tokenizer.decode(g) for g in gaps],
+        "executor": type(executor).__mro__[1].__name__,
+    }))
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def server(settings, tiny_dataset, tmp_path_factory):
+    """A server of its own, so its live-session count is this test's alone."""
+    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("orlhf-state"))})
+    runtime = Runtime(cfg, datasets=[tiny_dataset])
+    try:
+        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
+            yield url
+    finally:
+        runtime.close()
+
+
+def call(name: str, **arguments) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def play(
+    label: str, turns: list[str], *, url: str | None, agent_file: Path = AGENT_FILE, max_length=4096
+) -> dict:
+    """OpenRLHF loads ``agent_file`` and plays one sample of ``label`` with the scripted turns."""
+    pytest.importorskip("trl", reason="the tiny Qwen3 tokenizer needs the 'trl' extra")
+    if not (PACKAGES / "openrlhf").is_dir():
+        pytest.skip(
+            f"no OpenRLHF at {PACKAGES}: make it with .ci/run's command (pip install --no-deps "
+            "--target .venv/openrlhf openrlhf==0.11.2 pylatexenc==2.10)"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANALYST_ENV_")}
+    if url:
+        env["ANALYST_ENV_URL"] = url
+    env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO / "tests"))
+    args = [str(PACKAGES), str(agent_file), label, json.dumps(turns), str(max_length)]
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def sessions_closed(server: str) -> bool:
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{server}/ready", timeout=10).json()["live_sessions"]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_a_solved_episode_earns_the_servers_reward_with_templated_tool_turns(server):
+    turns = [
+        call("run_sql", query="SELECT SUM(amount) FROM 'sales.csv'"),
+        call("final_answer", answer=ANSWER),
+    ]
+    out = play(json.dumps({"task_id": "tiny-csv", "seed": 2}), turns, url=server)
+    assert out["executor"] == "AnalystAgentExecutor"
+    assert (out["reward"], out["scores"], out["turns"]) == (1.0, 1.0, 2)
+    assert out["logs"] == {"turns": 2, "tool_calls": 2, "malformed_calls": 0, "solved": 1.0}
+    # the row's prompt is replaced by the task in the chat template, tools listed
+    assert out["prompt"].startswith("<|im_start|>system\n") and "<tools>" in out["prompt"]
+    assert "sales.csv" in out["prompt"] and out["prompt"].endswith("<|im_start|>assistant\n")
+    # the model's turns are trained (ending with its end-of-turn token), the tool result is not
+    assert out["actions"] == [t + "<|im_end|>" for t in turns]
+    (feedback,) = out["feedback"]
+    assert feedback.startswith("\n<|im_start|>user\n<tool_response>\n")
+    assert ANSWER in feedback and feedback.endswith("<|im_start|>assistant\n")
+    assert sessions_closed(server)
+
+
+def test_a_wrong_answer_scores_0_and_a_task_id_label_works(server):
+    out = play("tiny-csv", [call("final_answer", answer="-1")], url=server)
+    assert (out["reward"], out["turns"], out["logs"]["solved"]) == (0.0, 1, 0.0)
+
+
+def test_broken_calls_are_answered_and_the_episode_goes_on(server):
+    turns = ["<tool_call>{not json</tool_call>", call("no_such_tool")]
+    turns.append(call("final_answer", answer=ANSWER))
+    out = play("tiny-csv", turns, url=server)
+    assert out["reward"] == 1.0 and out["logs"]["malformed_calls"] == 1
+    assert "Error: invalid JSON" in out["feedback"][0] and "Error" in out["feedback"][1]
+
+
+def test_a_turn_without_a_call_or_the_length_budget_ends_with_0_and_closes_the_session(server):
+    out = play("tiny-csv", ["I think it is 7319.25."], url=server)
+    assert (out["reward"], out["turns"]) == (0.0, 1)
+    long_cell = call("add_and_execute_code_cell", code="print(1)\n" * 400)
+    out = play("tiny-csv", [long_cell], url=server, max_length=1200)
+    assert out["truncated"] is True and out["reward"] == 0.0
+    assert sessions_closed(server)
+
+
+def test_a_subclass_file_names_several_replicas(server, tmp_path):
+    agent = tmp_path / "analyst_agent.py"
+    agent.write_text(
+        "from analyst_env.trainers.openrlhf_agent import AnalystAgentExecutor\n\n\n"
+        "class AgentExecutor(AnalystAgentExecutor):\n"
+        f"    base_url = 'http://127.0.0.1:9,{server}'  # the first is down\n"
+        "    max_turns = 1\n"
+    )
+    out = play(
+        "tiny-csv",
+        [call("list_files"), call("final_answer", answer=ANSWER)],
+        url=None,
+        agent_file=agent,
+    )
+    assert (out["reward"], out["turns"]) == (0.0, 1)  # max_turns ended it before the answer
+    assert "sales.csv" in out["prompt"]
+
+
+def test_a_missing_server_or_a_bad_label_fails_with_a_clear_error(server):
+    out = play("tiny-csv", [], url=None)
+    assert "ANALYST_ENV_URL" in out["load_error"]
+    out = play('{"task": "tiny-csv"}', [call("list_files")], url=server)
+    assert "unknown keys in the label: ['task']" in out["error"]
+    assert sessions_closed(server)
