@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tcp_cuts import DroppingProxy, later
 
 from analyst_env.server.app import build_app
 from analyst_env.server.local_server import BackgroundServer
@@ -35,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = Path(os.environ.get("ANALYST_ENV_OPENRLHF_PATH", REPO / ".venv" / "openrlhf"))
 AGENT_FILE = REPO / "trainers" / "openrlhf_agent.py"
 ANSWER = "7319.25"  # tiny-csv's answer
+SLOW_CELL = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
 
 SCRIPT = r"""
 import ast, asyncio, json, sys
@@ -69,6 +71,8 @@ class ScriptedEngine:
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         self.prompts.append(list(prompt_token_ids))
         text = turns[min(len(self.prompts), len(turns)) - 1]
+        if "time.sleep" in text:  # a slow cell: the test cuts the connection while it runs
+            print("CELL", flush=True)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         ids = ids + [self.tokenizer.eos_token_id]
         kept = ids[: sampling_params.max_tokens]
@@ -110,7 +114,8 @@ asyncio.run(main())
 @pytest.fixture(scope="module")
 def server(settings, tiny_dataset, tmp_path_factory):
     """A server of its own, so its live-session count is this test's alone."""
-    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("orlhf-state"))})
+    state = str(tmp_path_factory.mktemp("orlhf-state"))
+    cfg = settings.model_copy(update={"state_dir": state, "resume_grace_s": 10.0})
     runtime = Runtime(cfg, datasets=[tiny_dataset])
     try:
         with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
@@ -124,9 +129,18 @@ def call(name: str, **arguments) -> str:
 
 
 def play(
-    label: str, turns: list[str], *, url: str | None, agent_file: Path = AGENT_FILE, max_length=4096
+    label: str,
+    turns: list[str],
+    *,
+    url: str | None,
+    agent_file: Path = AGENT_FILE,
+    max_length=4096,
+    cuts=(),
 ) -> dict:
-    """OpenRLHF loads ``agent_file`` and plays one sample of ``label`` with the scripted turns."""
+    """OpenRLHF loads ``agent_file`` and plays one sample of ``label`` with the scripted turns.
+
+    ``cuts`` are called, one per slow cell, while the cell runs on the server.
+    """
     pytest.importorskip("trl", reason="the tiny Qwen3 tokenizer needs the 'trl' extra")
     if not (PACKAGES / "openrlhf").is_dir():
         pytest.skip(
@@ -138,16 +152,22 @@ def play(
         env["ANALYST_ENV_URL"] = url
     env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO / "tests"))
     args = [str(PACKAGES), str(agent_file), label, json.dumps(turns), str(max_length)]
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=300,
         cwd="/",
         env=env,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    pending, lines = list(cuts), []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == "CELL" and pending:
+            later(0.4, pending.pop(0))
+        lines.append(line)
+    assert proc.wait(timeout=300) == 0, "".join(lines)[-3000:]
+    return json.loads(lines[-1])
 
 
 def sessions_closed(server: str) -> bool:
@@ -224,4 +244,19 @@ def test_a_missing_server_or_a_bad_label_fails_with_a_clear_error(server):
     assert "ANALYST_ENV_URL" in out["load_error"]
     out = play('{"task": "tiny-csv"}', [call("list_files")], url=server)
     assert "unknown keys in the label: ['task']" in out["error"]
+    assert sessions_closed(server)
+
+
+def test_a_dropped_connection_resumes_the_episode_and_the_cell_runs_once(server):
+    proxy = DroppingProxy(int(server.rsplit(":", 1)[1]))
+    try:
+        turns = [call("add_and_execute_code_cell", code=SLOW_CELL)] * 2
+        turns.append(call("final_answer", answer=ANSWER))
+        out = play("tiny-csv", turns, url=proxy.url(), cuts=[proxy.drop, proxy.partition])
+    finally:
+        proxy.close()
+    assert proxy.connections >= 3  # the first, and at least one more after each cut
+    assert out["reward"] == 1.0 and out["turns"] == 3
+    printed = [f.split("<tool_response>\n", 1)[1].split("\n", 1)[0] for f in out["feedback"]]
+    assert printed == ["1", "2"]  # each cell ran once, its output came back over the new link
     assert sessions_closed(server)
