@@ -27,9 +27,12 @@ from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-from openai_standin import StandIn  # noqa: E402
+from openai_standin import StandIn, _answer, _call  # noqa: E402
+from tcp_cuts import DroppingProxy, later  # noqa: E402
 
 pytestmark = pytest.mark.live
+ANSWER = "7319.25"  # tiny-csv's answer
+SLOW_CELL = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = Path(os.environ.get("ANALYST_ENV_HUD_PYTHON", REPO / ".venv" / "hud" / "bin" / "python"))
@@ -41,7 +44,7 @@ from hud.agents.types import OpenAIChatConfig
 from hud.eval import LocalRuntime
 from analyst_env.trainers.hud import make_environment, taskset
 
-server, model_url, task_id, group, shared = sys.argv[1:6]
+server, model_url, task_id, group, shared, play_on = sys.argv[1:7]
 
 async def main():
     agent = OpenAIChatAgent(OpenAIChatConfig(
@@ -49,9 +52,9 @@ async def main():
     tasks = taskset(server, split="train", seed=4)
     tasks.tasks = {slug: t for slug, t in tasks.tasks.items() if t.args["task_id"] == task_id}
     if shared == "shared":
-        runtime = LocalRuntime(make_environment(server))
+        runtime = LocalRuntime(make_environment(play_on))
     else:
-        runtime = LocalRuntime(lambda task: make_environment(server))
+        runtime = LocalRuntime(lambda task: make_environment(play_on))
     job = await tasks.run(agent, runtime=runtime, group=int(group), max_concurrent=int(group))
     print(json.dumps({
         "job_reward": job.reward,
@@ -69,7 +72,8 @@ asyncio.run(main())
 @pytest.fixture(scope="module")
 def server(settings, tiny_dataset, tmp_path_factory):
     """A server of its own, so its live-session count is this test's alone."""
-    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("hud-state"))})
+    state = str(tmp_path_factory.mktemp("hud-state"))
+    cfg = settings.model_copy(update={"state_dir": state, "resume_grace_s": 10.0})
     runtime = Runtime(cfg, datasets=[tiny_dataset])
     try:
         with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
@@ -84,8 +88,12 @@ def standin(tiny_dataset):
         yield model_server
 
 
-def run_job(server, standin, script, task_id, *, group=1, shared=False) -> dict:
-    """HUD's ``Taskset.run`` over ``group`` rollouts of ``task_id``, in the HUD venv."""
+def run_job(server, standin, script, task_id, *, group=1, shared=False, replicas=None) -> dict:
+    """HUD's ``Taskset.run`` over ``group`` rollouts of ``task_id``, in the HUD venv.
+
+    ``replicas`` is the URL the environment plays on (the server's own by default); the
+    taskset is always read from the server.
+    """
     if not PYTHON.exists():
         pytest.skip(
             f"no HUD venv at {PYTHON}: make it with .ci/run's commands (python -m venv "
@@ -94,6 +102,7 @@ def run_job(server, standin, script, task_id, *, group=1, shared=False) -> dict:
     standin.use(script)
     env = dict(os.environ, HUD_TELEMETRY_ENABLED="false", HUD_API_KEY="")
     args = [server, standin.url + "/v1", task_id, str(group), "shared" if shared else "own"]
+    args.append(replicas or server)
     proc = subprocess.run(
         [str(PYTHON), "-c", SCRIPT, *args],
         capture_output=True,
@@ -174,3 +183,31 @@ def test_the_adapter_names_a_missing_task():
     )
     out = subprocess.run([str(PYTHON), "-c", probe], capture_output=True, text=True, cwd="/")
     assert "a scenario needs a task_id" in out.stdout, out.stderr[-2000:]
+
+
+def test_a_dropped_connection_resumes_the_episode_and_a_dead_replica_is_skipped(server, standin):
+    proxy = DroppingProxy(int(server.rsplit(":", 1)[1]))
+    cuts = [proxy.drop, proxy.partition]
+
+    def slow_cells(task, messages, turn, text):
+        """Two slow cells, each cut while it runs, then the answer."""
+        if turn < 2:
+            later(0.4, cuts[turn])
+            return _call("add_and_execute_code_cell", {"code": SLOW_CELL}, text=text)
+        if turn == 2:
+            return _call("final_answer", {"answer": ANSWER}, text=text)
+        return _answer("Done.")
+
+    standin._script_slow_cells = slow_cells
+    try:
+        out = run_job(
+            server, standin, "slow-cells", "tiny-csv", replicas=f"http://127.0.0.1:9,{proxy.url()}"
+        )
+    finally:
+        proxy.close()
+    (run,) = out["runs"]
+    assert run["reward"] == 1.0 and run["info"]["tool_calls"] == 3
+    assert proxy.connections >= 3  # the first, and at least one more after each cut
+    printed = [m["content"].strip() for m in standin.requests[2]["messages"] if m["role"] == "tool"]
+    assert printed == ["1", "2"]  # each cell ran once, its output came back over the new link
+    assert sessions_close(server)
