@@ -51,12 +51,10 @@ _PLACEHOLDER = "\x00analyst-env-turn\x00"
 
 
 def read_label(label: Any) -> AnalystScenario:
-    """The episode a dataset row's label names: a task id, or a JSON object of reset options.
+    """The episode a dataset row's label names.
 
-    >>> read_label("tiny-csv").task_id
-    'tiny-csv'
-    >>> read_label('{"split": "train", "index": 3, "seed": 1}').reset_options()
-    {'split': 'train', 'index': 3, 'seed': 1}
+    A task id (``"tiny-csv"``), or a JSON object of reset options:
+    ``{"task_id": ..., "seed": ...}`` or ``{"split": ..., "index": ..., "seed": ...}``.
     """
     if isinstance(label, str) and label.lstrip().startswith("{"):
         label = json.loads(label)
