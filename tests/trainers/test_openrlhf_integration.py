@@ -39,7 +39,7 @@ ANSWER = "7319.25"  # tiny-csv's answer
 SLOW_CELL = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
 
 SCRIPT = r"""
-import ast, asyncio, json, sys
+import ast, asyncio, json, os, sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -48,8 +48,6 @@ import openrlhf
 from openrlhf.utils.agent import AgentExecutorBase
 from tiny_tokenizer import tiny_qwen3_tokenizer
 
-agent_file, label = sys.argv[2], sys.argv[3]
-turns, max_length = json.loads(sys.argv[4]), int(sys.argv[5])
 
 
 def openrlhf_loader():
@@ -65,12 +63,12 @@ def openrlhf_loader():
 
 class ScriptedEngine:
     # vLLM's generate as OpenRLHF calls it: the next scripted turn, ended by the EOS token
-    def __init__(self, tokenizer):
-        self.tokenizer, self.prompts = tokenizer, []
+    def __init__(self, tokenizer, turns):
+        self.tokenizer, self.turns, self.prompts = tokenizer, turns, []
 
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         self.prompts.append(list(prompt_token_ids))
-        text = turns[min(len(self.prompts), len(turns)) - 1]
+        text = self.turns[min(len(self.prompts), len(self.turns)) - 1]
         if "time.sleep" in text:  # a slow cell: the test cuts the connection while it runs
             print("CELL", flush=True)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -82,32 +80,38 @@ class ScriptedEngine:
         return SimpleNamespace(outputs=[out])
 
 
-async def main():
+async def play(job, tokenizer):
+    os.environ.pop("ANALYST_ENV_URL", None)
+    if job["url"]:
+        os.environ["ANALYST_ENV_URL"] = job["url"]
     try:
-        executor = openrlhf_loader()(agent_file)
+        executor = openrlhf_loader()(job["agent_file"])
     except Exception as exc:
-        print(json.dumps({"load_error": f"{type(exc).__name__}: {exc}"}))
-        return
-    tokenizer = tiny_qwen3_tokenizer()
-    engine = ScriptedEngine(tokenizer)
+        return {"load_error": f"{type(exc).__name__}: {exc}"}
+    engine = ScriptedEngine(tokenizer, job["turns"])
     params = SimpleNamespace(max_tokens=None, logprobs=None)
     try:
-        out = await executor.execute("ignored prompt", label, params, max_length, tokenizer, engine)
+        out = await executor.execute(
+            "ignored prompt", job["label"], params, job["max_length"], tokenizer, engine
+        )
     except Exception as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return
+        return {"error": f"{type(exc).__name__}: {exc}"}
     tokens, ranges = out["observation_tokens"], out["action_ranges"]
     gaps = [tokens[a[1]:b[0]] for a, b in zip(ranges, ranges[1:])]
-    print(json.dumps({
+    return {
         "reward": out["reward"], "scores": out["scores"], "logs": out["extra_logs"],
         "truncated": out["truncated"], "turns": len(ranges),
         "prompt": tokenizer.decode(tokens[: ranges[0][0]]),
         "actions": [tokenizer.decode(tokens[s:e]) for s, e in ranges],
         "feedback": [tokenizer.decode(g) for g in gaps],
         "executor": type(executor).__mro__[1].__name__,
-    }))
+    }
 
-asyncio.run(main())
+
+tokenizer = tiny_qwen3_tokenizer()
+print("READY", flush=True)
+for line in sys.stdin:  # one sample per line, its result on one line
+    print("RESULT", json.dumps(asyncio.run(play(json.loads(line), tokenizer))), flush=True)
 """
 
 
@@ -128,46 +132,80 @@ def call(name: str, **arguments) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
-def play(
-    label: str,
-    turns: list[str],
-    *,
-    url: str | None,
-    agent_file: Path = AGENT_FILE,
-    max_length=4096,
-    cuts=(),
-) -> dict:
-    """OpenRLHF loads ``agent_file`` and plays one sample of ``label`` with the scripted turns.
+class OpenRLHFWorker:
+    """A Python with OpenRLHF and the tokenizer loaded, playing one sample per request.
 
-    ``cuts`` are called, one per slow cell, while the cell runs on the server.
+    One process for the module: importing torch and transformers and building the tokenizer
+    is most of the cost of a sample.
     """
+
+    def __init__(self, log: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANALYST_ENV_")}
+        env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO / "tests"))
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(PACKAGES)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log.open("w"),
+            text=True,
+            cwd="/",
+            env=env,
+        )
+        assert self._line() == "READY"
+
+    def _line(self) -> str:
+        """The worker's next non-blank line (the tokenizer's trainer prints blank ones)."""
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"the OpenRLHF worker died: {self.log.read_text()[-3000:]}"
+            if line.strip():
+                return line.strip()
+
+    def play(
+        self,
+        label: str,
+        turns: list[str],
+        *,
+        url: str | None,
+        agent_file: Path = AGENT_FILE,
+        max_length: int = 4096,
+        cuts=(),
+    ) -> dict:
+        """OpenRLHF loads ``agent_file`` and plays one sample of ``label`` with the scripted
+        turns; ``cuts`` are called, one per slow cell, while the cell runs on the server."""
+        job = {"label": label, "turns": turns, "url": url, "agent_file": str(agent_file)}
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({**job, "max_length": max_length}) + "\n")
+        self.proc.stdin.flush()
+        pending = list(cuts)
+        while not (line := self._line()).startswith("RESULT "):  # OpenRLHF logs to stdout too
+            if line == "CELL" and pending:
+                later(0.4, pending.pop(0))
+        return json.loads(line.removeprefix("RESULT "))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def openrlhf(tmp_path_factory):
     pytest.importorskip("trl", reason="the tiny Qwen3 tokenizer needs the 'trl' extra")
     if not (PACKAGES / "openrlhf").is_dir():
         pytest.skip(
             f"no OpenRLHF at {PACKAGES}: make it with .ci/run's command (pip install --no-deps "
             "--target .venv/openrlhf openrlhf==0.11.2 pylatexenc==2.10)"
         )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANALYST_ENV_")}
-    if url:
-        env["ANALYST_ENV_URL"] = url
-    env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO / "tests"))
-    args = [str(PACKAGES), str(agent_file), label, json.dumps(turns), str(max_length)]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd="/",
-        env=env,
-    )
-    pending, lines = list(cuts), []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.strip() == "CELL" and pending:
-            later(0.4, pending.pop(0))
-        lines.append(line)
-    assert proc.wait(timeout=300) == 0, "".join(lines)[-3000:]
-    return json.loads(lines[-1])
+    worker = OpenRLHFWorker(tmp_path_factory.mktemp("openrlhf") / "stderr.log")
+    yield worker
+    worker.close()
 
 
 def sessions_closed(server: str) -> bool:
@@ -179,12 +217,12 @@ def sessions_closed(server: str) -> bool:
     return True
 
 
-def test_a_solved_episode_earns_the_servers_reward_with_templated_tool_turns(server):
+def test_a_solved_episode_earns_the_servers_reward_with_templated_tool_turns(openrlhf, server):
     turns = [
         call("run_sql", query="SELECT SUM(amount) FROM 'sales.csv'"),
         call("final_answer", answer=ANSWER),
     ]
-    out = play(json.dumps({"task_id": "tiny-csv", "seed": 2}), turns, url=server)
+    out = openrlhf.play(json.dumps({"task_id": "tiny-csv", "seed": 2}), turns, url=server)
     assert out["executor"] == "AnalystAgentExecutor"
     assert (out["reward"], out["scores"], out["turns"]) == (1.0, 1.0, 2)
     assert out["logs"] == {"turns": 2, "tool_calls": 2, "malformed_calls": 0, "solved": 1.0}
@@ -199,29 +237,31 @@ def test_a_solved_episode_earns_the_servers_reward_with_templated_tool_turns(ser
     assert sessions_closed(server)
 
 
-def test_a_wrong_answer_scores_0_and_a_task_id_label_works(server):
-    out = play("tiny-csv", [call("final_answer", answer="-1")], url=server)
+def test_a_wrong_answer_scores_0_and_a_task_id_label_works(openrlhf, server):
+    out = openrlhf.play("tiny-csv", [call("final_answer", answer="-1")], url=server)
     assert (out["reward"], out["turns"], out["logs"]["solved"]) == (0.0, 1, 0.0)
 
 
-def test_broken_calls_are_answered_and_the_episode_goes_on(server):
+def test_broken_calls_are_answered_and_the_episode_goes_on(openrlhf, server):
     turns = ["<tool_call>{not json</tool_call>", call("no_such_tool")]
     turns.append(call("final_answer", answer=ANSWER))
-    out = play("tiny-csv", turns, url=server)
+    out = openrlhf.play("tiny-csv", turns, url=server)
     assert out["reward"] == 1.0 and out["logs"]["malformed_calls"] == 1
     assert "Error: invalid JSON" in out["feedback"][0] and "Error" in out["feedback"][1]
 
 
-def test_a_turn_without_a_call_or_the_length_budget_ends_with_0_and_closes_the_session(server):
-    out = play("tiny-csv", ["I think it is 7319.25."], url=server)
+def test_a_turn_without_a_call_or_the_length_budget_ends_with_0_and_closes_the_session(
+    openrlhf, server
+):
+    out = openrlhf.play("tiny-csv", ["I think it is 7319.25."], url=server)
     assert (out["reward"], out["turns"]) == (0.0, 1)
     long_cell = call("add_and_execute_code_cell", code="print(1)\n" * 400)
-    out = play("tiny-csv", [long_cell], url=server, max_length=1200)
+    out = openrlhf.play("tiny-csv", [long_cell], url=server, max_length=1200)
     assert out["truncated"] is True and out["reward"] == 0.0
     assert sessions_closed(server)
 
 
-def test_a_subclass_file_names_several_replicas(server, tmp_path):
+def test_a_subclass_file_names_several_replicas(openrlhf, server, tmp_path):
     agent = tmp_path / "analyst_agent.py"
     agent.write_text(
         "from analyst_env.trainers.openrlhf_agent import AnalystAgentExecutor\n\n\n"
@@ -229,7 +269,7 @@ def test_a_subclass_file_names_several_replicas(server, tmp_path):
         f"    base_url = 'http://127.0.0.1:9,{server}'  # the first is down\n"
         "    max_turns = 1\n"
     )
-    out = play(
+    out = openrlhf.play(
         "tiny-csv",
         [call("list_files"), call("final_answer", answer=ANSWER)],
         url=None,
@@ -239,20 +279,20 @@ def test_a_subclass_file_names_several_replicas(server, tmp_path):
     assert "sales.csv" in out["prompt"]
 
 
-def test_a_missing_server_or_a_bad_label_fails_with_a_clear_error(server):
-    out = play("tiny-csv", [], url=None)
+def test_a_missing_server_or_a_bad_label_fails_with_a_clear_error(openrlhf, server):
+    out = openrlhf.play("tiny-csv", [], url=None)
     assert "ANALYST_ENV_URL" in out["load_error"]
-    out = play('{"task": "tiny-csv"}', [call("list_files")], url=server)
+    out = openrlhf.play('{"task": "tiny-csv"}', [call("list_files")], url=server)
     assert "unknown keys in the label: ['task']" in out["error"]
     assert sessions_closed(server)
 
 
-def test_a_dropped_connection_resumes_the_episode_and_the_cell_runs_once(server):
+def test_a_dropped_connection_resumes_the_episode_and_the_cell_runs_once(openrlhf, server):
     proxy = DroppingProxy(int(server.rsplit(":", 1)[1]))
     try:
         turns = [call("add_and_execute_code_cell", code=SLOW_CELL)] * 2
         turns.append(call("final_answer", answer=ANSWER))
-        out = play("tiny-csv", turns, url=proxy.url(), cuts=[proxy.drop, proxy.partition])
+        out = openrlhf.play("tiny-csv", turns, url=proxy.url(), cuts=[proxy.drop, proxy.partition])
     finally:
         proxy.close()
     assert proxy.connections >= 3  # the first, and at least one more after each cut
