@@ -81,6 +81,11 @@ class ScriptedEngine:
 
 
 async def play(job, tokenizer):
+    if "export_to" in job:  # the dataset rows, as a user makes them
+        from analyst_env.trainers.openrlhf_agent import export_jsonl
+
+        path = export_jsonl(job["url"], job["export_to"], split="train", seed=5)
+        return {"rows": [json.loads(line) for line in path.read_text().splitlines()]}
     os.environ.pop("ANALYST_ENV_URL", None)
     if job["url"]:
         os.environ["ANALYST_ENV_URL"] = job["url"]
@@ -185,6 +190,15 @@ class OpenRLHFWorker:
                 later(0.4, pending.pop(0))
         return json.loads(line.removeprefix("RESULT "))
 
+    def export(self, url: str, path: Path) -> list[dict]:
+        """The rows ``export_jsonl`` writes for the server's train split."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"url": url, "export_to": str(path)}) + "\n")
+        self.proc.stdin.flush()
+        while not (line := self._line()).startswith("RESULT "):
+            pass
+        return json.loads(line.removeprefix("RESULT "))["rows"]
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -235,6 +249,15 @@ def test_a_solved_episode_earns_the_servers_reward_with_templated_tool_turns(ope
     assert feedback.startswith("\n<|im_start|>user\n<tool_response>\n")
     assert ANSWER in feedback and feedback.endswith("<|im_start|>assistant\n")
     assert sessions_closed(server)
+
+
+def test_exported_rows_name_their_episodes(openrlhf, server, tmp_path):
+    rows = openrlhf.export(server, tmp_path / "data" / "train.jsonl")
+    labels = {row["input"]: json.loads(row["label"]) for row in rows}
+    assert labels["analyst_env task tiny-csv"] == {"task_id": "tiny-csv", "seed": 5}
+    row = next(r for r in rows if "tiny-csv" in r["input"])
+    out = openrlhf.play(row["label"], [call("final_answer", answer=ANSWER)], url=server)
+    assert out["reward"] == 1.0
 
 
 def test_a_wrong_answer_scores_0_and_a_task_id_label_works(openrlhf, server):
