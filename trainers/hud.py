@@ -58,15 +58,20 @@ class _Episode:
 
     def __init__(self, base_url: str, headers: dict[str, str] | None, timeout_s: float) -> None:
         self.base_url, self.headers, self.timeout_s = base_url, headers, timeout_s
+        self.busy = False  # claimed before the session opens, so a second start is refused
         self.session: AnalystEnv | None = None
         self.result: Any = None  # the step that ended the episode
-        self.tool_calls = 0
+        self.tool_calls = 0  # the agent's, not the template's own submission
 
     async def play(self, name: str, arguments: dict[str, Any]) -> str:
-        """Play one tool call in the running episode; the text the model reads."""
+        """Play one of the agent's tool calls in the running episode; the text the model reads."""
+        self.tool_calls += 1
+        return await self.submit(name, arguments)
+
+    async def submit(self, name: str, arguments: dict[str, Any]) -> str:
+        """Play a tool call in the running episode, keeping the step that ends it."""
         if self.session is None:
             raise RuntimeError(NO_EPISODE)
-        self.tool_calls += 1
         result = await self.session.step(CallToolAction(tool_name=name, arguments=arguments))
         if result.done and self.result is None:
             self.result = result
@@ -150,23 +155,26 @@ def make_environment(
         """Reset into the task, yield its text, then yield the server's reward for the answer."""
         where = AnalystScenario(task_id=task_id, split=split, index=index, seed=seed)
         options = where.reset_options()  # refuses a row that names no task, before connecting
-        if episode.session is not None:
+        if episode.busy:
             raise RuntimeError(
                 "this environment object is already playing an episode: give LocalRuntime a "
                 "constructor (lambda task: make_environment(url)) to run rollouts side by side"
             )
-        async with AnalystEnv(
-            base_url=urls, headers=headers, message_timeout_s=message_timeout_s
-        ) as session:
-            episode.session, episode.result, episode.tool_calls = session, None, 0
-            try:
+        episode.busy, episode.result, episode.tool_calls = True, None, 0
+        try:
+            async with AnalystEnv(
+                base_url=urls, headers=headers, message_timeout_s=message_timeout_s
+            ) as session:
+                episode.session = session
                 first = (await session.reset(**options)).observation
                 if first.done:
                     raise RuntimeError(first.message or "the episode failed to start")
                 answer = yield f"{task_prompt(first.instruction, first.files)}\n\n{SYSTEM_PROMPT}"
                 if episode.result is None:  # no final_answer call: the last message answers
-                    await episode.play("final_answer", {"answer": _answer_text(answer)})
+                    await episode.submit("final_answer", {"answer": _answer_text(answer)})
                 ended = episode.result
+                if ended is None:
+                    raise RuntimeError("the server did not end the episode on final_answer")
                 yield {
                     "score": float(ended.reward or 0.0),
                     "info": {
@@ -177,8 +185,8 @@ def make_environment(
                         or "final_answer",
                     },
                 }
-            finally:
-                episode.session = None
+        finally:
+            episode.session, episode.busy = None, False
 
     return env
 

@@ -152,6 +152,7 @@ def test_an_answer_given_as_the_last_message_is_submitted_and_graded(server, sta
     out = run_job(server, standin, "answer-in-text", "tiny-csv")
     (run,) = out["runs"]
     assert run["reward"] == 1.0 and run["content"] == "7319.25"
+    assert run["info"]["tool_calls"] == 0  # the template submitted the answer
     assert run["info"]["end_reason"] == "final_answer"
 
 
@@ -168,21 +169,36 @@ def test_a_shared_environment_object_plays_its_rollouts_one_after_another(server
     assert sessions_close(server)
 
 
-def test_the_adapter_names_a_missing_task():
+def test_a_row_without_a_task_or_a_second_episode_on_one_object_is_refused(server):
     if not PYTHON.exists():
         pytest.skip(f"no HUD venv at {PYTHON}")
-    probe = (
-        "import asyncio\n"
-        "from analyst_env.trainers.hud import make_environment, TEMPLATE\n"
-        "env = make_environment('http://127.0.0.1:9')\n"
-        "gen = env.templates[TEMPLATE].func(seed=1)\n"
-        "try:\n"
-        "    asyncio.run(gen.__anext__())\n"
-        "except ValueError as exc:\n"
-        "    print(exc)\n"
-    )
+    probe = f"""
+import asyncio
+from analyst_env.trainers.hud import make_environment, TEMPLATE
+
+async def main():
+    env = make_environment({server!r})
+    start = env.templates[TEMPLATE].func
+    try:
+        await start(seed=1).__anext__()
+    except ValueError as exc:
+        print("no task:", exc)
+    first = start(task_id="tiny-csv")
+    await first.__anext__()
+    try:
+        await start(task_id="tiny-csv").__anext__()
+    except RuntimeError as exc:
+        print("second:", exc)
+    print("first:", (await first.asend("7319.25"))["score"])
+    await first.aclose()
+
+asyncio.run(main())
+"""
     out = subprocess.run([str(PYTHON), "-c", probe], capture_output=True, text=True, cwd="/")
-    assert "a scenario needs a task_id" in out.stdout, out.stderr[-2000:]
+    assert "no task: a scenario needs a task_id" in out.stdout, out.stderr[-2000:]
+    assert "second: this environment object is already playing an episode" in out.stdout
+    assert "first: 1.0" in out.stdout  # the refusal left the first episode alone
+    assert sessions_close(server)
 
 
 def test_a_dropped_connection_resumes_the_episode_and_a_dead_replica_is_skipped(server, standin):
