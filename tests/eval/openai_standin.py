@@ -178,12 +178,34 @@ class StandIn:
         answer = task.oracle_answer if episode % 2 else "-1"
         return _call("final_answer", {"answer": answer}, text=text)
 
+    def _script_oracle_then_stop(self, task, messages, turn, text):
+        """The oracle, then (its episode over) a last message with no tool call."""
+        if turn > len(task.oracle_steps):
+            return _answer("Done.")
+        return self._script_oracle(task, messages, turn, text)
+
+    def _script_look_then_answer(self, task, messages, turn, text):
+        """List the files, call final_answer with the right answer, then stop."""
+        plan = [_call("list_files", {}, text=text)]
+        plan.append(_call("final_answer", {"answer": task.oracle_answer}, text=text))
+        return plan[turn] if turn < len(plan) else _answer("Done.")
+
+    def _script_answer_in_text(self, task, messages, turn, text):
+        """The oracle's tool steps, then the answer as a plain message (no final_answer call)."""
+        if turn < len(task.oracle_steps):
+            step = task.oracle_steps[turn]
+            return _call(step.tool, step.arguments, text=text)
+        return _answer(task.oracle_answer)
+
     def _script_wrong(self, task, messages, turn, text):
         return _call("final_answer", {"answer": "-1"}, text=text)
 
 
 def _task_text(messages: list[dict[str, Any]]) -> str:
-    return next((m["content"] for m in messages if m["role"] == "user"), "").strip()
+    content = next((m["content"] for m in messages if m["role"] == "user"), "")
+    if isinstance(content, list):  # content parts, as HUD's agents send them
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content.strip()
 
 
 def _answer(

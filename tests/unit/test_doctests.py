@@ -16,7 +16,12 @@ import pytest
 import analyst_env
 
 # Modules that need an optional SDK to import at all (their examples, if any, show it in use).
-OPTIONAL = ("analyst_env.envs.remote.modal_backend", "analyst_env.envs.remote.e2b_backend")
+OPTIONAL = (
+    "analyst_env.envs.remote.modal_backend",
+    "analyst_env.envs.remote.e2b_backend",
+    "analyst_env.trainers.openrlhf_agent",  # openrlhf, in its own folder (.venv/openrlhf)
+    "analyst_env.trainers.hud",  # hud, in its own venv (.venv/hud)
+)
 # Deprecated old names of moved modules: each is the moved module, walked under its new name.
 OLD_NAMES = (
     "analyst_env.client.evaluation.",
