@@ -200,7 +200,10 @@ class DaytonaSandboxBackend(RunnerBackend):
         try:
             return self._client.snapshot.create(params, timeout=self.build_timeout_s)
         except self.sdk.DaytonaError as exc:
-            raise SandboxError(f"Daytona could not build snapshot {name}: {exc}") from exc
+            failed = self._lookup(name)  # a failed build keeps its state and reason
+            if failed is None:
+                raise SandboxError(f"Daytona could not build snapshot {name}: {exc}") from exc
+            return failed
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         name = self.artifact_name(recipe)

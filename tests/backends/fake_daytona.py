@@ -38,7 +38,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from analyst_env.server.local_server import free_port
 
@@ -336,17 +336,20 @@ class FakeDaytona:
             return
         await websocket.accept()
         sent = 0
-        while True:
-            with command.lock:
-                chunk = bytes(command.log[sent:])
-            if chunk:
-                sent += len(chunk)
-                await websocket.send_text(chunk.decode("utf-8", "replace"))
-            elif command.finished:
-                await websocket.close(code=1000)
-                return
-            else:
-                await asyncio.sleep(0.01)
+        try:
+            while True:
+                with command.lock:
+                    chunk = bytes(command.log[sent:])
+                if chunk:
+                    sent += len(chunk)
+                    await websocket.send_text(chunk.decode("utf-8", "replace"))
+                elif command.finished:
+                    await websocket.close(code=1000)
+                    return
+                else:
+                    await asyncio.sleep(0.01)
+        except WebSocketDisconnect:
+            return  # the client went away (its sandbox was deleted)
 
     async def _delete_session(self, request: Request) -> Response:
         sandbox = self._sandbox(request)
@@ -405,4 +408,5 @@ class FakeDaytona:
         for sandbox in self.sandboxes.values():
             sandbox.destroy()
         self._server.should_exit = True
+        self._server.force_exit = True  # do not wait for hung or following connections
         self._thread.join(timeout=10)
