@@ -8,11 +8,12 @@ session commands behave like Daytona's daemon (``apps/daemon/pkg/session``):
 a command's stdout and stderr are read line by line into one log, each line
 prefixed with ``\\x01\\x01\\x01`` or ``\\x02\\x02\\x02``; input gets a newline appended
 when it has none; ``.../logs?follow=true`` streams the log over a WebSocket as
-text messages. The work is real: a sandbox is a private directory, and its
-commands run as local processes (``bash -c``, in a fresh network namespace when
-root and the sandbox blocks the network), with the sandbox's absolute paths
-(``/work``, ``/opt/analyst_env``, ``/tmp``) mapped into that directory and
-``python`` to this interpreter. A snapshot "builds" by checking its Dockerfile
+text messages of 1 KiB buffers, NUL-padded like the daemon's ``util.ReadLog``.
+The work is real: a sandbox is a private directory, and its commands run as
+local processes (``bash -c``, in a fresh network namespace when root and the
+sandbox blocks the network), with the sandbox's absolute paths (``/work``,
+``/opt/analyst_env``, ``/tmp``) mapped into that directory and ``python`` to this
+interpreter. A snapshot "builds" by checking its Dockerfile
 and going pending -> building -> active (or build_failed with a reason).
 
 The Socket.IO endpoint the SDK also tries is not served; the SDK then polls.
@@ -45,6 +46,7 @@ from analyst_env.server.local_server import free_port
 STDOUT_PREFIX = b"\x01\x01\x01"
 STDERR_PREFIX = b"\x02\x02\x02"
 MAPPED = ("/work", "/opt/analyst_env", "/tmp")
+READ_BYTES = 1024  # the daemon's log reader reads (and sends) 1 KiB buffers
 NOW = "2026-01-01T00:00:00.000Z"
 _ids = itertools.count(1)
 
@@ -342,7 +344,10 @@ class FakeDaytona:
                     chunk = bytes(command.log[sent:])
                 if chunk:
                     sent += len(chunk)
-                    await websocket.send_text(chunk.decode("utf-8", "replace"))
+                    for start in range(0, len(chunk), READ_BYTES):
+                        # The daemon's ReadLog sends its whole read buffer: NUL padding included.
+                        piece = chunk[start : start + READ_BYTES].ljust(READ_BYTES, b"\0")
+                        await websocket.send_text(piece.decode("utf-8", "replace"))
                 elif command.finished:
                     await websocket.close(code=1000)
                     return

@@ -105,6 +105,7 @@ def test_snapshot_is_built_once_from_the_recipe_dockerfile(daytona_api, tmp_path
     text = daytona_api.dockerfiles[name]
     assert text == dockerfile(recipe, runner_baked=False)
     assert "\nCOPY " not in text and 'CMD ["sleep", "infinity"]' in text
+    assert "chown 1000:1000 /work /opt/analyst_env" in text
     assert first.is_built(out) and any("is ready" in line for line in logs)
     assert recipe_resolver(tmp_path, "daytona")("env-" + recipe.content_hash()) == recipe
     first.close()
