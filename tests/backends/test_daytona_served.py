@@ -18,6 +18,8 @@ from server.serve_process import ServeProcess
 
 from analyst_env.datasets import load_dataset
 
+pytestmark = pytest.mark.live
+
 TASK = "starter-sales-000"
 
 
