@@ -208,6 +208,12 @@ class DaytonaSandboxBackend(RunnerBackend):
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         name = self.artifact_name(recipe)
         snapshot = self._lookup(name) or self._build(recipe, name)
+        if _state(snapshot) == "inactive":  # Daytona deactivates snapshots left unused
+            snapshot = call_within(
+                self.connect_timeout_s,
+                "Daytona (snapshot activation)",
+                lambda: self._client.snapshot.activate(snapshot),
+            )
         deadline = time.monotonic() + self.build_timeout_s
         while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
             time.sleep(2.0)  # another server is building it

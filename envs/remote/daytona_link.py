@@ -24,6 +24,9 @@ from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
 
 _END = object()
+#: Runner input is sent in requests of at most this many bytes (before base64), so a large
+#: task file does not become one huge request body.
+INPUT_CHUNK_BYTES = 1 << 20
 
 
 class RunnerLines:
@@ -90,7 +93,9 @@ def session_channel(
     tail = tail or StderrTail()
 
     def write(data: bytes) -> None:
-        process.send_session_command_input(session_id, command_id, encode_line(data))
+        for start in range(0, len(data), INPUT_CHUNK_BYTES):
+            line = encode_line(data[start : start + INPUT_CHUNK_BYTES])
+            process.send_session_command_input(session_id, command_id, line)
 
     def close() -> None:
         process.delete_session(session_id)

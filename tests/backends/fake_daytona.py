@@ -222,6 +222,14 @@ class FakeDaytona:
             ("build_failed", reason) if reason else ("active", None)
         )
 
+    async def _activate_snapshot(self, request: Request) -> Response:
+        snapshot = self._snapshot(request.path_params["id"])
+        if snapshot is None:
+            return _error(404, f"Snapshot {request.path_params['id']} not found")
+        if snapshot["state"] == "inactive":
+            snapshot["state"] = "active"
+        return JSONResponse(snapshot)
+
     async def _create_sandbox(self, request: Request) -> Response:
         body = await request.json()
         snapshot = self.snapshots.get(body.get("snapshot") or "")
@@ -382,6 +390,9 @@ class FakeDaytona:
             Route("/api/snapshots", guarded(self._list_snapshots), methods=["GET"]),
             Route("/api/snapshots", guarded(self._create_snapshot), methods=["POST"]),
             Route("/api/snapshots/{id}", guarded(self._get_snapshot), methods=["GET"]),
+            Route(
+                "/api/snapshots/{id}/activate", guarded(self._activate_snapshot), methods=["POST"]
+            ),
             Route("/api/sandbox", guarded(self._create_sandbox), methods=["POST"]),
             Route("/api/sandbox/{sid}", guarded(self._get_sandbox), methods=["GET"]),
             Route("/api/sandbox/{sid}", guarded(self._delete_sandbox), methods=["DELETE"]),

@@ -9,6 +9,7 @@ the sandbox, behind ``line_relay``.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import signal
 import subprocess
@@ -83,6 +84,21 @@ def test_an_episode_runs_the_uploaded_runner_in_a_sandbox_without_network(
     os.geteuid() != 0,
     reason="the fake blocks the network with a network namespace, which needs root",
 )
+def test_megabytes_cross_the_text_stream_both_ways(backend, tmp_path):
+    payload = os.urandom(3 * 1024 * 1024 + 17)  # several input requests, many output lines
+    source = tmp_path / "big.bin"
+    source.write_bytes(payload)
+    sandbox = backend.start("default", files={"big.bin": str(source)})
+    result = sandbox.run_cell(
+        "import hashlib\nprint(hashlib.sha256(open('big.bin', 'rb').read()).hexdigest())",
+        timeout_s=60,
+    )
+    assert result.stdout.strip() == hashlib.sha256(payload).hexdigest()
+    sandbox.put_file("copy.bin", payload[::-1])
+    assert sandbox.get_file("copy.bin") == payload[::-1]
+    sandbox.close()
+
+
 def test_sandbox_has_no_network(backend):
     sandbox = backend.start("default", files={})
     result = sandbox.run_cell(
@@ -114,6 +130,23 @@ def test_snapshot_is_built_once_from_the_recipe_dockerfile(daytona_api, tmp_path
     second.bake(recipe, tmp_path / "again", log=logs.append, progress=lambda f: None)
     second.close()
     assert [r for r in daytona_api.requests if r == ("POST", "/api/snapshots")] == creates
+
+
+def test_an_inactive_snapshot_is_activated_not_rebuilt(daytona_api, tmp_path):
+    recipe = Recipe(name="dormant", preload=["json"], cpus=3)
+    first = _backend(daytona_api)
+    first.bake(recipe, tmp_path / "a", log=lambda line: None, progress=lambda f: None)
+    first.close()
+    name = first.artifact_name(recipe)
+    daytona_api.snapshots[name]["state"] = "inactive"  # Daytona deactivates unused snapshots
+    builds = daytona_api.requests.count(("POST", "/api/snapshots"))
+    second = _backend(daytona_api)
+    second.bake(recipe, tmp_path / "b", log=lambda line: None, progress=lambda f: None)
+    second.close()
+    assert daytona_api.snapshots[name]["state"] == "active"
+    snapshot_id = daytona_api.snapshots[name]["id"]
+    assert ("POST", f"/api/snapshots/{snapshot_id}/activate") in daytona_api.requests
+    assert daytona_api.requests.count(("POST", "/api/snapshots")) == builds
 
 
 def test_a_failed_snapshot_is_refused_with_its_reason(daytona_api, tmp_path):
