@@ -9,8 +9,8 @@ a command's stdout and stderr are read line by line into one log, each line
 prefixed with ``\\x01\\x01\\x01`` or ``\\x02\\x02\\x02``; input gets a newline appended
 when it has none; ``.../logs?follow=true`` streams the log over a WebSocket as
 text messages of 1 KiB buffers, NUL-padded like the daemon's ``util.ReadLog``.
-The work is real: a sandbox is a private directory, and its commands run as
-local processes (``bash -c``, in a fresh network namespace when root and the
+The work is real (``fake_daytona_sandbox``): a sandbox is a private directory, and its
+commands run as local processes (``bash -c``, in a fresh network namespace when root and the
 sandbox blocks the network), with the sandbox's absolute paths (``/work``,
 ``/opt/analyst_env``, ``/tmp``) mapped into that directory and ``python`` to this
 interpreter. A snapshot "builds" by checking its Dockerfile
@@ -25,16 +25,14 @@ import asyncio
 import itertools
 import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from types import SimpleNamespace
 from typing import Any
 
 import uvicorn
+from fake_daytona_sandbox import Command, FakeSandbox
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -43,9 +41,6 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from analyst_env.server.local_server import free_port
 
-STDOUT_PREFIX = b"\x01\x01\x01"
-STDERR_PREFIX = b"\x02\x02\x02"
-MAPPED = ("/work", "/opt/analyst_env", "/tmp")
 READ_BYTES = 1024  # the daemon's log reader reads (and sends) 1 KiB buffers
 NOW = "2026-01-01T00:00:00.000Z"
 _ids = itertools.count(1)
@@ -53,104 +48,6 @@ _ids = itertools.count(1)
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"statusCode": status, "message": message}, status_code=status)
-
-
-class Command:
-    """One session command: a local process and its prefixed log."""
-
-    def __init__(self, argv: list[str], cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        self.log = bytearray()
-        self.lock = threading.Lock()
-        streams = ((self.proc.stdout, STDOUT_PREFIX), (self.proc.stderr, STDERR_PREFIX))
-        readers = [
-            threading.Thread(target=self._label, args=stream, daemon=True) for stream in streams
-        ]
-        for reader in readers:
-            reader.start()
-        self._readers = readers
-
-    def _label(self, pipe: Any, prefix: bytes) -> None:
-        for line in iter(pipe.readline, b""):
-            with self.lock:
-                self.log += prefix + (line if line.endswith(b"\n") else line + b"\n")
-
-    @property
-    def finished(self) -> bool:
-        return self.proc.poll() is not None and not any(r.is_alive() for r in self._readers)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
-
-
-class FakeSandbox:
-    def __init__(self, body: dict, snapshot: dict, toolbox_url: str) -> None:
-        self.id = f"sb-{next(_ids)}"
-        self.body = body
-        self.snapshot = snapshot
-        self.toolbox_url = toolbox_url
-        self.state = "started"
-        self.root = tempfile.mkdtemp(prefix="fake-daytona-")
-        for path in MAPPED:
-            os.makedirs(self.root + path, exist_ok=True)
-        self.sessions: dict[str, dict[str, Command]] = {}
-
-    def path(self, path: str) -> str:
-        return self.root + path if path.startswith(MAPPED) else path
-
-    def argv(self, command: str) -> list[str]:
-        mapped = re.sub(
-            r"(?<=[\s=\"'])(/work|/opt/analyst_env|/tmp)(?=[/\s\"']|$)",
-            lambda m: self.root + m.group(1),
-            " " + command,
-        )
-        mapped = re.sub(r"(?<![\w/.=-])python(?=\s)", sys.executable, mapped).strip()
-        argv = ["bash", "-c", mapped]
-        if self.body.get("networkBlockAll") and os.geteuid() == 0 and shutil.which("unshare"):
-            argv = ["unshare", "--net", "--", *argv]
-        return argv
-
-    def dto(self) -> dict:
-        return {
-            "id": self.id,
-            "organizationId": "org-1",
-            "name": self.id,
-            "snapshot": self.snapshot["name"],
-            "user": "daytona",
-            "env": self.body.get("env") or {},
-            "labels": self.body.get("labels") or {},
-            "public": False,
-            "networkBlockAll": bool(self.body.get("networkBlockAll")),
-            "kvm": False,
-            "target": "us",
-            "cpu": self.snapshot["cpu"],
-            "gpu": 0,
-            "memory": self.snapshot["mem"],
-            "disk": self.snapshot["disk"],
-            "state": self.state,
-            "autoStopInterval": self.body.get("autoStopInterval"),
-            "autoDeleteInterval": self.body.get("autoDeleteInterval"),
-            "toolboxProxyUrl": self.toolbox_url,
-        }
-
-    def destroy(self) -> None:
-        self.state = "destroyed"
-        for commands in self.sessions.values():
-            for command in commands.values():
-                command.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class FakeDaytona:
