@@ -89,7 +89,8 @@ class DaytonaSandboxBackend(RunnerBackend):
         api_url: ``DAYTONA_API_URL`` (Daytona's cloud when None).
         target: ``DAYTONA_TARGET``, the region (the organisation's default when None).
         cpus, memory_mb, disk_mb: Sizing when a recipe sets none (baked into its snapshot;
-            Daytona counts whole vCPUs and GiB).
+            Daytona counts whole vCPUs and GiB). The disk holds the image as well, so it is
+            at least 3 GiB (Daytona's default, used when no disk size is set).
         auto_stop_minutes: Daytona stops (and, the sandboxes being ephemeral, deletes) a
             sandbox idle this long, so a server that dies leaves nothing running; idle
             slots are replaced at half of it.
@@ -174,7 +175,8 @@ class DaytonaSandboxBackend(RunnerBackend):
     def _resources(self, recipe: Recipe) -> Any:
         sized = self._sized(recipe)
         assert sized.cpus is not None and sized.memory_mb is not None  # filled by _sized
-        disk = math.ceil(sized.disk_mb / 1024) if sized.disk_mb else None
+        # The disk holds the image too: never below Daytona's default of 3 GiB.
+        disk = max(3, math.ceil(sized.disk_mb / 1024)) if sized.disk_mb else None
         memory = max(1, math.ceil(sized.memory_mb / 1024))
         return self.sdk.Resources(cpu=max(1, round(sized.cpus)), memory=memory, disk=disk)
 
@@ -187,6 +189,8 @@ class DaytonaSandboxBackend(RunnerBackend):
             )
         except self.sdk.DaytonaNotFoundError:
             return None
+        except self.sdk.DaytonaError as exc:
+            raise SandboxError(f"Daytona could not look up snapshot {name}: {exc}") from exc
 
     def _build(self, recipe: Recipe, name: str) -> Any:
         """Have Daytona build ``name`` from the recipe's Dockerfile (minutes for a big recipe)."""
@@ -209,11 +213,14 @@ class DaytonaSandboxBackend(RunnerBackend):
         name = self.artifact_name(recipe)
         snapshot = self._lookup(name) or self._build(recipe, name)
         if _state(snapshot) == "inactive":  # Daytona deactivates snapshots left unused
-            snapshot = call_within(
-                self.connect_timeout_s,
-                "Daytona (snapshot activation)",
-                lambda: self._client.snapshot.activate(snapshot),
-            )
+            try:
+                snapshot = call_within(
+                    self.connect_timeout_s,
+                    "Daytona (snapshot activation)",
+                    lambda: self._client.snapshot.activate(snapshot),
+                )
+            except self.sdk.DaytonaError as exc:
+                raise SandboxError(f"Daytona could not activate snapshot {name}: {exc}") from exc
         deadline = time.monotonic() + self.build_timeout_s
         while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
             time.sleep(2.0)  # another server is building it
@@ -288,7 +295,6 @@ def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:
         target=os.environ.get("DAYTONA_TARGET") or None,
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
-        disk_mb=settings.disk_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
         warm=settings.remote_warm_slots,
     )

@@ -117,8 +117,8 @@ class FakeSandbox:
         }
 
     def destroy(self) -> None:
-        self.state = "destroyed"
         for commands in self.sessions.values():
             for command in commands.values():
                 command.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+        self.state = "destroyed"

@@ -110,14 +110,17 @@ def test_sandbox_has_no_network(backend):
 
 
 def test_snapshot_is_built_once_from_the_recipe_dockerfile(daytona_api, tmp_path):
-    recipe = Recipe(name="sized", preload=["json"], cpus=2, memory_mb=3000)
+    recipe = Recipe(name="sized", preload=["json"], cpus=2, memory_mb=3000, disk_mb=5000)
     out = tmp_path / recipe.content_hash()
     first = _backend(daytona_api)
     logs: list[str] = []
     first.bake(recipe, out, log=logs.append, progress=lambda f: None)
     name = first.artifact_name(recipe)
     snapshot = daytona_api.snapshots[name]
-    assert snapshot["state"] == "active" and (snapshot["cpu"], snapshot["mem"]) == (2, 3)
+    assert snapshot["state"] == "active"
+    assert (snapshot["cpu"], snapshot["mem"], snapshot["disk"]) == (2, 3, 5)
+    small = first._resources(Recipe(name="small", disk_mb=500))
+    assert (small.cpu, small.memory, small.disk) == (1, 4, 3)  # the disk holds the image too
     text = daytona_api.dockerfiles[name]
     assert text == dockerfile(recipe, runner_baked=False)
     assert "\nCOPY " not in text and 'CMD ["sleep", "infinity"]' in text
