@@ -23,6 +23,7 @@ import os
 import shlex
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -156,6 +157,7 @@ class DaytonaSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
         self._snapshots: dict[str, str] = {}
         self._bundle = runner_bundle()
+        self._bake_log = threading.local()  # the build's log callback, while ``bake`` runs
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def _sized(self, recipe: Recipe) -> Recipe:
@@ -201,13 +203,29 @@ class DaytonaSandboxBackend(RunnerBackend):
         params = self.sdk.CreateSnapshotParams(
             name=name, image=image, resources=self._resources(recipe)
         )
+        log = getattr(self._bake_log, "write", None)
         try:
-            return self._client.snapshot.create(params, timeout=self.build_timeout_s)
+            return self._client.snapshot.create(params, on_logs=log, timeout=self.build_timeout_s)
         except self.sdk.DaytonaError as exc:
             failed = self._lookup(name)  # a failed build keeps its state and reason
             if failed is None:
                 raise SandboxError(f"Daytona could not build snapshot {name}: {exc}") from exc
             return failed
+
+    def bake(
+        self,
+        recipe: Recipe,
+        out_dir: Path,
+        *,
+        log: Callable[[str], None],
+        progress: Callable[[float], None],
+    ) -> None:
+        """``RunnerBackend.bake``, with Daytona's build output streamed into ``log``."""
+        self._bake_log.write = log
+        try:
+            super().bake(recipe, out_dir, log=log, progress=progress)
+        finally:
+            self._bake_log.write = None
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         name = self.artifact_name(recipe)

@@ -13,8 +13,9 @@ The work is real (``fake_daytona_sandbox``): a sandbox is a private directory, a
 commands run as local processes (``bash -c``, in a fresh network namespace when root and the
 sandbox blocks the network), with the sandbox's absolute paths (``/work``,
 ``/opt/analyst_env``, ``/tmp``) mapped into that directory and ``python`` to this
-interpreter. A snapshot "builds" by checking its Dockerfile
-and going pending -> building -> active (or build_failed with a reason).
+interpreter. A snapshot "builds" by checking its Dockerfile and going pending ->
+building -> active (or build_failed with a reason), logging one line per instruction
+on its build-logs stream.
 
 The Socket.IO endpoint the SDK also tries is not served; the SDK then polls.
 """
@@ -28,6 +29,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,7 +37,7 @@ import uvicorn
 from fake_daytona_sandbox import Command, FakeSandbox
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -60,6 +62,7 @@ class FakeDaytona:
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.snapshots: dict[str, dict] = {}
         self.dockerfiles: dict[str, str] = {}
+        self.build_logs: dict[str, list[str]] = {}
         self.sandboxes: dict[str, FakeSandbox] = {}
         self.requests: list[tuple[str, str]] = []
         self.faults = SimpleNamespace(build_failure=None, hang_s=0.0)
@@ -109,7 +112,12 @@ class FakeDaytona:
     def _build(self, snapshot: dict, dockerfile: str, context: bool) -> None:
         time.sleep(self.build_s / 3)
         snapshot["state"] = "building"
-        time.sleep(self.build_s)
+        steps = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
+        for number, step in enumerate(steps, 1):
+            self.build_logs.setdefault(snapshot["id"], []).append(
+                f"Step {number}/{len(steps)} : {step}\n"
+            )
+            time.sleep(self.build_s / len(steps))
         reason = self.faults.build_failure
         if not re.search(r"^FROM \S+", dockerfile, re.M):
             reason = "the Dockerfile has no FROM line"
@@ -118,6 +126,30 @@ class FakeDaytona:
         snapshot["state"], snapshot["errorReason"] = (
             ("build_failed", reason) if reason else ("active", None)
         )
+
+    async def _build_logs_url(self, request: Request) -> Response:
+        snapshot = self._snapshot(request.path_params["id"])
+        if snapshot is None:
+            return _error(404, f"Snapshot {request.path_params['id']} not found")
+        return JSONResponse({"url": f"{self.api_url}/snapshots/{snapshot['id']}/build-logs"})
+
+    async def _build_logs(self, request: Request) -> Response:
+        snapshot = self._snapshot(request.path_params["id"])
+        if snapshot is None:
+            return _error(404, f"Snapshot {request.path_params['id']} not found")
+
+        async def follow() -> AsyncIterator[bytes]:
+            sent = 0
+            while True:
+                lines = self.build_logs.get(snapshot["id"], [])
+                for line in lines[sent:]:
+                    yield line.encode()
+                sent = len(lines)
+                if snapshot["state"] not in ("pending", "building"):
+                    return
+                await asyncio.sleep(0.02)
+
+        return StreamingResponse(follow(), media_type="text/plain")
 
     async def _activate_snapshot(self, request: Request) -> Response:
         snapshot = self._snapshot(request.path_params["id"])
@@ -290,6 +322,8 @@ class FakeDaytona:
             Route(
                 "/api/snapshots/{id}/activate", guarded(self._activate_snapshot), methods=["POST"]
             ),
+            Route("/api/snapshots/{id}/build-logs-url", guarded(self._build_logs_url)),
+            Route("/api/snapshots/{id}/build-logs", guarded(self._build_logs)),
             Route("/api/sandbox", guarded(self._create_sandbox), methods=["POST"]),
             Route("/api/sandbox/{sid}", guarded(self._get_sandbox), methods=["GET"]),
             Route("/api/sandbox/{sid}", guarded(self._delete_sandbox), methods=["DELETE"]),

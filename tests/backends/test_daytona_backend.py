@@ -114,7 +114,11 @@ def test_snapshot_is_built_once_from_the_recipe_dockerfile(daytona_api, tmp_path
     out = tmp_path / recipe.content_hash()
     first = _backend(daytona_api)
     logs: list[str] = []
-    first.bake(recipe, out, log=logs.append, progress=lambda f: None)
+    daytona_api.build_s = 2.5  # long enough for the SDK (polling each second) to follow the logs
+    try:
+        first.bake(recipe, out, log=logs.append, progress=lambda f: None)
+    finally:
+        daytona_api.build_s = 0.3
     name = first.artifact_name(recipe)
     snapshot = daytona_api.snapshots[name]
     assert snapshot["state"] == "active"
@@ -126,6 +130,7 @@ def test_snapshot_is_built_once_from_the_recipe_dockerfile(daytona_api, tmp_path
     assert "\nCOPY " not in text and 'CMD ["sleep", "infinity"]' in text
     assert "chown 1000:1000 /work /opt/analyst_env" in text
     assert first.is_built(out) and any("is ready" in line for line in logs)
+    assert any(line.startswith("Step 1/") and "FROM python:" in line for line in logs), logs
     assert recipe_resolver(tmp_path, "daytona")("env-" + recipe.content_hash()) == recipe
     first.close()
     creates = [r for r in daytona_api.requests if r == ("POST", "/api/snapshots")]
