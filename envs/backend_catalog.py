@@ -56,6 +56,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         variables=("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"),
         or_file="~/.modal.toml",
     ),
+    "daytona": BackendInfo(
+        "a Daytona sandbox per warm slot, images as Daytona snapshots",
+        sdk="daytona",
+        extra="daytona",
+        variables=("DAYTONA_API_KEY",),
+    ),
     "e2b": BackendInfo(
         "an E2B sandbox (Firecracker microVM) with E2B's own Jupyter kernel",
         sdk="e2b_code_interpreter",

@@ -21,6 +21,7 @@ BACKENDS: dict[str, str] = {
     "docker": "analyst_env.envs.remote.docker_backend:from_settings",
     "modal": "analyst_env.envs.remote.modal_backend:from_settings",
     "e2b": "analyst_env.envs.remote.e2b_backend:from_settings",
+    "daytona": "analyst_env.envs.remote.daytona_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""

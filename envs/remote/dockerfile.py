@@ -25,12 +25,16 @@ def _quoted(items: list[str]) -> str:
     return " ".join(shlex.quote(item) for item in items)
 
 
-def dockerfile(recipe: Recipe) -> str:
+def dockerfile(recipe: Recipe, *, runner_baked: bool = True) -> str:
     """A Dockerfile that bakes ``recipe`` and runs the slot runner as an unprivileged user.
 
     The build context holds this Dockerfile and ``analyst_env/`` (``runner_sources``).
     pip and uv entries are installed with uv into the system interpreter, each
-    list from its own index when the recipe names one.
+    list from its own index when the recipe names one. With ``runner_baked=False``
+    (a vendor that builds from the Dockerfile text alone, without a build context)
+    the image has no copy of the runner's code: ``PACKAGE_ROOT`` is left empty and
+    writable by the sandbox user for the backend to fill, and the image idles
+    (``sleep infinity``) until the backend starts the runner itself.
     """
     plan = install_plan(recipe)
     pinned = " ".join(f"{k}={v}" for k, v in SINGLE_THREADED_ENV.items())
@@ -55,14 +59,17 @@ def dockerfile(recipe: Recipe) -> str:
     if plan.npm:
         registry = f"--registry {shlex.quote(plan.npm_registry)} " if plan.npm_registry else ""
         lines.append(f"RUN npm install -g {registry}{_quoted(plan.npm)} && npm cache clean --force")
+    owned = WORKDIR if runner_baked else f"{WORKDIR} {PACKAGE_ROOT}"
+    command = runner_command(recipe) if runner_baked else ["sleep", "infinity"]
+    if runner_baked:
+        lines.append(f"COPY analyst_env {PACKAGE_ROOT}/analyst_env")
     lines += [
-        f"COPY analyst_env {PACKAGE_ROOT}/analyst_env",
         f"RUN useradd --uid {SANDBOX_UID} --create-home --shell /bin/sh sandbox "
-        f"&& mkdir -p {WORKDIR} && chown {SANDBOX_UID}:{SANDBOX_UID} {WORKDIR}",
+        f"&& mkdir -p {owned} && chown {SANDBOX_UID}:{SANDBOX_UID} {owned}",
         f"ENV PYTHONPATH={PACKAGE_ROOT} HOME={WORKDIR}",
         f"USER {SANDBOX_UID}",
         f"WORKDIR {WORKDIR}",
-        "CMD [" + ", ".join(f'"{arg}"' for arg in runner_command(recipe)) + "]",
+        "CMD [" + ", ".join(f'"{arg}"' for arg in command) + "]",
     ]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,5 @@
-"""Fixtures for the remote backends: the fake Modal SDK and the fake E2B sandbox services.
+"""Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
+fake Daytona API.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -14,6 +15,14 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# Imported before pytest's importlib mode can register a checkout folder named "daytona"
+# (the package root) under that module name.
+try:
+    import daytona  # noqa: F401
+except ImportError:
+    pass
+
+import fake_daytona  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
 
@@ -38,6 +47,14 @@ def e2b_debug(monkeypatch):
     monkeypatch.setenv("E2B_DEBUG", "true")
     monkeypatch.delenv("E2B_API_KEY", raising=False)
     with fake_e2b.FakeE2B() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="session")
+def daytona_api():
+    """Daytona's API faked on a loopback port, shared by the tests (snapshots persist)."""
+    pytest.importorskip("daytona", reason="the daytona extra is not installed")
+    with fake_daytona.FakeDaytona() as fake:
         yield fake
 
 

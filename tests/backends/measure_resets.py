@@ -1,11 +1,11 @@
 """Reset latency of the sandbox backends on this machine: ``start()`` until a first ``1+1`` result.
 
 Run: ``.venv/bin/python tests/backends/measure_resets.py [n]`` (with
-``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal
-and E2B
-figures are measured against the local fakes (``fake_modal``, ``fake_e2b``): they
-show this project's share (runner fork, framing, SDK overhead, file staging), not
-Modal's or E2B's own latency, which needs real credentials.
+``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal,
+Daytona and E2B
+figures are measured against the local fakes (``fake_modal``, ``fake_daytona``, ``fake_e2b``):
+they show this project's share (runner fork, framing, SDK overhead, file staging), not
+the vendor's own latency, which needs real credentials.
 """
 
 from __future__ import annotations
@@ -91,6 +91,21 @@ def main() -> None:
         )
         _report("docker (runc), new container each", _measure(cold, files, max(3, n // 3)))
         cold.close()
+
+    import fake_daytona
+
+    from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
+
+    with fake_daytona.FakeDaytona() as api:
+        for warm, label, count in ((1, "warm slot", n), (0, "new slot each", max(3, n // 3))):
+            daytona = DaytonaSandboxBackend(
+                resolve_default, api_key=api.api_key, api_url=api.api_url, warm=warm
+            )
+            if warm:
+                daytona.start("default", files={}).close()
+                time.sleep(10)
+            _report(f"daytona, fake API, {label}", _measure(daytona, files, count))
+            daytona.close()
 
     import fake_e2b
 

@@ -29,13 +29,14 @@ from analyst_env.server.settings import Settings
 
 
 def test_registered_backends():
-    assert {"local", "docker", "modal", "e2b"} <= set(BACKENDS)
+    assert {"local", "docker", "modal", "e2b", "daytona"} <= set(BACKENDS)
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
-        match=r"unknown sandbox backend 'nosuch'; available: .*docker, e2b, .*local, modal",
+        match=r"unknown sandbox backend 'nosuch'; "
+        r"available: .*daytona, docker, e2b, .*local, modal",
     ):
         make_backend(Settings(backend="nosuch", state_dir=str(tmp_path)))
 
@@ -84,6 +85,7 @@ def test_settings_read_backend_fields_from_the_environment():
     [
         ("nope", {}, "unknown sandbox backend 'nope'"),
         ("modal", {}, "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"),
+        ("daytona", {}, "needs credentials: set DAYTONA_API_KEY"),
         (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
@@ -95,7 +97,7 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "ANALYST_ENV_"))
+        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "ANALYST_ENV_"))
     }
     started = time.monotonic()
     proc = subprocess.run(

@@ -189,3 +189,19 @@ def _debug_dump(a, b):
             )
         )
     )
+
+
+def test_daytona_gives_identical_observations(local_observations, starter, daytona_api):
+    from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
+
+    backend = DaytonaSandboxBackend(
+        resolve_default, api_key=daytona_api.api_key, api_url=daytona_api.api_url, warm=0
+    )
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )

@@ -83,10 +83,22 @@ def _e2b(request: pytest.FixtureRequest) -> Case:
     return Case(backend, interrupts=False, reports_kernel_death=False)
 
 
+def _daytona(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("daytona", reason="the daytona extra is not installed")
+    from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
+
+    fake = request.getfixturevalue("daytona_api")
+    backend = DaytonaSandboxBackend(
+        resolve_default, api_key=fake.api_key, api_url=fake.api_url, warm=0
+    )
+    return Case(backend)
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
     "e2b": _e2b,
+    "daytona": _daytona,
 }
 
 

@@ -2,8 +2,8 @@
 refused.
 
 The contract cases of ``test_sandbox_contract`` (the local fork server, the slot
-runner behind the fake Modal SDK, E2B on its fake services). A detached process
-the agent's cell started must be dead once ``stop_agent_processes`` returns, and
+runner behind the fake Modal SDK and the fake Daytona API, E2B on its fake services).
+A detached process the agent's cell started must be dead once ``stop_agent_processes`` returns, and
 a verify command must not see what the cell put in its environment; a backend
 that cannot stop the agent (E2B) refuses, and so does one whose sandbox could
 write the directories a verify command trusts (the runner on a host where it runs
@@ -28,8 +28,8 @@ print(p.pid)
 
 
 def _host_could_write_trusted_dirs() -> bool:
-    """Whether this process (the user the fake Modal's runner runs as) can write a directory
-    a verify command trusts."""
+    """Whether this process (the user the fake Modal's or Daytona's runner runs as) can write a
+    directory a verify command trusts."""
     return bool(verifier_env.writable_trusted_dirs(verifier_env.clean_env("/", {})))
 
 
@@ -49,7 +49,7 @@ def test_agent_processes_are_stopped_and_verifiers_get_a_clean_environment(case,
         sandbox.run_cell("1", timeout_s=10)
     sandbox.run_shell("mkdir -p logs/verifier-x", timeout_s=20)
     check = 'test -z "$AGENT_MARK" && test "$HOME" = "$VERIFIER_DIR" && echo "$PATH"'
-    if kind == "modal" and _host_could_write_trusted_dirs():
+    if kind in ("modal", "daytona") and _host_could_write_trusted_dirs():
         with pytest.raises(VerifierUnavailable, match="verification refused"):
             sandbox.run_verifier(check, verifier_dir="logs/verifier-x", timeout_s=20)
         return

@@ -1,6 +1,6 @@
 """The code that runs inside a remote image imports only what the image installs.
 
-A Docker, Modal or E2B image holds the recipe's packages plus ``RUNNER_REQUIREMENTS``
+A Docker, Modal, E2B or Daytona image holds the recipe's packages plus ``RUNNER_REQUIREMENTS``
 (``envs/remote/runner_image.py``), not the server's dependencies. An import of one of
 those from the runner's side (``greenlet`` through the server's event-loop bridge, once)
 makes every slot die at start in a real image, which no fake notices: here each
@@ -24,10 +24,12 @@ SERVER_ONLY = (
     "docker",
     "modal",
     "e2b",
+    "daytona",
 )
 SANDBOX_SIDE = (
     "analyst_env.envs.remote.runner",
     "analyst_env.envs.remote.slot_server",
+    "analyst_env.envs.remote.line_relay",
     "analyst_env.envs.kernel.child",
 )
 

@@ -1,0 +1,318 @@
+"""The Daytona backend: one Daytona sandbox per slot, running the slot runner.
+
+Per image (recipe and sizing) a Daytona *snapshot* is built once from the
+recipe's Dockerfile (``dockerfile.dockerfile(recipe, runner_baked=False)``) and
+named ``analyst-env-<hash>-r<rev>``; later servers find it by name. Daytona
+builds a snapshot from Dockerfile text plus a build context uploaded to its
+object storage; this backend sends no context, so the snapshot holds the
+recipe's packages and the runner's requirements, and each new slot receives
+the runner's code (``runner_image.runner_sources``) as one archive. Sizing is
+fixed when Daytona builds a snapshot, as on E2B.
+
+Per slot a sandbox is created from the snapshot with all network blocked, and
+the runner is started as an asynchronous command in a session, behind
+``line_relay`` because Daytona's session streams carry text lines
+(``daytona_link``). Episodes are forked inside it like on Docker and Modal.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shlex
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote import artifacts, runner_image
+from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.daytona_link import session_channel
+from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.runner_link import RunnerClient
+from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
+#: Where a slot receives the runner's code before it starts.
+BUNDLE_PATH = f"{runner_image.PACKAGE_ROOT}/runner.tar.gz"
+#: The session that runs the relayed runner in each sandbox.
+RUNNER_SESSION = "analyst-env-runner"
+_BUILDING = ("pending", "building", "pulling", "snapshotting")
+_FAILED = ("error", "build_failed")
+
+
+def runner_bundle() -> bytes:
+    """A gzipped tar of the runner's code, unpacked under ``PACKAGE_ROOT`` in each slot."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in runner_image.runner_sources().items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def relay_command(recipe: Recipe) -> str:
+    """The shell command of a slot's session: the runner behind ``line_relay``."""
+    env = {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
+    argv = [
+        "env",
+        *(f"{key}={value}" for key, value in env.items()),
+        "python",
+        "-u",
+        "-m",
+        "analyst_env.envs.remote.line_relay",
+        *runner_image.runner_command(recipe),
+    ]
+    return f"cd {runner_image.WORKDIR} && {shlex.join(argv)}"
+
+
+def _state(snapshot: Any) -> str:
+    return str(getattr(snapshot.state, "value", snapshot.state))
+
+
+class DaytonaSandboxBackend(RunnerBackend):
+    """Episodes in Daytona sandboxes, one warm runner per slot.
+
+    Args:
+        resolve: Maps an image name to its recipe.
+        api_key: ``DAYTONA_API_KEY``; or ``jwt_token`` with ``organization_id``.
+        api_url: ``DAYTONA_API_URL`` (Daytona's cloud when None).
+        target: ``DAYTONA_TARGET``, the region (the organisation's default when None).
+        cpus, memory_mb, disk_mb: Sizing when a recipe sets none (baked into its snapshot;
+            Daytona counts whole vCPUs and GiB). The disk holds the image as well, so it is
+            at least 3 GiB (Daytona's default, used when no disk size is set).
+        auto_stop_minutes: Daytona stops (and, the sandboxes being ephemeral, deletes) a
+            sandbox idle this long, so a server that dies leaves nothing running; idle
+            slots are replaced at half of it.
+        connect_timeout_s: Bound on each control-plane call at start-up.
+        boot_timeout_s: How long a new sandbox and its runner may take to be ready.
+        build_timeout_s: How long a snapshot may take to build.
+        warm, max_episodes: See ``RunnerBackend``.
+
+    Raises:
+        BackendUnavailable: Credentials or SDK missing, or Daytona unreachable in time.
+    """
+
+    name = "daytona"
+
+    def __init__(
+        self,
+        resolve: Callable[[str], Recipe],
+        *,
+        api_key: str | None,
+        jwt_token: str | None = None,
+        organization_id: str | None = None,
+        api_url: str | None = None,
+        target: str | None = None,
+        cpus: float = 1.0,
+        memory_mb: int = 4096,
+        disk_mb: int | None = None,
+        auto_stop_minutes: int = 60,
+        connect_timeout_s: float = 10.0,
+        boot_timeout_s: float = 300.0,
+        build_timeout_s: float = 3600.0,
+        warm: int = 1,
+        max_episodes: int = 200,
+    ) -> None:
+        if not api_key and not (jwt_token and organization_id):
+            raise BackendUnavailable(
+                "the daytona backend needs credentials: set DAYTONA_API_KEY (or DAYTONA_JWT_TOKEN "
+                "and DAYTONA_ORGANIZATION_ID), and DAYTONA_API_URL for a self-hosted Daytona"
+            )
+        self.sdk = import_sdk("daytona", "daytona")
+        self.cpus, self.memory_mb, self.disk_mb = cpus, memory_mb, disk_mb
+        self.auto_stop_minutes = auto_stop_minutes
+        self.connect_timeout_s = connect_timeout_s
+        self.boot_timeout_s = boot_timeout_s
+        self.build_timeout_s = build_timeout_s
+        config = self.sdk.DaytonaConfig(
+            api_key=api_key,
+            jwt_token=jwt_token,
+            organization_id=organization_id,
+            api_url=api_url,
+            target=target,
+        )
+        where = api_url or "Daytona's cloud"
+        self._client = call_within(
+            connect_timeout_s, f"Daytona (client for {where})", lambda: self.sdk.Daytona(config)
+        )
+        try:  # one cheap authenticated call, so bad credentials stop the server at start-up
+            call_within(
+                connect_timeout_s,
+                f"Daytona (API at {where})",
+                lambda: self._client.snapshot.list(page=1, limit=1),
+            )
+        except self.sdk.DaytonaError as exc:
+            raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
+        self._snapshots: dict[str, str] = {}
+        self._bundle = runner_bundle()
+        self._bake_log = threading.local()  # the build's log callback, while ``bake`` runs
+        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+
+    def _sized(self, recipe: Recipe) -> Recipe:
+        return recipe.model_copy(
+            update={
+                "cpus": recipe.cpus or self.cpus,
+                "memory_mb": recipe.memory_mb or self.memory_mb,
+                "disk_mb": recipe.disk_mb or self.disk_mb,
+            }
+        )
+
+    def artifact_name(self, recipe: Recipe) -> str:
+        """``analyst-env-<hash with sizing>-r<rev>``: one snapshot per (recipe, sizing)."""
+        tag = runner_image.artifact_tag(self._sized(recipe), include_sizing=True)
+        return f"analyst-env-{tag}".replace(".", "-")
+
+    def _resources(self, recipe: Recipe) -> Any:
+        sized = self._sized(recipe)
+        assert sized.cpus is not None and sized.memory_mb is not None  # filled by _sized
+        # The disk holds the image too: never below Daytona's default of 3 GiB.
+        disk = max(3, math.ceil(sized.disk_mb / 1024)) if sized.disk_mb else None
+        memory = max(1, math.ceil(sized.memory_mb / 1024))
+        return self.sdk.Resources(cpu=max(1, round(sized.cpus)), memory=memory, disk=disk)
+
+    def _lookup(self, name: str) -> Any | None:
+        try:
+            return call_within(
+                self.connect_timeout_s,
+                "Daytona (snapshot lookup)",
+                lambda: self._client.snapshot.get(name),
+            )
+        except self.sdk.DaytonaNotFoundError:
+            return None
+        except self.sdk.DaytonaError as exc:
+            raise SandboxError(f"Daytona could not look up snapshot {name}: {exc}") from exc
+
+    def _build(self, recipe: Recipe, name: str) -> Any:
+        """Have Daytona build ``name`` from the recipe's Dockerfile (minutes for a big recipe)."""
+        with tempfile.TemporaryDirectory(prefix="analyst-env-daytona-") as folder:
+            path = Path(folder) / "Dockerfile"
+            path.write_text(dockerfile(recipe, runner_baked=False))
+            image = self.sdk.Image.from_dockerfile(path)
+        params = self.sdk.CreateSnapshotParams(
+            name=name, image=image, resources=self._resources(recipe)
+        )
+        log = getattr(self._bake_log, "write", None)
+        try:
+            return self._client.snapshot.create(params, on_logs=log, timeout=self.build_timeout_s)
+        except self.sdk.DaytonaError as exc:
+            failed = self._lookup(name)  # a failed build keeps its state and reason
+            if failed is None:
+                raise SandboxError(f"Daytona could not build snapshot {name}: {exc}") from exc
+            return failed
+
+    def bake(
+        self,
+        recipe: Recipe,
+        out_dir: Path,
+        *,
+        log: Callable[[str], None],
+        progress: Callable[[float], None],
+    ) -> None:
+        """``RunnerBackend.bake``, with Daytona's build output streamed into ``log``."""
+        self._bake_log.write = log
+        try:
+            super().bake(recipe, out_dir, log=log, progress=progress)
+        finally:
+            self._bake_log.write = None
+
+    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+        name = self.artifact_name(recipe)
+        snapshot = self._lookup(name) or self._build(recipe, name)
+        if _state(snapshot) == "inactive":  # Daytona deactivates snapshots left unused
+            try:
+                snapshot = call_within(
+                    self.connect_timeout_s,
+                    "Daytona (snapshot activation)",
+                    lambda: self._client.snapshot.activate(snapshot),
+                )
+            except self.sdk.DaytonaError as exc:
+                raise SandboxError(f"Daytona could not activate snapshot {name}: {exc}") from exc
+        deadline = time.monotonic() + self.build_timeout_s
+        while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
+            time.sleep(2.0)  # another server is building it
+            snapshot = self._lookup(name) or self._build(recipe, name)
+        state = _state(snapshot)
+        if state in _FAILED:
+            raise SandboxError(
+                f"Daytona snapshot {name} failed to build ({state}): {snapshot.error_reason}; "
+                f"delete it (`daytona snapshot delete {name}`) to build it again"
+            )
+        if state != "active":
+            raise SandboxError(f"Daytona snapshot {name} is {state}, not active")
+        self._snapshots[image] = name
+
+    def _create_slot(self, image: str, recipe: Recipe) -> Slot:
+        params = self.sdk.CreateSandboxFromSnapshotParams(
+            snapshot=self._snapshots[image],
+            network_block_all=True,
+            labels={"app": "analyst-env", "image": image},
+            auto_stop_interval=self.auto_stop_minutes,
+            ephemeral=True,
+        )
+        try:
+            sandbox = self._client.create(params, timeout=self.boot_timeout_s)
+        except self.sdk.DaytonaError as exc:
+            raise SandboxError(f"Daytona could not create a sandbox: {exc}") from exc
+        created = time.monotonic()
+        try:
+            sandbox.fs.upload_file(self._bundle, BUNDLE_PATH)
+            root, bundle = runner_image.PACKAGE_ROOT, shlex.quote(BUNDLE_PATH)
+            unpacked = sandbox.process.exec(
+                f"mkdir -p {runner_image.WORKDIR} && tar -xzf {bundle} -C {root} && rm -f {bundle}",
+                timeout=120,
+            )
+            if unpacked.exit_code != 0:
+                raise SandboxError(f"unpacking the runner failed: {unpacked.result[-500:]}")
+            sandbox.process.create_session(RUNNER_SESSION)
+            started = sandbox.process.execute_session_command(
+                RUNNER_SESSION,
+                self.sdk.SessionExecuteRequest(
+                    command=relay_command(recipe), run_async=True, suppress_input_echo=True
+                ),
+            )
+            channel = session_channel(sandbox.process, RUNNER_SESSION, started.cmd_id)
+            client = RunnerClient(channel, f"daytona sandbox {sandbox.id}")
+            client.wait_ready(self.boot_timeout_s)
+        except BaseException as exc:
+            try:
+                sandbox.delete()
+            except Exception:
+                pass
+            if isinstance(exc, self.sdk.DaytonaError):
+                raise SandboxError(f"Daytona sandbox {sandbox.id} could not start: {exc}") from exc
+            raise
+        return Slot(client, sandbox.delete, meta={"created": created, "sandbox": sandbox})
+
+    def _slot_usable(self, slot: Slot) -> bool:
+        # Replace a sandbox well before Daytona's auto-stop could end it under an episode.
+        return time.monotonic() - slot.meta["created"] < self.auto_stop_minutes * 30
+
+
+def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:
+    """The backend ``make_backend`` builds: credentials from ``DAYTONA_API_KEY`` (or
+    ``DAYTONA_JWT_TOKEN`` and ``DAYTONA_ORGANIZATION_ID``), the endpoint from
+    ``DAYTONA_API_URL`` and the region from ``DAYTONA_TARGET``, as the Daytona SDK reads them."""
+    return DaytonaSandboxBackend(
+        artifacts.settings_resolver(settings, "daytona"),
+        api_key=os.environ.get("DAYTONA_API_KEY") or None,
+        jwt_token=os.environ.get("DAYTONA_JWT_TOKEN") or None,
+        organization_id=os.environ.get("DAYTONA_ORGANIZATION_ID") or None,
+        api_url=os.environ.get("DAYTONA_API_URL") or None,
+        target=os.environ.get("DAYTONA_TARGET") or None,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )
