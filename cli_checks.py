@@ -50,7 +50,12 @@ OPTIONAL_MODULES = {
 }
 
 # A sandbox backend -> the SDK module it imports (envs/remote/*_backend.py).
-BACKEND_SDKS = {"docker": "docker", "modal": "modal", "e2b": "e2b_code_interpreter"}
+BACKEND_SDKS = {
+    "docker": "docker",
+    "modal": "modal",
+    "e2b": "e2b_code_interpreter",
+    "agent-sandbox": "k8s_agent_sandbox",
+}
 
 
 class UsageError(Exception):

@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import fake_agent_sandbox  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
 
@@ -39,6 +40,16 @@ def e2b_debug(monkeypatch):
     monkeypatch.delenv("E2B_API_KEY", raising=False)
     with fake_e2b.FakeE2B() as fake:
         yield fake
+
+
+@pytest.fixture
+def agent_sandbox_cluster(monkeypatch, tmp_path):
+    """A fake Kubernetes API server with Agent Sandbox, and a kubeconfig pointing at it."""
+    pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with fake_agent_sandbox.FakeAgentSandboxCluster() as cluster:
+        monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig(tmp_path / "kubeconfig")))
+        yield cluster
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ def test_registered_backends():
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
-        match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', "
-        r"'modal'\]",
+        match=r"unknown sandbox backend 'kubernetes'; available: \['agent-sandbox', 'docker', "
+        r"'e2b', 'local', 'modal'\]",
     ):
         make_backend(Settings(backend="kubernetes", state_dir=str(tmp_path)))
 
