@@ -174,8 +174,8 @@ class AgentSandboxBackend(RunnerBackend):
         self.connect_timeout_s = connect_timeout_s
         self.boot_timeout_s = boot_timeout_s
         api = kube_api_client(self.kube)
+        self._configuration = api.configuration
         self._objects = self.kube.client.CustomObjectsApi(api)
-        self._core = self.kube.client.CoreV1Api(api)
         # Only the claim lifecycle goes through the SDK's client; its command and file
         # channels (connection_config) are never opened, so no router or tunnel is needed.
         self._client = self.sdk.SandboxClient(
@@ -271,18 +271,7 @@ class AgentSandboxBackend(RunnerBackend):
             ) from None
         created = time.monotonic()
         try:
-            stream = self.kube.stream.stream(
-                self._core.connect_get_namespaced_pod_exec,
-                sandbox.get_pod_name(),
-                self.namespace,
-                command=runner_image.runner_command(recipe),
-                stdin=True,
-                stdout=True,
-                stderr=True,
-                tty=False,
-                _preload_content=False,
-                binary=True,
-            )
+            stream = self._exec(sandbox.get_pod_name(), runner_image.runner_command(recipe))
             tail = StderrTail()
             channel = QueueChannel(
                 exec_chunks(stream, tail), stream.write_stdin, stream.close, tail.text
@@ -298,6 +287,30 @@ class AgentSandboxBackend(RunnerBackend):
                 ) from None
             raise
         return Slot(client, sandbox.terminate, meta={"created": created, "sandbox": sandbox})
+
+    def _exec(self, pod: str, command: list[str]) -> Any:
+        """A ``pods/exec`` WebSocket running ``command`` with stdin, in binary mode.
+
+        ``kubernetes.stream.stream`` swaps the transport of the ``ApiClient`` it is given
+        while it connects, so each exec gets a client of its own: calls other threads make
+        meanwhile (claims, deletes, other slots' execs) keep their own transport.
+        """
+        api = self.kube.client.ApiClient(self._configuration)
+        try:
+            return self.kube.stream.stream(
+                self.kube.client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+                pod,
+                self.namespace,
+                command=command,
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+                binary=True,
+            )
+        finally:
+            api.close()  # the WebSocket has its own connection
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before its claim's shutdownTime ends it under an episode.

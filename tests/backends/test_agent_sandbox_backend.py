@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
 
 import pytest
@@ -212,3 +213,30 @@ def test_the_network_check_accepts_only_denied_egress():
     assert network_problem({"spec": {"networkPolicy": {}}}) is None
     assert network_problem({"spec": {"networkPolicy": {"ingress": [], "egress": []}}}) is None
     assert network_problem({"spec": {}}) is not None
+
+
+def test_slots_made_at_once_do_not_disturb_each_others_api_calls(agent_sandbox_cluster, csv_file):
+    # kubernetes.stream swaps the transport of the ApiClient it is given while it opens an
+    # exec; other threads' calls on that client must not go out as WebSocket handshakes.
+    backend = AgentSandboxBackend(
+        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
+    )
+    results: list[object] = []
+
+    def episode() -> None:
+        try:
+            sandbox = backend.start("default", files={"data/sales.csv": csv_file})
+            results.append(sandbox.run_cell("1+1", timeout_s=60).outputs)
+            sandbox.close()
+        except Exception as exc:  # reported below
+            results.append(exc)
+
+    try:
+        threads = [threading.Thread(target=episode) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        backend.close()
+    assert results == [[{"text/plain": "2"}]] * 4
