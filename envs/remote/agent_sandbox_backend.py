@@ -19,6 +19,7 @@ network policy denies egress, and refuses to serve otherwise.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -324,7 +325,11 @@ def _selector(labels: dict[str, str]) -> str:
 def _explain(exc: Any) -> str:
     """One line for an ``ApiException``: what its status means here, and the server's reason."""
     status = getattr(exc, "status", None)
-    reason = getattr(exc, "reason", "") or ""
+    reason = str(getattr(exc, "reason", "") or "")
+    # An exec's WebSocket refused by the API server: ``status`` 0, the HTTP status in the text.
+    handshake = re.match(r"Handshake status (\d+) ([^-]*)", reason) if status == 0 else None
+    if handshake:
+        status, reason = int(handshake[1]), handshake[2].strip()
     hint = {
         401: "not authenticated (check the kubeconfig or service account token)",
         403: "forbidden (the server's service account needs the Role in "

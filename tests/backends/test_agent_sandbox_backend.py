@@ -6,6 +6,8 @@ its sandboxes is checked by ``test_sandbox_contract.py``.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 import threading
@@ -240,3 +242,46 @@ def test_slots_made_at_once_do_not_disturb_each_others_api_calls(agent_sandbox_c
     finally:
         backend.close()
     assert results == [[{"text/plain": "2"}]] * 4
+
+
+def test_a_sandbox_pod_lost_mid_cell_is_reported_and_the_backend_recovers(
+    agent_sandbox_cluster, csv_file
+):
+    cluster = agent_sandbox_cluster
+    backend = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
+    try:
+        sandbox = backend.start("default", files={"sales.csv": csv_file})
+        (claim,) = cluster.claims()
+        (runner,) = cluster.processes[claim["status"]["sandbox"]["name"]]
+        # The pod dies under the episode (evicted, OOM-killed): its exec stream ends.
+        threading.Timer(1.0, os.killpg, (runner.pid, signal.SIGKILL)).start()
+        with pytest.raises(SandboxError, match="is gone"):
+            sandbox.run_cell("import time\ntime.sleep(30)", timeout_s=60)
+        sandbox.close()
+        fresh = backend.start("default", files={"sales.csv": csv_file})
+        assert fresh.run_cell("open('sales.csv').readline()", timeout_s=20).outputs == [
+            {"text/plain": "'region,amount\\n'"}
+        ]
+        fresh.close()
+    finally:
+        backend.close()
+
+
+def test_a_role_without_pods_exec_fails_the_start_and_deletes_the_claim(
+    monkeypatch, tmp_path, csv_file
+):
+    docs = [d for d in yaml.safe_load_all((MANIFESTS / "rbac.yaml").read_text()) if d]
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    role["rules"] = [r for r in role["rules"] if r["resources"] != ["pods/exec"]]
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(yaml.safe_dump_all(docs))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with FakeAgentSandboxCluster(rbac=rbac) as cluster:
+        monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig(tmp_path / "kubeconfig")))
+        backend = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
+        try:
+            with pytest.raises(SandboxError, match=r"could not start the runner .*forbidden"):
+                backend.start("default", files={"sales.csv": csv_file})
+        finally:
+            backend.close()
+        assert cluster.claims() == []
