@@ -285,3 +285,45 @@ def test_a_role_without_pods_exec_fails_the_start_and_deletes_the_claim(
         finally:
             backend.close()
         assert cluster.claims() == []
+
+
+@pytest.mark.live
+def test_serve_on_the_fake_cluster_runs_and_scores_an_episode(agent_sandbox_cluster, tmp_path):
+    import asyncio
+    import json
+
+    import httpx
+    import websockets
+    from server.serve_process import ServeProcess
+
+    from analyst_env.datasets import load_dataset
+
+    oracle = next(t for t in load_dataset("starter").tasks if t.id == "starter-sales-000")
+    env = {"ANALYST_ENV_AGENT_SANDBOX_NAMESPACE": agent_sandbox_cluster.namespace}
+    with ServeProcess(tmp_path, "--backend", "agent-sandbox", env=env) as server:
+        health = httpx.get(f"{server.url}/health", timeout=30).json()
+        assert health["sandbox"]["backend"] == "agent-sandbox"
+
+        async def episode() -> list[dict]:
+            frames = [
+                {"type": "reset", "data": {"task_id": oracle.id}},
+                {
+                    "type": "step",
+                    "data": {
+                        "type": "call_tool",
+                        "tool_name": "final_answer",
+                        "arguments": {"answer": oracle.oracle_answer},
+                    },
+                },
+            ]
+            async with websockets.connect(server.url.replace("http", "ws") + "/ws") as ws:
+                replies = []
+                for frame in frames:
+                    await ws.send(json.dumps(frame))
+                    replies.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=120)))
+                return replies
+
+        reset, answered = asyncio.run(episode())
+    assert reset["data"]["observation"]["status"] == "ready", reset
+    assert answered["data"]["reward"] == 1.0, answered
+    assert any(verb == "exec" for verb, _, _ in agent_sandbox_cluster.requests)

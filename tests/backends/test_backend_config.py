@@ -90,6 +90,7 @@ def test_settings_read_backend_fields_from_the_environment():
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
             "cannot reach the Docker engine",
         ),
+        ("agent-sandbox", {"KUBECONFIG": "/nonexistent/kubeconfig"}, "set KUBECONFIG"),
     ],
 )
 def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_path):
