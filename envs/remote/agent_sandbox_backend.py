@@ -145,7 +145,8 @@ class AgentSandboxBackend(RunnerBackend):
 
     Raises:
         BackendUnavailable: SDK missing, no kubeconfig or service account, the API server
-            unreachable in time, or the Agent Sandbox CRDs or permissions missing.
+            unreachable in time, the Agent Sandbox CRDs or permissions missing, or the
+            default image's warm pool missing or its template refused.
     """
 
     name = "agent-sandbox"
@@ -190,6 +191,12 @@ class AgentSandboxBackend(RunnerBackend):
             unavailable=True,
         )
         self._pools: dict[str, str] = {}
+        try:  # the default image's pool and template, so a refusal stops `serve` in one line
+            self._prepare_image("default", resolve("default"))
+        except BackendUnavailable:
+            raise
+        except SandboxError as exc:
+            raise BackendUnavailable(str(exc)) from None
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def artifact_name(self, recipe: Recipe) -> str:

@@ -158,40 +158,39 @@ def test_a_template_whose_sandboxes_reach_the_network_is_refused(
     agent_sandbox_cluster, tmp_path, change, reason
 ):
     change(_template(agent_sandbox_cluster)["spec"])
-    backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
-    )
-    try:
-        with pytest.raises(SandboxError, match=f"refusing the SandboxTemplate .*{reason}"):
-            backend.warm_up("default")
-        assert agent_sandbox_cluster.claims() == []
-    finally:
-        backend.close()
+    with pytest.raises(BackendUnavailable, match=f"refusing the SandboxTemplate .*{reason}"):
+        make_backend(settings(tmp_path, agent_sandbox_cluster.namespace))
+    assert agent_sandbox_cluster.claims() == []
 
 
-def test_a_template_with_another_runner_revision_is_refused(agent_sandbox_cluster):
+def test_a_template_with_another_runner_revision_is_refused(agent_sandbox_cluster, tmp_path):
     (container,) = _template(agent_sandbox_cluster)["spec"]["podTemplate"]["spec"]["containers"]
     container["image"] = "registry.example/analyst-env:0123456789abcdef-r1"
-    backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
-    )
-    try:
-        with pytest.raises(
-            SandboxError, match=f"needs one tagged '{artifact_tag(default_recipe())}'"
-        ):
-            backend.warm_up("default")
-    finally:
-        backend.close()
-    assert f"-r{RUNNER_REVISION}" in artifact_tag(default_recipe())
+    tag = artifact_tag(default_recipe())
+    assert tag.endswith(f"-r{RUNNER_REVISION}")
+    with pytest.raises(BackendUnavailable, match=f"needs one tagged '{tag}'"):
+        make_backend(settings(tmp_path, agent_sandbox_cluster.namespace))
 
 
 def test_a_missing_warm_pool_is_named(agent_sandbox_cluster, tmp_path):
-    backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm_pool="nope", warm=0
-    )
+    with pytest.raises(BackendUnavailable, match="no SandboxWarmPool 'nope' in namespace"):
+        make_backend(
+            settings(tmp_path, agent_sandbox_cluster.namespace, agent_sandbox_warm_pool="nope")
+        )
+
+
+def test_an_environment_image_needs_its_own_pool(agent_sandbox_cluster, tmp_path):
+    from analyst_env.envs.recipes.recipe import Recipe
+
+    backend = make_backend(settings(tmp_path, agent_sandbox_cluster.namespace))
+    recipe = Recipe(name="extra", preload=["json"])
     try:
-        with pytest.raises(SandboxError, match="no SandboxWarmPool 'nope' in namespace"):
-            backend.warm_up("default")
+        with pytest.raises(
+            SandboxError, match=f"no SandboxWarmPool 'analyst-env-{artifact_tag(recipe)}'"
+        ):
+            backend.baker().bake(
+                recipe, tmp_path / "built", log=lambda line: None, progress=lambda f: None
+            )
     finally:
         backend.close()
 
