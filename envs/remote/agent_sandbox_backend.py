@@ -278,6 +278,12 @@ class AgentSandboxBackend(RunnerBackend):
                 f"{self.namespace!r}: {detail}"
             ) from None
         created = time.monotonic()
+        claim = sandbox.claim_name
+
+        def delete() -> None:
+            # The client's delete, not the handle's: it also forgets the handle it tracks.
+            self._client.delete_sandbox(claim, namespace=self.namespace)
+
         try:
             stream = self._exec(sandbox.get_pod_name(), runner_image.runner_command(recipe))
             tail = StderrTail()
@@ -287,14 +293,14 @@ class AgentSandboxBackend(RunnerBackend):
             client = RunnerClient(channel, f"agent sandbox {sandbox.sandbox_id}")
             client.wait_ready(self.boot_timeout_s)
         except BaseException as exc:
-            sandbox.terminate()
+            delete()
             if isinstance(exc, self.kube.client.ApiException):
                 raise SandboxError(
                     f"could not start the runner in agent sandbox {sandbox.sandbox_id}: "
                     f"{_explain(exc)}"
                 ) from None
             raise
-        return Slot(client, sandbox.terminate, meta={"created": created, "sandbox": sandbox})
+        return Slot(client, delete, meta={"created": created, "sandbox": sandbox})
 
     def _exec(self, pod: str, command: list[str]) -> Any:
         """A ``pods/exec`` WebSocket running ``command`` with stdin, in binary mode.

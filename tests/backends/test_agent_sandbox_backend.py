@@ -73,6 +73,8 @@ def test_an_episode_claims_a_sandbox_from_the_warm_pool_and_closing_deletes_it(
         time.sleep(0.05)
     assert cluster.claims() == []
     assert runner.returncode is not None, "the runner outlived its deleted sandbox"
+    # The SDK's client keeps a handle per claim until the claim is deleted through it.
+    assert backend._client._active_connection_sandboxes == {}
 
 
 def test_without_a_kubeconfig_start_up_says_what_to_set(monkeypatch, tmp_path):
