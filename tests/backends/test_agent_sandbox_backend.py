@@ -84,6 +84,13 @@ def test_without_a_kubeconfig_start_up_says_what_to_set(monkeypatch, tmp_path):
         make_backend(settings(tmp_path, "default"))
 
 
+def test_in_a_pod_without_a_service_account_token_start_up_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    with pytest.raises(BackendUnavailable, match="in a pod without a usable service account"):
+        make_backend(settings(tmp_path, "default"))
+
+
 def test_without_the_sdk_start_up_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "k8s_agent_sandbox", None)
     with pytest.raises(BackendUnavailable, match=r"pip install 'analyst-env\[agent-sandbox\]'"):
