@@ -28,14 +28,15 @@ class BackendInfo:
         sdk: The vendor SDK's import name (``None``: nothing to install).
         extra: The ``analyst-env[...]`` extra that installs it.
         variables: Environment variables the SDK needs, all of them ...
-        or_file: ... or a file its own login writes instead (``~`` expanded).
+        or_files: ... or any of these files, which its own login (or the platform) writes
+            instead (``~`` expanded).
     """
 
     summary: str
     sdk: str | None = None
     extra: str | None = None
     variables: tuple[str, ...] = ()
-    or_file: str | None = None
+    or_files: tuple[str, ...] = ()
 
 
 BACKEND_CATALOG: dict[str, BackendInfo] = {
@@ -47,14 +48,21 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         sdk="docker",
         extra="docker",
         variables=("DOCKER_HOST",),
-        or_file="/var/run/docker.sock",
+        or_files=("/var/run/docker.sock",),
     ),
     "modal": BackendInfo(
         "a Modal sandbox per warm slot (gVisor), images built by Modal",
         sdk="modal",
         extra="modal",
         variables=("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"),
-        or_file="~/.modal.toml",
+        or_files=("~/.modal.toml",),
+    ),
+    "agent-sandbox": BackendInfo(
+        "a Kubernetes agent sandbox per warm slot, claimed from a SandboxWarmPool",
+        sdk="k8s_agent_sandbox",
+        extra="agent-sandbox",
+        variables=("KUBECONFIG",),
+        or_files=("~/.kube/config", "/var/run/secrets/kubernetes.io/serviceaccount/token"),
     ),
     "daytona": BackendInfo(
         "a Daytona sandbox per warm slot, images as Daytona snapshots",
@@ -96,10 +104,10 @@ def readiness(name: str) -> Readiness:
     if not installed:
         missing.append(f"pip install 'analyst-env[{info.extra}]'")
     unset = [v for v in info.variables if not os.environ.get(v)]
-    has_file = info.or_file is not None and Path(info.or_file).expanduser().exists()
+    has_file = any(Path(f).expanduser().exists() for f in info.or_files)
     if unset and not has_file:
         what = "set " + ", ".join(unset)
-        missing.append(f"{what} (or {info.or_file})" if info.or_file else what)
+        missing.append(f"{what} (or {' or '.join(info.or_files)})" if info.or_files else what)
     return Readiness(installed, tuple(missing))
 
 

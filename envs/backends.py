@@ -22,6 +22,7 @@ BACKENDS: dict[str, str] = {
     "modal": "analyst_env.envs.remote.modal_backend:from_settings",
     "e2b": "analyst_env.envs.remote.e2b_backend:from_settings",
     "daytona": "analyst_env.envs.remote.daytona_backend:from_settings",
+    "agent-sandbox": "analyst_env.envs.remote.agent_sandbox_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""
@@ -48,6 +49,8 @@ class BackendSettings(Protocol):
     e2b_template: str | None
     backend_connect_timeout_s: float
     remote_warm_slots: int
+    agent_sandbox_namespace: str | None
+    agent_sandbox_warm_pool: str
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

@@ -26,7 +26,8 @@ class Settings(BaseModel):
         ),
     )
     backend: str = Field(
-        default="local", description="Sandbox backend: local, docker, modal or e2b"
+        default="local",
+        description="Sandbox backend: local, docker, modal, e2b or agent-sandbox",
     )
     max_sessions: int = Field(
         default=64, ge=1, description="Concurrent episodes (WebSocket sessions)"
@@ -143,6 +144,17 @@ class Settings(BaseModel):
         description=(
             "E2B: run every episode from this template instead of one built per environment"
         ),
+    )
+    agent_sandbox_namespace: str | None = Field(
+        default=None,
+        description=(
+            "agent-sandbox: the namespace of the warm pools and claims (default: the server "
+            "pod's own, else 'default')"
+        ),
+    )
+    agent_sandbox_warm_pool: str = Field(
+        default="analyst-env-sandbox",
+        description="agent-sandbox: the SandboxWarmPool serving the default image",
     )
     backend_connect_timeout_s: float = Field(
         default=10.0,

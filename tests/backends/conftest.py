@@ -23,6 +23,7 @@ except ImportError:
     pass
 
 import fake_daytona  # noqa: E402
+import fake_agent_sandbox  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
 
@@ -56,6 +57,16 @@ def daytona_api():
     pytest.importorskip("daytona", reason="the daytona extra is not installed")
     with fake_daytona.FakeDaytona() as fake:
         yield fake
+
+
+@pytest.fixture
+def agent_sandbox_cluster(monkeypatch, tmp_path):
+    """A fake Kubernetes API server with Agent Sandbox, and a kubeconfig pointing at it."""
+    pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with fake_agent_sandbox.FakeAgentSandboxCluster() as cluster:
+        monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig(tmp_path / "kubeconfig")))
+        yield cluster
 
 
 @pytest.fixture

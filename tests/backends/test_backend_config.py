@@ -36,7 +36,7 @@ def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"unknown sandbox backend 'nosuch'; "
-        r"available: .*daytona, docker, e2b, .*local, modal",
+        r"available: agent-sandbox, .*daytona, docker, e2b, .*local, modal",
     ):
         make_backend(Settings(backend="nosuch", state_dir=str(tmp_path)))
 
@@ -91,6 +91,7 @@ def test_settings_read_backend_fields_from_the_environment():
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
             "cannot reach the Docker engine",
         ),
+        ("agent-sandbox", {"KUBECONFIG": "/nonexistent/kubeconfig"}, "set KUBECONFIG"),
     ],
 )
 def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_path):

@@ -177,6 +177,24 @@ def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug
     )
 
 
+def test_agent_sandbox_gives_identical_observations(
+    local_observations, starter, agent_sandbox_cluster
+):
+    from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
+
+    backend = AgentSandboxBackend(
+        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
+    )
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )
+
+
 def _debug_dump(a, b):
     import difflib
 

@@ -94,11 +94,20 @@ def _daytona(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
+    from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
+
+    cluster = request.getfixturevalue("agent_sandbox_cluster")
+    return Case(AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0))
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
     "e2b": _e2b,
     "daytona": _daytona,
+    "agent-sandbox": _agent_sandbox,
 }
 
 

@@ -1,11 +1,13 @@
-"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B or Daytona.
+"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B, Daytona
+or a cluster with Kubernetes Agent Sandbox.
 
 The backend tests in ``tests/backends`` drive the vendors' SDKs against local fakes;
 this one needs the real service, so it runs only when asked (``ANALYST_ENV_TEST_DOCKER``,
-``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_DAYTONA`` set to 1)
-and when the vendor's credentials are set; otherwise it skips saying which. One episode goes
-through the protocol: reset (the first one builds or pulls the default image, hence the long
-timeouts), a cell, the oracle's ``final_answer`` scoring 1, and ``/health`` and
+``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_DAYTONA``,
+``ANALYST_ENV_TEST_AGENT_SANDBOX`` set to 1) and when the vendor's credentials are set;
+otherwise it skips saying which. One episode goes through the protocol: reset (the first
+one builds or pulls the default image, hence the long timeouts), a cell, the oracle's
+``final_answer`` scoring 1, and ``/health`` and
 ``/metrics`` naming the backend and counting no sandbox failure. docs/capacity.md lists
 the commands.
 """
@@ -32,6 +34,9 @@ BACKENDS = {
     "modal": ("ANALYST_ENV_TEST_MODAL", ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET")),
     "e2b": ("ANALYST_ENV_TEST_E2B", ("E2B_API_KEY",)),
     "daytona": ("ANALYST_ENV_TEST_DAYTONA", ("DAYTONA_API_KEY",)),
+    # A cluster with deploy/kubernetes/agent-sandbox/ applied, reached through KUBECONFIG (or
+    # ~/.kube/config) with ANALYST_ENV_AGENT_SANDBOX_NAMESPACE naming its namespace.
+    "agent-sandbox": ("ANALYST_ENV_TEST_AGENT_SANDBOX", ()),
 }
 
 

@@ -1,0 +1,49 @@
+"""Reset latency of the agent-sandbox backend against the fake cluster: ``start()`` until a
+first ``1+1`` result, with a warm slot and with a new claim and runner each time.
+
+Run: ``.venv/bin/python tests/backends/measure_agent_sandbox_resets.py [n]``. The fake binds a
+claim at once and runs the runner as a local process, so this is this project's share (the
+SDK's claim and watch, the exec WebSocket, the runner's boot and fork), not a cluster's own
+pod start or the controller's adoption from the warm pool.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from fake_agent_sandbox import FakeAgentSandboxCluster  # noqa: E402
+from measure_resets import _measure, _report  # noqa: E402
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    scratch = tempfile.mkdtemp()
+    data = os.path.join(scratch, "sales.csv")
+    with open(data, "w") as f:
+        f.write("region,amount\n" + "west,1\n" * 1000)
+    files = {"sales.csv": data}
+
+    from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
+    from analyst_env.envs.remote.runner_image import resolve_default
+
+    os.environ.pop("KUBERNETES_SERVICE_HOST", None)
+    with FakeAgentSandboxCluster() as cluster:
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig(Path(scratch) / "kubeconfig"))
+        warm = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=1)
+        warm.start("default", files={}).close()
+        time.sleep(10)
+        _report("agent-sandbox, fake cluster, warm slot", _measure(warm, files, n))
+        warm.close()
+        cold = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
+        _report("agent-sandbox, fake cluster, new claim", _measure(cold, files, max(3, n // 3)))
+        cold.close()
+
+
+if __name__ == "__main__":
+    main()
