@@ -22,8 +22,8 @@ try:
 except ImportError:
     pass
 
-import fake_daytona  # noqa: E402
 import fake_agent_sandbox  # noqa: E402
+import fake_daytona  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
 
