@@ -366,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Tool output cut at this many characters (default 20000)",
     )
     serve.add_argument(
-        "--backend", help="Sandbox backend: local, docker, modal or e2b (default local)"
+        "--backend",
+        help="Sandbox backend: local, docker, modal, e2b or opensandbox (default local)",
     )
     serve.add_argument(
         "--token", help="Require 'Authorization: Bearer TOKEN' on every route but /health"

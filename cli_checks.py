@@ -39,6 +39,7 @@ OPTIONAL_MODULES = {
     "modal": "modal",
     "e2b": "e2b",
     "e2b_code_interpreter": "e2b",
+    "opensandbox": "opensandbox",
     "torch": "trl",
     "trl": "trl",
     "transformers": "trl",
@@ -51,6 +52,7 @@ OPTIONAL_MODULES = {
 
 # A sandbox backend -> the SDK module it imports (envs/remote/*_backend.py).
 BACKEND_SDKS = {"docker": "docker", "modal": "modal", "e2b": "e2b_code_interpreter"}
+BACKEND_SDKS["opensandbox"] = "opensandbox"
 
 
 class UsageError(Exception):

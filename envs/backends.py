@@ -20,6 +20,7 @@ BACKENDS: dict[str, str] = {
     "docker": "analyst_env.envs.remote.docker_backend:from_settings",
     "modal": "analyst_env.envs.remote.modal_backend:from_settings",
     "e2b": "analyst_env.envs.remote.e2b_backend:from_settings",
+    "opensandbox": "analyst_env.envs.remote.opensandbox_backend:from_settings",
 }
 
 
@@ -42,6 +43,8 @@ class BackendSettings(Protocol):
     e2b_template: str | None
     backend_connect_timeout_s: float
     remote_warm_slots: int
+    opensandbox_image: str | None
+    opensandbox_egress: str
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

@@ -26,7 +26,7 @@ class Settings(BaseModel):
         ),
     )
     backend: str = Field(
-        default="local", description="Sandbox backend: local, docker, modal or e2b"
+        default="local", description="Sandbox backend: local, docker, modal, e2b or opensandbox"
     )
     max_sessions: int = Field(
         default=64, ge=1, description="Concurrent episodes (WebSocket sessions)"
@@ -142,6 +142,21 @@ class Settings(BaseModel):
         default=None,
         description=(
             "E2B: run every episode from this template instead of one built per environment"
+        ),
+    )
+    opensandbox_image: str | None = Field(
+        default=None,
+        description=(
+            "OpenSandbox: run every episode from this image (one the server can pull, holding "
+            "the slot runner) instead of one built per environment on the local Docker engine"
+        ),
+    )
+    opensandbox_egress: str = Field(
+        default="deny",
+        pattern="^(deny|allow)$",
+        description=(
+            "OpenSandbox: 'deny' sends a deny-all egress policy (the server needs its egress "
+            "sidecar); 'allow' leaves sandboxes on the server's container network"
         ),
     )
     backend_connect_timeout_s: float = Field(

@@ -29,14 +29,14 @@ from analyst_env.server.settings import Settings
 
 
 def test_registered_backends():
-    assert {"local", "docker", "modal", "e2b"} <= set(BACKENDS)
+    assert {"local", "docker", "modal", "e2b", "opensandbox"} <= set(BACKENDS)
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"unknown sandbox backend 'kubernetes'; available: \['docker', 'e2b', 'local', "
-        r"'modal'\]",
+        r"'modal', 'opensandbox'\]",
     ):
         make_backend(Settings(backend="kubernetes", state_dir=str(tmp_path)))
 

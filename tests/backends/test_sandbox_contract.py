@@ -83,10 +83,19 @@ def _e2b(request: pytest.FixtureRequest) -> Case:
     return Case(backend, interrupts=False, reports_kernel_death=False)
 
 
+def _opensandbox(request: pytest.FixtureRequest) -> Case:
+    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
+
+    fake = request.getfixturevalue("opensandbox_server")
+    backend = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
+    return Case(backend)
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
     "e2b": _e2b,
+    "opensandbox": _opensandbox,
 }
 
 
