@@ -106,17 +106,24 @@ class FakeOpenSandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        deadline = time.monotonic() + 3  # slots handed back are deleted on a thread
+        while self.boxes and time.monotonic() < deadline:
+            time.sleep(0.05)
         for box in list(self.boxes.values()):
             self._destroy(box)
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self._sock.close()
 
-    def _destroy(self, box: FakeBox) -> None:
-        self.boxes.pop(box.id, None)
+    def kill_processes(self, box: FakeBox) -> None:
+        """Kill what runs in ``box`` (as the out-of-memory killer would), leaving the box."""
         for pid in box.pids:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+
+    def _destroy(self, box: FakeBox) -> None:
+        self.boxes.pop(box.id, None)
+        self.kill_processes(box)
         shutil.rmtree(box.root, ignore_errors=True)
 
     def _build(self) -> FastAPI:
