@@ -1,8 +1,9 @@
-"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal or E2B.
+"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B or OpenSandbox.
 
 The backend tests in ``tests/backends`` drive the vendors' SDKs against local fakes;
 this one needs the real service, so it runs only when asked (``ANALYST_ENV_TEST_DOCKER``,
-``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B`` set to 1) and when the vendor's
+``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_OPENSANDBOX`` set to
+1) and when the vendor's
 credentials are set; otherwise it skips saying which. One episode goes through the
 protocol: reset (the first one builds or pulls the default image, hence the long
 timeouts), a cell, the oracle's ``final_answer`` scoring 1, and ``/health`` and
@@ -31,6 +32,7 @@ BACKENDS = {
     "docker": ("ANALYST_ENV_TEST_DOCKER", ()),
     "modal": ("ANALYST_ENV_TEST_MODAL", ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET")),
     "e2b": ("ANALYST_ENV_TEST_E2B", ("E2B_API_KEY",)),
+    "opensandbox": ("ANALYST_ENV_TEST_OPENSANDBOX", ("OPEN_SANDBOX_DOMAIN",)),
 }
 
 

@@ -1,0 +1,122 @@
+"""The OpenSandbox backend against a real ``opensandbox-server`` with its Docker runtime.
+
+The server lives in its own venv (``.venv/opensandbox-server``: it pulls in the
+kubernetes and grpc clients, which the package has no use for) and needs a Docker
+engine (``DOCKER_HOST``); without either the tests skip, saying which. They check
+what the fake cannot prove: the real control plane accepts the backend's start-up
+call with its API key and refuses it without, in one line; and a sandbox the server
+cannot create (an image no registry has) becomes a ``SandboxError`` carrying the
+server's reason, the sandbox deleted. Episodes need the server's execd image as
+well (``opensandbox/execd``, from Docker Hub); ``tests/deploy/
+test_remote_backends_live.py`` runs one when ``ANALYST_ENV_TEST_OPENSANDBOX=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.runner_image import resolve_default
+from analyst_env.envs.sandbox import SandboxError
+
+pytestmark = pytest.mark.live
+pytest.importorskip("opensandbox", reason="the opensandbox extra is not installed")
+
+from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend  # noqa: E402
+
+SERVER = Path(__file__).resolve().parents[2] / ".venv/opensandbox-server/bin/opensandbox-server"
+API_KEY = "analyst-env-live-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server_domain(tmp_path_factory):
+    if not SERVER.exists():
+        pytest.skip(
+            f"no OpenSandbox server at {SERVER}: python -m venv .venv/opensandbox-server && "
+            ".venv/opensandbox-server/bin/pip install opensandbox-server==1.1.1"
+        )
+    if not os.environ.get("DOCKER_HOST"):
+        pytest.skip("the OpenSandbox server's Docker runtime needs an engine: set DOCKER_HOST")
+    home = tmp_path_factory.mktemp("opensandbox-server")
+    config = home / "sandbox.toml"
+    subprocess.run(
+        [str(SERVER), "init-config", str(config), "--example", "docker"],
+        check=True,
+        capture_output=True,
+    )
+    port = _free_port()
+    text = config.read_text()
+    text = text.replace("port = 8080", f'port = {port}\napi_key = "{API_KEY}"', 1)
+    text = text.replace("~/.opensandbox/opensandbox.db", str(home / "opensandbox.db"))
+    config.write_text(text.replace('# publish_host = "127.0.0.1"', 'publish_host = "127.0.0.1"'))
+    log = open(home / "server.log", "wb")
+    proc = subprocess.Popen(
+        [str(SERVER), "--config", str(config)], stdout=log, stderr=subprocess.STDOUT, cwd=home
+    )
+    domain = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://{domain}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    f"opensandbox-server did not start: {(home / 'server.log').read_text()}"
+                )
+            time.sleep(0.2)
+        yield domain
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_the_real_server_takes_the_key_and_refuses_another(server_domain):
+    with pytest.raises(BackendUnavailable, match="OPEN_SANDBOX_API_KEY"):
+        OpenSandboxBackend(resolve_default, domain=server_domain, api_key="wrong", image="x")
+    backend = OpenSandboxBackend(
+        resolve_default, domain=server_domain, api_key=API_KEY, image="x", warm=0
+    )
+    backend.close()
+
+
+def test_a_sandbox_the_server_cannot_create_is_a_sandbox_error(server_domain):
+    backend = OpenSandboxBackend(
+        resolve_default,
+        domain=server_domain,
+        api_key=API_KEY,
+        image="analyst-env-missing/runner:none",
+        warm=0,
+        boot_timeout_s=60,
+    )
+    try:
+        with pytest.raises(SandboxError, match="OpenSandbox did not create a sandbox: .*image"):
+            backend.start("default", files={}, seed=1)
+    finally:
+        backend.close()
+    listed = httpx.get(
+        f"http://{server_domain}/v1/sandboxes",
+        headers={"OPEN-SANDBOX-API-KEY": API_KEY},
+        timeout=10,
+    ).json()
+    assert listed["items"] == [], listed
