@@ -10,18 +10,28 @@ WebSocket ``/pty/{id}/ws?pty=0`` (a JSON ``connected`` frame; binary frames ``0x
 stdout, ``0x02`` stderr out and ``0x00`` stdin in; a JSON ``exit`` frame) in front of a
 real ``bash --norc --noprofile``. Standard library only: it runs in whatever image the
 sandbox runs.
+
+``fake_opensandbox`` runs it on the host too, one per fake sandbox, with options a
+container does not need: ``--token`` (execd's ``X-EXECD-ACCESS-TOKEN``), ``--root`` (the
+directory standing in for the container's filesystem: bash starts there, and ``/work``
+and ``python`` in the first command line are mapped to it and to this interpreter) and
+``--no-network`` (bash in a fresh network namespace, as a deny-all egress policy; root only).
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import json
 import os
 import secrets
+import shlex
+import shutil
 import signal
 import struct
 import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,6 +39,15 @@ _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _SESSIONS: set[str] = set()
 _PORT = 44772
 _SELF_PROXY = f"/proxy/{_PORT}"
+_OPTIONS = argparse.Namespace(port=_PORT, token=None, root=None, no_network=False)
+
+
+def _map_first_line(data: bytes, root: str) -> bytes:
+    """The first command line with the container's ``/work`` and ``python`` made local."""
+    line, _, rest = data.partition(b"\n")
+    local = {"/work": os.path.join(root, "work"), "python": sys.executable}
+    words = [local.get(word, word) for word in shlex.split(line.decode())]
+    return shlex.join(words).encode() + b"\n" + rest
 
 
 def _send(sock, lock: threading.Lock, opcode: int, payload: bytes) -> None:
@@ -73,6 +92,10 @@ class Handler(BaseHTTPRequestHandler):
         ok = super().parse_request()
         if ok and self.path.startswith(_SELF_PROXY):
             self.path = self.path[len(_SELF_PROXY) :] or "/"
+        if ok and _OPTIONS.token and self.headers.get("X-EXECD-ACCESS-TOKEN") != _OPTIONS.token:
+            self.close_connection = True
+            self._reply(401, {"code": "UNAUTHORIZED"})
+            return False
         return ok
 
     def _reply(self, status: int, body: dict | None = None) -> None:
@@ -118,13 +141,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _pipe(self, session: str) -> None:
         sock, lock = self.connection, threading.Lock()
+        argv = ["bash", "--norc", "--noprofile"]
+        if _OPTIONS.no_network and os.geteuid() == 0 and shutil.which("unshare"):
+            argv = ["unshare", "--net", "--", *argv]
         proc = subprocess.Popen(
-            ["bash", "--norc", "--noprofile"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            cwd=_OPTIONS.root,
             start_new_session=True,
         )
+        pending = b"" if _OPTIONS.root else None  # the first line, until it is complete
         connected = {"type": "connected", "session_id": session, "mode": "pipe"}
         _send(sock, lock, 1, json.dumps(connected).encode())
 
@@ -161,7 +189,13 @@ class Handler(BaseHTTPRequestHandler):
                 if opcode == 9:
                     _send(sock, lock, 10, data)
                 elif opcode == 2 and data[:1] == b"\0":
-                    proc.stdin.write(data[1:])
+                    payload = data[1:]
+                    if pending is not None:
+                        pending += payload
+                        if b"\n" not in pending:
+                            continue
+                        payload, pending = _map_first_line(pending, _OPTIONS.root), None
+                    proc.stdin.write(payload)
                     proc.stdin.flush()
         except (EOFError, OSError):
             pass
@@ -173,5 +207,16 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A stand-in for OpenSandbox's execd")
+    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--port", type=int, default=_PORT)
+    parser.add_argument("--token")
+    parser.add_argument("--root")
+    parser.add_argument("--no-network", action="store_true")
+    _OPTIONS.__dict__.update(vars(parser.parse_args()))
+    ThreadingHTTPServer((_OPTIONS.host, _OPTIONS.port), Handler).serve_forever()
+
+
 if __name__ == "__main__":
-    ThreadingHTTPServer(("0.0.0.0", _PORT), Handler).serve_forever()
+    main()

@@ -9,6 +9,7 @@ sandbox is deleted.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -28,6 +29,15 @@ def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _reaches(sandbox, port: int) -> str:
+    probe = (
+        "import socket\ntry:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('reached')\n"
+        "except OSError:\n    print('blocked')"
+    )
+    return sandbox.run_cell(probe, timeout_s=30).stdout.strip()
 
 
 def test_without_a_server_the_error_says_what_to_set(monkeypatch, tmp_path):
@@ -89,6 +99,8 @@ def test_a_slot_is_sized_by_its_recipe_without_egress_and_deleted_after(opensand
     try:
         sandbox = backend.start("default", files={}, seed=1)
         assert sandbox.run_cell("print(6 * 7)", timeout_s=30).stdout == "42\n"
+        if os.geteuid() == 0:  # the fake enforces the policy with a network namespace
+            assert _reaches(sandbox, opensandbox_server.port) == "blocked"
         sandbox.close()
     finally:
         backend.close()
@@ -109,7 +121,9 @@ def test_egress_allow_sends_no_policy_and_says_so(opensandbox_server):
     )
     try:
         assert backend.capabilities.network == "host"
-        backend.start("default", files={}, seed=1).close()
+        sandbox = backend.start("default", files={}, seed=1)
+        assert _reaches(sandbox, opensandbox_server.port) == "reached"
+        sandbox.close()
     finally:
         backend.close()
     assert "networkPolicy" not in opensandbox_server.created[0]
