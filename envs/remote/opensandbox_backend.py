@@ -21,6 +21,7 @@ it. Episodes are forked inside it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -202,7 +203,8 @@ class OpenSandboxBackend(RunnerBackend):
             client = RunnerClient(channel, f"opensandbox sandbox {sandbox.id}")
             client.wait_ready(self.boot_timeout_s)
         except BaseException:
-            _kill(sandbox)
+            with contextlib.suppress(Exception):  # the error that got here is the one to report
+                _kill(sandbox)
             raise
 
         def destroy() -> None:

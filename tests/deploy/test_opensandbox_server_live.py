@@ -10,7 +10,7 @@ server's reason; and an episode runs in a real container the server made from th
 runner image built on the engine, reached through the endpoint the server reports,
 and the sandbox is deleted after. execd's own image (``opensandbox/execd``) comes
 from Docker Hub, so the server is configured with an image holding
-``execd_standin.py`` instead (built here from the local base image, no network):
+``tests/backends/execd_standin.py`` instead (built here from the local base image, no network):
 execd is the one part not real. With the real execd image,
 ``tests/deploy/test_remote_backends_live.py`` runs a whole server on OpenSandbox when
 ``ANALYST_ENV_TEST_OPENSANDBOX=1``.
@@ -41,6 +41,7 @@ from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend  # no
 SERVER = Path(__file__).resolve().parents[2] / ".venv/opensandbox-server/bin/opensandbox-server"
 API_KEY = "analyst-env-live-test"
 EXECD_IMAGE = "analyst-env-execd-standin:test"
+STANDIN = Path(__file__).resolve().parents[1] / "backends" / "execd_standin.py"
 BASE_IMAGE = "python:3.11-slim-bookworm"
 
 
@@ -57,7 +58,7 @@ def _build_execd_image() -> None:
     with tarfile.open(fileobj=context, mode="w") as tar:
         for name, data, mode in (
             ("Dockerfile", f"FROM {BASE_IMAGE}\nCOPY execd bootstrap.sh /\n".encode(), 0o644),
-            ("execd", (Path(__file__).parent / "execd_standin.py").read_bytes(), 0o755),
+            ("execd", STANDIN.read_bytes(), 0o755),
             ("bootstrap.sh", b'#!/bin/sh\n/opt/opensandbox/execd &\nexec "$@"\n', 0o755),
         ):
             info = tarfile.TarInfo(name)
