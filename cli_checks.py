@@ -39,6 +39,7 @@ OPTIONAL_MODULES = {
     "modal": "modal",
     "e2b": "e2b",
     "e2b_code_interpreter": "e2b",
+    "opensandbox": "opensandbox",
     "torch": "trl",
     "trl": "trl",
     "transformers": "trl",

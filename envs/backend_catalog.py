@@ -70,6 +70,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="daytona",
         variables=("DAYTONA_API_KEY",),
     ),
+    "opensandbox": BackendInfo(
+        "an OpenSandbox sandbox per warm slot, on a self-hosted opensandbox-server",
+        sdk="opensandbox",
+        extra="opensandbox",
+        variables=("OPEN_SANDBOX_DOMAIN",),
+    ),
     "e2b": BackendInfo(
         "an E2B sandbox (Firecracker microVM) with E2B's own Jupyter kernel",
         sdk="e2b_code_interpreter",

@@ -23,6 +23,7 @@ BACKENDS: dict[str, str] = {
     "e2b": "analyst_env.envs.remote.e2b_backend:from_settings",
     "daytona": "analyst_env.envs.remote.daytona_backend:from_settings",
     "agent-sandbox": "analyst_env.envs.remote.agent_sandbox_backend:from_settings",
+    "opensandbox": "analyst_env.envs.remote.opensandbox_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""
@@ -51,6 +52,8 @@ class BackendSettings(Protocol):
     remote_warm_slots: int
     agent_sandbox_namespace: str | None
     agent_sandbox_warm_pool: str
+    opensandbox_image: str | None
+    opensandbox_egress: str
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

@@ -27,7 +27,8 @@ class Settings(BaseModel):
     )
     backend: str = Field(
         default="local",
-        description="Sandbox backend: local, docker, modal, e2b or agent-sandbox",
+        description="Sandbox backend: local, docker, modal, e2b, daytona, agent-sandbox or "
+        "opensandbox (analyst-env backends lists them)",
     )
     max_sessions: int = Field(
         default=64, ge=1, description="Concurrent episodes (WebSocket sessions)"
@@ -156,10 +157,25 @@ class Settings(BaseModel):
         default="analyst-env-sandbox",
         description="agent-sandbox: the SandboxWarmPool serving the default image",
     )
+    opensandbox_image: str | None = Field(
+        default=None,
+        description=(
+            "OpenSandbox: run every episode from this image (one the server can pull, holding "
+            "the slot runner) instead of one built per environment on the local Docker engine"
+        ),
+    )
+    opensandbox_egress: str = Field(
+        default="deny",
+        pattern="^(deny|allow)$",
+        description=(
+            "OpenSandbox: 'deny' sends a deny-all egress policy (the server needs its egress "
+            "sidecar); 'allow' leaves sandboxes on the server's container network"
+        ),
+    )
     backend_connect_timeout_s: float = Field(
         default=10.0,
         gt=0,
-        description="Docker/Modal/E2B: start-up fails if the service does not answer within this",
+        description="Remote backends: start-up fails if the service does not answer within this",
     )
     token: str | None = Field(
         default=None, description="Bearer token required on every route but /health"

@@ -26,10 +26,9 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.dockerfile import build_context
+from analyst_env.envs.remote.engine_image import ensure_image
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
-from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -172,23 +171,7 @@ class DockerSandboxBackend(RunnerBackend):
 
     def _prepare_image(self, image: str, recipe: Recipe) -> None:
         tag = self.artifact_name(recipe)
-        try:
-            self.docker.images.get(tag)
-        except self.sdk.errors.ImageNotFound:
-            try:
-                self.docker.images.build(
-                    fileobj=build_context(recipe),
-                    custom_context=True,
-                    tag=tag,
-                    rm=True,
-                    forcerm=True,  # a failed step's container too
-                    network_mode=self.build_network,
-                )
-            except self.sdk.errors.BuildError as exc:
-                log = "".join(str(entry.get("stream", "")) for entry in exc.build_log)[-2000:]
-                raise SandboxError(
-                    f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}"
-                ) from exc
+        ensure_image(self.docker, self.sdk, recipe, tag, build_network=self.build_network)
         self._tags[image] = tag
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:

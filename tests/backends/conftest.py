@@ -74,3 +74,13 @@ def csv_file(tmp_path):
     path = tmp_path / "sales.csv"
     path.write_text("region,amount\nwest,10.5\neast,4\nwest,1.5\n")
     return str(path)
+
+
+@pytest.fixture
+def opensandbox_server():
+    """The fake OpenSandbox server and execd (``fake_opensandbox``) on a loopback port."""
+    pytest.importorskip("opensandbox", reason="the opensandbox extra is not installed")
+    import fake_opensandbox
+
+    with fake_opensandbox.FakeOpenSandbox() as fake:
+        yield fake

@@ -2,10 +2,10 @@
 
 Run: ``.venv/bin/python tests/backends/measure_resets.py [n]`` (with
 ``ANALYST_ENV_TEST_DOCKER=1`` and an engine at ``DOCKER_HOST`` it measures Docker too). The Modal,
-Daytona and E2B
-figures are measured against the local fakes (``fake_modal``, ``fake_daytona``, ``fake_e2b``):
-they show this project's share (runner fork, framing, SDK overhead, file staging), not
-the vendor's own latency, which needs real credentials.
+Daytona, E2B and OpenSandbox
+figures are measured against the local fakes (``fake_modal``, ``fake_daytona``, ``fake_e2b``,
+``fake_opensandbox``): they show this project's share (runner fork, framing, SDK
+overhead, file staging), not the services' own latency, which needs the real ones.
 """
 
 from __future__ import annotations
@@ -116,6 +116,28 @@ def main() -> None:
         e2b = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
         _report("e2b, real SDK, fake services", _measure(e2b, files, max(3, n // 3)))
         e2b.close()
+
+    _measure_opensandbox(files, n)
+
+
+def _measure_opensandbox(files: dict[str, str], n: int) -> None:
+    """OpenSandbox through its real SDK against ``fake_opensandbox`` (skipped without the SDK)."""
+    try:
+        import fake_opensandbox
+    except ImportError:
+        return
+    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
+    from analyst_env.envs.remote.runner_image import resolve_default
+
+    with fake_opensandbox.FakeOpenSandbox() as fake:
+        warm = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=1)
+        warm.start("default", files={}).close()
+        time.sleep(10)
+        _report("opensandbox, real SDK, fake, warm", _measure(warm, files, n))
+        warm.close()
+        cold = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
+        _report("opensandbox, fake, new slot each", _measure(cold, files, max(3, n // 3)))
+        cold.close()
 
 
 if __name__ == "__main__":

@@ -29,14 +29,16 @@ from analyst_env.server.settings import Settings
 
 
 def test_registered_backends():
-    assert {"local", "docker", "modal", "e2b", "daytona"} <= set(BACKENDS)
+    assert {"local", "docker", "modal", "e2b", "daytona", "agent-sandbox", "opensandbox"} <= set(
+        BACKENDS
+    )
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"unknown sandbox backend 'nosuch'; "
-        r"available: agent-sandbox, .*daytona, docker, e2b, .*local, modal",
+        r"available: agent-sandbox, .*daytona, docker, e2b, .*local, modal, opensandbox",
     ):
         make_backend(Settings(backend="nosuch", state_dir=str(tmp_path)))
 

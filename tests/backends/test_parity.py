@@ -158,6 +158,22 @@ def test_modal_gives_identical_observations(local_observations, starter, modal_s
     )
 
 
+def test_opensandbox_gives_identical_observations(local_observations, starter, opensandbox_server):
+    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
+
+    backend = OpenSandboxBackend(
+        resolve_default, domain=opensandbox_server.domain, image="runner", warm=0
+    )
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )
+
+
 def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug):
     backend = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
     runtime = Runtime(_settings(), backend=backend, datasets=[starter])

@@ -102,12 +102,21 @@ def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     return Case(AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0))
 
 
+def _opensandbox(request: pytest.FixtureRequest) -> Case:
+    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
+
+    fake = request.getfixturevalue("opensandbox_server")
+    backend = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
+    return Case(backend)
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
     "e2b": _e2b,
     "daytona": _daytona,
     "agent-sandbox": _agent_sandbox,
+    "opensandbox": _opensandbox,
 }
 
 

@@ -2,12 +2,13 @@
 refused.
 
 The contract cases of ``test_sandbox_contract`` (the local fork server, the slot
-runner behind the fake Modal SDK and the fake Daytona API, E2B on its fake services).
-A detached process the agent's cell started must be dead once ``stop_agent_processes`` returns, and
+runner behind the fake Modal SDK, the fake Daytona API, the fake cluster and the fake
+OpenSandbox server, E2B on its fake services). A detached process
+the agent's cell started must be dead once ``stop_agent_processes`` returns, and
 a verify command must not see what the cell put in its environment; a backend
 that cannot stop the agent (E2B) refuses, and so does one whose sandbox could
 write the directories a verify command trusts (the runner on a host where it runs
-as root, as in a Modal sandbox).
+as root, as in a Modal or OpenSandbox sandbox).
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ def test_agent_processes_are_stopped_and_verifiers_get_a_clean_environment(case,
         sandbox.run_cell("1", timeout_s=10)
     sandbox.run_shell("mkdir -p logs/verifier-x", timeout_s=20)
     check = 'test -z "$AGENT_MARK" && test "$HOME" = "$VERIFIER_DIR" && echo "$PATH"'
-    # The fakes of Modal, Daytona and the cluster run the runner as this process's user.
-    if kind in ("modal", "daytona", "agent-sandbox") and _host_could_write_trusted_dirs():
+    # The fakes of Modal, Daytona, the cluster and OpenSandbox run the runner as this
+    # process's user.
+    if (
+        kind in ("modal", "daytona", "agent-sandbox", "opensandbox")
+        and _host_could_write_trusted_dirs()
+    ):
         with pytest.raises(VerifierUnavailable, match="verification refused"):
             sandbox.run_verifier(check, verifier_dir="logs/verifier-x", timeout_s=20)
         return

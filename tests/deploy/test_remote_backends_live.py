@@ -1,13 +1,13 @@
-"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B, Daytona
-or a cluster with Kubernetes Agent Sandbox.
+"""Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B, Daytona,
+OpenSandbox or a cluster with Kubernetes Agent Sandbox.
 
 The backend tests in ``tests/backends`` drive the vendors' SDKs against local fakes;
 this one needs the real service, so it runs only when asked (``ANALYST_ENV_TEST_DOCKER``,
 ``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_DAYTONA``,
-``ANALYST_ENV_TEST_AGENT_SANDBOX`` set to 1) and when the vendor's credentials are set;
-otherwise it skips saying which. One episode goes through the protocol: reset (the first
-one builds or pulls the default image, hence the long timeouts), a cell, the oracle's
-``final_answer`` scoring 1, and ``/health`` and
+``ANALYST_ENV_TEST_AGENT_SANDBOX``, ``ANALYST_ENV_TEST_OPENSANDBOX`` set to 1) and when the
+vendor's credentials are set; otherwise it skips saying which. One episode goes through the
+protocol: reset (the first one builds or pulls the default image, hence the long timeouts),
+a cell, the oracle's ``final_answer`` scoring 1, and ``/health`` and
 ``/metrics`` naming the backend and counting no sandbox failure. docs/capacity.md lists
 the commands.
 """
@@ -37,6 +37,7 @@ BACKENDS = {
     # A cluster with deploy/kubernetes/agent-sandbox/ applied, reached through KUBECONFIG (or
     # ~/.kube/config) with ANALYST_ENV_AGENT_SANDBOX_NAMESPACE naming its namespace.
     "agent-sandbox": ("ANALYST_ENV_TEST_AGENT_SANDBOX", ()),
+    "opensandbox": ("ANALYST_ENV_TEST_OPENSANDBOX", ("OPEN_SANDBOX_DOMAIN",)),
 }
 
 

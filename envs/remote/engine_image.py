@@ -1,0 +1,49 @@
+"""Build a recipe's runner image on a Docker engine, once per tag.
+
+Shared by the backends whose sandboxes run images from the local engine: the
+Docker backend, and OpenSandbox with its Docker runtime (its server starts
+containers from the same engine, so an image built here is one it can run).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.dockerfile import build_context
+from analyst_env.envs.sandbox import SandboxError
+
+
+def ensure_image(
+    docker: Any, sdk: ModuleType, recipe: Recipe, tag: str, *, build_network: str | None
+) -> None:
+    """Build ``recipe``'s generated Dockerfile as ``tag`` unless the engine has it.
+
+    Args:
+        docker: A ``docker.DockerClient``.
+        sdk: The ``docker`` module (for its error types).
+        build_network: Network for the build's ``RUN`` steps (``None``: the engine's default).
+
+    Raises:
+        SandboxError: The build failed (the message ends with the build log's tail).
+    """
+    try:
+        docker.images.get(tag)
+        return
+    except sdk.errors.ImageNotFound:
+        pass
+    try:
+        docker.images.build(
+            fileobj=build_context(recipe),
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,  # a failed step's container too
+            network_mode=build_network,
+        )
+    except sdk.errors.BuildError as exc:
+        log = "".join(str(entry.get("stream", "")) for entry in exc.build_log)[-2000:]
+        raise SandboxError(
+            f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}"
+        ) from exc
