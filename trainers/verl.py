@@ -102,6 +102,7 @@ class AnalystAgentLoop(AgentLoopBase):
                 raise EpisodeStartError(obs.message or "the episode failed to start")
             episode = _Episode(self, env, list(kwargs.get("raw_prompt") or []), obs)
             await episode.play(sampling_params)
+            episode.resumes = env.resumes
         return episode.output()
 
 
@@ -137,6 +138,7 @@ class _Episode:
         self.reward = 0.0
         self.turns = self.tool_turns = self.calls = self.malformed = 0
         self.end_reason = "max_turns"
+        self.resumes = 0  # dropped connections resumed during the episode
         self.fields = {"task_id": obs.task_id, "episode_id": obs.episode_id}
 
     async def play(self, sampling_params: dict[str, Any]) -> None:
@@ -230,6 +232,7 @@ class _Episode:
                 "env_end_reason": self.end_reason,
                 "env_tool_calls": self.calls,
                 "env_malformed_calls": self.malformed,
+                "env_resumes": self.resumes,
             },
         )
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+from tcp_cuts import DroppingProxy
 
 from analyst_env.server.app import build_app
 from analyst_env.server.local_server import BackgroundServer
@@ -73,17 +76,27 @@ def tiny_model(tmp_path_factory) -> Path:
     return path
 
 
-def run_verl(server: str, model: Path, work: Path, route: str) -> dict:
-    proc = subprocess.run(
-        [str(PYTHON), str(DRIVER), server, str(model), str(work), route],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",  # not the checkout: its datasets/ package would shadow Hugging Face's
-        env=dict(os.environ, HF_HUB_OFFLINE="1", RAY_DISABLE_IMPORT_WARNING="1"),
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def start_verl(server: str, model: Path, work: Path, route: str, *loop_url: str):
+    """The driver in the veRL venv; its output goes to files (a pipe would fill and block it
+    while the test waits)."""
+    with open(work / "stdout", "w") as out, open(work / "stderr", "w") as err:
+        return subprocess.Popen(
+            [str(PYTHON), str(DRIVER), server, str(model), str(work), route, *loop_url],
+            stdout=out,
+            stderr=err,
+            cwd="/",  # not the checkout: its datasets/ package would shadow Hugging Face's
+            env=dict(os.environ, HF_HUB_OFFLINE="1", RAY_DISABLE_IMPORT_WARNING="1"),
+        )
+
+
+def finish(proc: subprocess.Popen, work: Path) -> dict:
+    proc.wait(timeout=300)
+    assert proc.returncode == 0, (work / "stderr").read_text()[-4000:]
+    return json.loads((work / "stdout").read_text().strip().splitlines()[-1])
+
+
+def run_verl(server: str, model: Path, work: Path, route: str, *loop_url: str) -> dict:
+    return finish(start_verl(server, model, work, route, *loop_url), work)
 
 
 def live_sessions(server: str) -> int:
@@ -132,4 +145,35 @@ def test_veRLs_tool_agent_loop_holds_one_episode_per_trajectory_through_our_tool
     # the code cell ran in the episode the final answer then ended: one session each
     assert "7319.25" in out["whole"][right]
     assert out["tool_rewards"][right] == [0.0, 1.0]
+    assert live_sessions(server) == 0
+
+
+def test_the_agent_loop_rides_out_a_dropped_connection_and_takes_several_replicas(
+    server, tiny_model, tmp_path
+):
+    """The YAML names a dead replica and a proxy to the server; the proxy drops the
+    connection while the first trajectory's cell runs: the cell ran once, the episode goes
+    on to its reward on the replica it started on."""
+    proxy = DroppingProxy(int(server.rsplit(":", 1)[1]))
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    try:
+        urls = f"http://127.0.0.1:{dead.getsockname()[1]},{proxy.url()}"
+        proc = start_verl(server, tiny_model, tmp_path, "agent_loop_slow", urls)
+        marker = tmp_path / "cell_sent"
+        deadline = time.monotonic() + 240
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the slow cell was never sent"
+        time.sleep(0.4)
+        proxy.drop()
+        out = finish(proc, tmp_path)
+    finally:
+        proxy.close()
+        dead.close()
+    assert sorted(out["rm_scores"]) == [0.0, 1.0]
+    right = out["rm_scores"].index(1.0)
+    assert out["env_resumes"][right] >= 1
+    assert "<tool_response>\n1\n</tool_response>" in out["whole"][right]  # ran once
+    assert out["env_end_reason"] == ["final_answer", "final_answer"]
     assert live_sessions(server) == 0

@@ -1,12 +1,17 @@
 """Runs veRL's own rollout code on our agent loop and tools (executed in the veRL venv).
 
-``python verl_driver.py SERVER MODEL_DIR WORK_DIR ROUTE``: builds veRL's trainer config
+``python verl_driver.py SERVER MODEL_DIR WORK_DIR ROUTE [LOOP_URL]``: builds veRL's trainer config
 from its generated defaults, loads the rows with veRL's ``RLHFDataset`` and
 ``collate_fn``, makes an ``AgentLoopWorker`` (which reads the shipped YAML configs with
 the live server's URL put in) and awaits its ``generate_sequences``. The model is a
 scripted stand-in for veRL's ``LLMServerClient``: per trajectory it answers with token
 ids of a tool call, then of a final answer (right for the first trajectory it sees,
 wrong for the second). Prints one JSON line of what came out.
+
+ROUTE ``agent_loop`` or ``tools``; ``agent_loop_slow`` is ``agent_loop`` whose code cell
+takes 1.5 s and counts its runs, and which writes ``WORK_DIR/cell_sent`` as it hands that
+call out (so the test can cut the connection while the cell runs). LOOP_URL is what the
+agent-loop YAML names (default SERVER; e.g. several replicas).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from verl.workers.rollout.replica import TokenOutput
 import analyst_env.trainers as trainers_pkg
 
 CODE = "import pandas as pd\nprint(pd.read_csv('sales.csv').amount.sum())"
+SLOW_CODE = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
 TURNS = {
     "right": [
         {"name": "add_and_execute_code_cell", "arguments": {"code": CODE}},
@@ -43,8 +49,9 @@ TURNS = {
 class ScriptedModel:
     """Stands in for ``LLMServerClient.generate``: token ids of the next scripted turn."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, marker: Path | None = None) -> None:
         self.tokenizer = tokenizer
+        self.marker = marker
         self.scripts: dict[str, list] = {}
         self.prompts: list[str] = []
         self.request_ids: list[str] = []
@@ -52,7 +59,12 @@ class ScriptedModel:
     async def generate(self, request_id, *, prompt_ids, sampling_params, **_) -> TokenOutput:
         if request_id not in self.scripts:
             kind = "right" if not self.scripts else "wrong"
-            self.scripts[request_id] = list(TURNS[kind])
+            self.scripts[request_id] = [dict(t) if isinstance(t, dict) else t for t in TURNS[kind]]
+            if self.marker is not None and kind == "right":
+                self.scripts[request_id][0] = {
+                    "name": "add_and_execute_code_cell",
+                    "arguments": {"code": SLOW_CODE},
+                }
         self.request_ids.append(request_id)
         self.prompts.append(self.tokenizer.decode(prompt_ids))
         turn = self.scripts[request_id].pop(0) if self.scripts[request_id] else None
@@ -61,17 +73,20 @@ class ScriptedModel:
         else:
             body = turn if isinstance(turn, str) else json.dumps(turn)
             text = f"<tool_call>\n{body}\n</tool_call><|im_end|>"
+            if self.marker is not None and isinstance(turn, dict):
+                if turn["arguments"].get("code") == SLOW_CODE:
+                    self.marker.write_text("sent")
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
 
 
-def trainer_config(model_dir: str, work: Path, server: str):
+def trainer_config(model_dir: str, work: Path, server: str, loop_url: str):
     """veRL's generated PPO config with our YAMLs (the server's URL put in) and the tiny model."""
     cfg = OmegaConf.load(Path(verl_trainer_config.__file__).parent / "_generated_ppo_trainer.yaml")
     shipped = Path(trainers_pkg.__file__).parent / "verl_configs"
     loops = OmegaConf.load(shipped / "agent_loop.yaml")
     for entry in loops:
-        entry.base_url = server
+        entry.base_url = loop_url
     OmegaConf.save(loops, work / "agent_loop.yaml")
     tools = OmegaConf.load(shipped / "tools.yaml")
     for entry in tools.tools:
@@ -93,9 +108,9 @@ def trainer_config(model_dir: str, work: Path, server: str):
     return cfg
 
 
-async def main(server: str, model_dir: str, work: Path, route: str) -> dict:
-    cfg = trainer_config(model_dir, work, server)
-    if route == "agent_loop":
+async def main(server: str, model_dir: str, work: Path, route: str, loop_url: str) -> dict:
+    cfg = trainer_config(model_dir, work, server, loop_url)
+    if route.startswith("agent_loop"):
         from analyst_env.trainers.verl import export_parquet
 
         parquet = export_parquet(server, work / "rows.parquet", split="train")
@@ -108,7 +123,7 @@ async def main(server: str, model_dir: str, work: Path, route: str) -> dict:
         parquet = work / "tool_rows.parquet"
         pq.write_table(pa.Table.from_pylist(tool_dataset_rows(server, "train", seed=3)), parquet)
     worker = AgentLoopWorker(cfg, llm_client=None)
-    model = ScriptedModel(worker.tokenizer)
+    model = ScriptedModel(worker.tokenizer, work / "cell_sent" if route.endswith("slow") else None)
     worker.llm_client = model
     dataset = RLHFDataset([str(parquet)], worker.tokenizer, cfg.data)
     rows = [dataset[i] for i in range(len(dataset))]
@@ -132,7 +147,13 @@ async def main(server: str, model_dir: str, work: Path, route: str) -> dict:
     }
     if "rm_scores" in out.batch.keys():
         result["rm_scores"] = out.batch["rm_scores"].sum(dim=1).tolist()
-    for key in ("env_end_reason", "env_task_id", "env_tool_calls", "env_malformed_calls"):
+    for key in (
+        "env_end_reason",
+        "env_task_id",
+        "env_tool_calls",
+        "env_malformed_calls",
+        "env_resumes",
+    ):
         if key in nt:
             result[key] = [_plain(v) for v in nt[key]]
     if route == "tools":
@@ -166,4 +187,5 @@ def _plain(value):
 if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     server_url, model_path, work_dir, which = sys.argv[1:5]
-    print(json.dumps(asyncio.run(main(server_url, model_path, Path(work_dir), which))))
+    loop = sys.argv[5] if len(sys.argv) > 5 else server_url
+    print(json.dumps(asyncio.run(main(server_url, model_path, Path(work_dir), which, loop))))
