@@ -1,5 +1,6 @@
 """Trainer integrations over the typed client: TRL (``trl``), SkyRL (``skyrl``), Harbor task
 directories (``harbor_export``), SFT records and notebooks from trajectories
-(``trajectory_export``), and the Hermes tool-call text form (``tool_calls``). What every
+(``trajectory_export``), veRL's agent loop and tools (``verl``, ``verl_tools``; they import
+veRL), and the Hermes tool-call text form (``tool_calls``). What every
 adapter shows a model is ``analyst_env.prompts``, a layer below, where the server reads it too.
 """

@@ -112,10 +112,13 @@ def _scenario(extra_info: dict[str, Any]) -> AnalystScenario:
     seed = None if seed is None else int(seed)
     if extra_info.get("task_id"):
         return AnalystScenario(task_id=str(extra_info["task_id"]), seed=seed)
-    index = extra_info.get("index")
-    return AnalystScenario(
-        split=extra_info.get("split"), index=None if index is None else int(index), seed=seed
-    )
+    index, split = extra_info.get("index"), extra_info.get("split")
+    if index is None or not split:
+        raise ValueError(
+            "the dataset row's extra_info names no episode: it needs task_id, or split and "
+            "index (rows from analyst_env.trainers.verl.export_parquet have them)"
+        )
+    return AnalystScenario(split=split, index=int(index), seed=seed)
 
 
 class _Episode:

@@ -130,6 +130,7 @@ def test_veRLs_worker_runs_our_agent_loop_and_scores_each_trajectory_with_the_se
     call = '{"name": "add_and_execute_code_cell", "arguments"'
     assert out["whole"][right].count(call) == 1
     assert out["num_turns"] == [4, 4]  # prompt + assistant, tool, assistant
+    assert out["bad_row_error"].startswith("ValueError: the dataset row's extra_info names no")
     assert live_sessions(server) == 0  # every episode's session was closed
 
 
@@ -145,6 +146,11 @@ def test_veRLs_tool_agent_loop_holds_one_episode_per_trajectory_through_our_tool
     # the code cell ran in the episode the final answer then ended: one session each
     assert "7319.25" in out["whole"][right]
     assert out["tool_rewards"][right] == [0.0, 1.0]
+    # the other trajectory listed the files and stopped without an answer: score 0, and its
+    # session was closed when veRL dropped the trajectory (while the worker still ran)
+    assert out["tool_rewards"][1 - right] == [0.0] and out["scores"][1 - right] == 0.0
+    assert "sales.csv" in out["whole"][1 - right]
+    assert out["live_sessions_after"] == 0
     assert live_sessions(server) == 0
 
 

@@ -22,6 +22,7 @@ import os
 import sys
 from pathlib import Path
 
+import httpx
 import verl.trainer.config as verl_trainer_config
 from omegaconf import OmegaConf
 from verl import DataProto
@@ -43,14 +44,16 @@ TURNS = {
         '{"name": ',  # malformed: the loop answers it with an error and goes on
         {"name": "final_answer", "arguments": {"answer": "12"}},
     ],
+    "unfinished": [{"name": "list_files", "arguments": {}}],  # then stops: no final answer
 }
 
 
 class ScriptedModel:
     """Stands in for ``LLMServerClient.generate``: token ids of the next scripted turn."""
 
-    def __init__(self, tokenizer, marker: Path | None = None) -> None:
+    def __init__(self, tokenizer, second: str = "wrong", marker: Path | None = None) -> None:
         self.tokenizer = tokenizer
+        self.second = second
         self.marker = marker
         self.scripts: dict[str, list] = {}
         self.prompts: list[str] = []
@@ -58,7 +61,7 @@ class ScriptedModel:
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, **_) -> TokenOutput:
         if request_id not in self.scripts:
-            kind = "right" if not self.scripts else "wrong"
+            kind = "right" if not self.scripts else self.second
             self.scripts[request_id] = [dict(t) if isinstance(t, dict) else t for t in TURNS[kind]]
             if self.marker is not None and kind == "right":
                 self.scripts[request_id][0] = {
@@ -123,7 +126,11 @@ async def main(server: str, model_dir: str, work: Path, route: str, loop_url: st
         parquet = work / "tool_rows.parquet"
         pq.write_table(pa.Table.from_pylist(tool_dataset_rows(server, "train", seed=3)), parquet)
     worker = AgentLoopWorker(cfg, llm_client=None)
-    model = ScriptedModel(worker.tokenizer, work / "cell_sent" if route.endswith("slow") else None)
+    model = ScriptedModel(
+        worker.tokenizer,
+        "unfinished" if route == "tools" else "wrong",
+        work / "cell_sent" if route.endswith("slow") else None,
+    )
     worker.llm_client = model
     dataset = RLHFDataset([str(parquet)], worker.tokenizer, cfg.data)
     rows = [dataset[i] for i in range(len(dataset))]
@@ -131,6 +138,8 @@ async def main(server: str, model_dir: str, work: Path, route: str, loop_url: st
     batch = DataProto.from_single_dict(collate_fn(chosen * 2))  # two rollouts of one task
     out = await worker.generate_sequences(batch)
     nt = out.non_tensor_batch
+    await asyncio.sleep(0.5)  # let a session closed as its trajectory ended finish closing
+    ready = httpx.get(f"{server}/ready", timeout=10).json()
     masks = out.batch["response_mask"].tolist()
     result = {
         "agent_names": [str(a) for a in batch.non_tensor_batch["agent_name"]],
@@ -144,6 +153,7 @@ async def main(server: str, model_dir: str, work: Path, route: str, loop_url: st
         "num_turns": nt["__num_turns__"].tolist(),
         "prompts_seen": model.prompts,
         "request_ids": model.request_ids,
+        "live_sessions_after": ready["live_sessions"],
     }
     if "rm_scores" in out.batch.keys():
         result["rm_scores"] = out.batch["rm_scores"].sum(dim=1).tolist()
@@ -156,6 +166,13 @@ async def main(server: str, model_dir: str, work: Path, route: str, loop_url: st
     ):
         if key in nt:
             result[key] = [_plain(v) for v in nt[key]]
+    if route == "agent_loop":  # a row that names no episode: a clear error, no made-up score
+        bare = dict(chosen[0], extra_info={"index": 0})
+        try:
+            await worker.generate_sequences(DataProto.from_single_dict(collate_fn([bare])))
+            result["bad_row_error"] = None
+        except Exception as exc:
+            result["bad_row_error"] = f"{type(exc).__name__}: {exc}"
     if route == "tools":
         score = get_custom_reward_fn(cfg)  # veRL's own loader of the reward function
         result["tool_rewards"] = [list(v) for v in nt["tool_rewards"]]
