@@ -21,7 +21,6 @@ For veRL's built-in tool loop instead, see ``analyst_env.trainers.verl_tools``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -39,10 +38,9 @@ from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 from analyst_env.trainers.art import AnalystScenario, EpisodeStartError
 from analyst_env.trainers.tool_calls import parse_tool_calls
+from analyst_env.trainers.verl_rows import AGENT_NAME, dataset_rows, export_parquet
 
 __all__ = ["AGENT_NAME", "AnalystAgentLoop", "dataset_rows", "export_parquet"]
-
-AGENT_NAME = "analyst_env"
 
 
 @register(AGENT_NAME)
@@ -147,7 +145,6 @@ class _Episode:
     async def play(self, sampling_params: dict[str, Any]) -> None:
         loop = self.loop
         self.ids = await loop.ct_build_initial_tokens(self.messages, tools=self.tools)
-        self.prompt_len = len(self.ids)
         request_id = uuid4().hex  # one per trajectory: its turns stay on one rollout server
         while self.turns < loop.max_turns:
             with simple_timer("generate_sequences", self.metrics):
@@ -252,64 +249,3 @@ def _assistant_message(text: str, calls: list[dict[str, Any] | str]) -> dict[str
     if tool_calls:
         message["tool_calls"] = tool_calls
     return message
-
-
-def dataset_rows(
-    base_url: str,
-    split: str = "train",
-    *,
-    dataset: str | None = None,
-    seed: int = 0,
-    num_tasks: int | None = None,
-    start: int = 0,
-    token: str | None = None,
-) -> list[dict[str, Any]]:
-    """veRL dataset rows for a split of the server, one per task (options as ``AnalystSpec``'s).
-
-    Each row has ``prompt`` (system prompt, empty user turn the loop fills with the task),
-    ``agent_name`` (``analyst_env``), ``data_source``, a ``reward_model`` entry veRL's
-    dataset expects (the server scores, so its ``ground_truth`` is empty) and
-    ``extra_info`` naming the episode: ``task_id`` (or ``split`` and ``index`` for a split
-    made on demand), ``seed`` and ``index``.
-    """
-    from analyst_env.trainers.art import scenarios
-
-    rows = []
-    for i, s in enumerate(
-        scenarios(
-            base_url,
-            split,
-            dataset=dataset,
-            seed=seed,
-            num_tasks=num_tasks,
-            start=start,
-            token=token,
-        )
-    ):
-        # veRL reads extra_info.index as the row's index; for a split made on demand it is
-        # also the task's place (scenarios() lists start, start + 1, ...)
-        place = {"task_id": s.task_id, "seed": s.seed, "split": split, "index": start + i}
-        rows.append(
-            {
-                "data_source": AGENT_NAME,
-                "prompt": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": ""},
-                ],
-                "agent_name": AGENT_NAME,
-                "reward_model": {"style": "rule", "ground_truth": ""},
-                "extra_info": place,
-            }
-        )
-    return rows
-
-
-def export_parquet(base_url: str, out: str | Path, split: str = "train", **options: Any) -> Path:
-    """Write :func:`dataset_rows` to a parquet file for veRL's ``data.train_files``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(dataset_rows(base_url, split, **options)), path)
-    return path

@@ -32,8 +32,9 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
-from analyst_env.prompts import SYSTEM_PROMPT, openai_tools
+from analyst_env.prompts import openai_tools
 from analyst_env.trainers.art import AnalystScenario, EpisodeStartError
+from analyst_env.trainers.verl_rows import tool_dataset_rows
 
 __all__ = ["AnalystTool", "compute_score", "tool_dataset_rows"]
 
@@ -171,74 +172,3 @@ def compute_score(
     """
     rewards = (extra_info or {}).get("tool_rewards")
     return float(sum(float(r) for r in rewards)) if rewards is not None else 0.0
-
-
-def tool_dataset_rows(
-    base_url: str,
-    split: str = "train",
-    *,
-    tool_names: list[str] | None = None,
-    dataset: str | None = None,
-    seed: int = 0,
-    num_tasks: int | None = None,
-    start: int = 0,
-    token: str | None = None,
-) -> list[dict[str, Any]]:
-    """veRL rows for ``tool_agent``: the task's instruction and file names in the prompt
-    (the model sees no reset observation on this route), the episode in ``tools_kwargs``.
-
-    A split made on demand needs ``num_tasks``; its tasks are read by range, which makes
-    them on the server.
-    """
-    import httpx
-
-    from analyst_env.trainers.trl import ENV_NAME, AnalystSpec, fetch_tool_specs
-
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    names = tool_names or [s["name"] for s in fetch_tool_specs(base_url, headers)]
-    spec = AnalystSpec(
-        base_url,
-        dataset=dataset,
-        split=split,
-        seed=seed,
-        num_tasks=num_tasks,
-        start=start,
-        token=token,
-    )
-    tasks = spec.tasks()
-    by_place = bool(tasks) and tasks[0]["id"] is None  # a split made on demand
-    if by_place:  # its listing has places only: read the tasks themselves
-        url = split_urls(base_url)[0]
-        tasks = (
-            httpx.post(
-                f"{url}/{ENV_NAME}/task_range",
-                json={"split": split, "start": start, "stop": start + len(tasks)},
-                headers=headers,
-                timeout=120,
-            )
-            .raise_for_status()
-            .json()["tasks"]
-        )
-    rows = []
-    for i, task in enumerate(tasks):
-        task_id = None if by_place else task["id"]  # such tasks reset by place, not by id
-        place = {"task_id": task_id, "split": split, "index": start + i, "seed": seed}
-        text = task["instruction"].strip()
-        if task.get("files"):
-            text += "\n\nFiles in your working directory: " + ", ".join(task["files"])
-        rows.append(
-            {
-                "data_source": "analyst_env",
-                "prompt": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": text},
-                ],
-                "agent_name": "tool_agent",
-                "reward_model": {"style": "rule", "ground_truth": ""},
-                "extra_info": {
-                    "index": start + i,
-                    "tools_kwargs": {n: {"create_kwargs": place} for n in names},
-                },
-            }
-        )
-    return rows
