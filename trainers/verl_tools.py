@@ -133,10 +133,17 @@ class AnalystTool(BaseTool):
         episode = _TrajectoryEpisode(client)
         setattr(agent_data, _EPISODE_ATTR, episode)
         weakref.finalize(agent_data, _close_later, episode, asyncio.get_running_loop())
-        first = await client.reset(**place.reset_options())
-        if first.done:
-            await episode.close()
-            raise EpisodeStartError(first.observation.message or "the episode failed to start")
+        async with episode.lock:  # a call of the same turn waits for the reset
+            try:
+                first = await client.reset(**place.reset_options())
+            except BaseException:
+                episode.done = True
+                await episode.close()
+                raise
+            if first.done:
+                episode.done = True
+                await episode.close()
+                raise EpisodeStartError(first.observation.message or "the episode failed to start")
         return episode
 
 
