@@ -104,7 +104,7 @@ def live_sessions(server: str) -> int:
 
 
 def test_veRLs_worker_runs_our_agent_loop_and_scores_each_trajectory_with_the_servers_reward(
-    server, tiny_model, tmp_path
+    tiny_model, server, tmp_path
 ):
     out = run_verl(server, tiny_model, tmp_path, "agent_loop")
     assert out["agent_names"] == ["analyst_env", "analyst_env"]
@@ -135,7 +135,7 @@ def test_veRLs_worker_runs_our_agent_loop_and_scores_each_trajectory_with_the_se
 
 
 def test_veRLs_tool_agent_loop_holds_one_episode_per_trajectory_through_our_tools(
-    server, tiny_model, tmp_path
+    tiny_model, server, tmp_path
 ):
     out = run_verl(server, tiny_model, tmp_path, "tools")
     assert out["agent_names"] == ["tool_agent", "tool_agent"]
@@ -155,7 +155,7 @@ def test_veRLs_tool_agent_loop_holds_one_episode_per_trajectory_through_our_tool
 
 
 def test_the_agent_loop_rides_out_a_dropped_connection_and_takes_several_replicas(
-    server, tiny_model, tmp_path
+    tiny_model, server, tmp_path
 ):
     """The YAML names a dead replica and a proxy to the server; the proxy drops the
     connection while the first trajectory's cell runs: the cell ran once, the episode goes
