@@ -1,0 +1,178 @@
+"""The Environments Hub package (``deploy/hub/analyst_env_verifiers``) under verifiers' own CLI.
+
+The package is built into a wheel offline, installed into the verifiers venv
+(``.venv/verifiers``, or ``$ANALYST_ENV_VERIFIERS_PYTHON``; verifiers 0.4 cannot share a
+venv with openenv 0.10), then checked by ``vf-validate`` and played by ``vf-eval`` with
+verifiers' ``null`` harness on its ``subprocess`` runtime: a live server started here and
+the stand-in model (``tests/eval/openai_standin.py``) answering with OpenEnv JSON actions.
+The harness's chat program is a uv script; ``.ci/run`` puts uv and a wheelhouse of the
+script's packages in the venv, and uv's default index is that wheelhouse, so the test
+downloads nothing (a package missing there fails the run instead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyst_env.server.app import build_app
+from analyst_env.server.local_server import BackgroundServer
+from analyst_env.server.runtime import Runtime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+from openai_standin import StandIn  # noqa: E402
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "deploy" / "hub" / "analyst_env_verifiers"
+PYTHON = Path(
+    os.environ.get("ANALYST_ENV_VERIFIERS_PYTHON", REPO / ".venv" / "verifiers" / "bin" / "python")
+)
+VENV = PYTHON.parent.parent
+
+
+@pytest.fixture(scope="module")
+def bin_dir() -> Path:
+    """The verifiers venv's scripts, with the package freshly built and installed there."""
+    needed = [PYTHON, VENV / "bin" / "vf-eval", VENV / "bin" / "uv", VENV / "wheelhouse"]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        pytest.skip(
+            f"no verifiers venv with uv and its wheelhouse ({', '.join(missing)}): see .ci/run"
+        )
+    dist = VENV / "hub-dist"
+    offline = ["--quiet", "--no-deps", "--no-index"]
+    pip = [str(PYTHON), "-m", "pip"]
+    build = [*pip, "wheel", *offline, "--no-build-isolation", str(PACKAGE), "-w", str(dist)]
+    subprocess.run(build, check=True, capture_output=True, timeout=120)
+    (wheel,) = dist.glob("analyst_env_verifiers-*.whl")
+    install = [*pip, "install", *offline, "--force-reinstall", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True, timeout=120)
+    return VENV / "bin"
+
+
+@pytest.fixture(scope="module")
+def server(settings, tiny_dataset, tmp_path_factory):
+    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("hub-state"))})
+    runtime = Runtime(cfg, datasets=[tiny_dataset])
+    try:
+        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
+            yield url, list(runtime.split("train"))
+    finally:
+        runtime.close()
+
+
+def verifiers_cli(bin_dir: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """One verifiers CLI command, offline: uv resolves the harness script from the wheelhouse."""
+    home = VENV / "home"  # verifiers' cache (~/.cache/verifiers) and the runtime's workdirs
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        UV_CACHE_DIR=str(VENV / "uv-cache"),
+        UV_FIND_LINKS=str(VENV / "wheelhouse"),
+        UV_DEFAULT_INDEX=(VENV / "wheelhouse").as_uri(),  # in place of PyPI (no simple index)
+        UV_PYTHON=str(PYTHON),
+        UV_PYTHON_DOWNLOADS="never",
+        STANDIN_API_KEY="not-checked",
+    )
+    env.pop("ANALYST_ENV_URL", None)
+    return subprocess.run(
+        [str(bin_dir / argv[0]), *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_vf_eval_plays_the_package_on_a_live_server_and_scores_the_servers_verdict(
+    bin_dir, server, tmp_path
+):
+    url, train = server
+    with StandIn(train[:2]) as standin:
+        standin.use("json-first-right")  # the oracle on the split's first task, -1 on the second
+        proc = verifiers_cli(
+            bin_dir,
+            "vf-eval",
+            "analyst-env-verifiers",
+            "--env.taskset.base-url",
+            url,
+            "--env.taskset.num-tasks",
+            "2",
+            "-n",
+            "2",
+            "--env.player.harness.id",
+            "null",
+            "--env.player.runtime.type",
+            "subprocess",
+            "--env.player.max-turns",
+            "6",
+            "--model",
+            "standin",
+            "--client.base-url",
+            standin.url + "/v1",
+            "--client.api-key-var",
+            "STANDIN_API_KEY",
+            "--no-push",
+            "--rich",
+            "None",
+            "--run.name",
+            "hub",
+            "-o",
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+        asked = standin.requests_for(train[0])
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    episodes = [json.loads(line) for line in (tmp_path / "hub" / "traces.jsonl").open()]
+    scores = {
+        e["task"]["data"]["reset"]["index"]: [t["rewards"] for t in e["traces"]] for e in episodes
+    }
+    assert all(e["ok"] for e in episodes), [t["errors"] for e in episodes for t in e["traces"]]
+    reward = {"openenv_reward": {"score": 1.0, "weight": 1.0}}
+    assert scores == {0: [reward], 1: [{"openenv_reward": {"score": 0.0, "weight": 1.0}}]}
+    # the file listing came back as an observation before the final answer
+    assert len(asked) == 1 + len(train[0].oracle_steps) + 1
+    first = json.loads(asked[0]["messages"][-1]["content"])
+    assert "final_answer" in [t["name"] for t in first["action_schema"]["available_tools"]]
+    listing = json.loads(asked[1]["messages"][-1]["content"])["observation"]
+    assert listing["step_count"] == 1 and "sales.csv" in json.dumps(listing["result"])
+
+
+def test_vf_validate_loads_the_package_and_its_tasks(bin_dir, server, tmp_path):
+    url, train = server
+    proc = verifiers_cli(
+        bin_dir,
+        "vf-validate",
+        "analyst-env-verifiers",
+        "--taskset.base-url",
+        url,
+        "--runtime.type",
+        "subprocess",
+        "--rich",
+        "False",
+        "--run.name",
+        "check",
+        "-o",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "check" / "summary.json").read_text())
+    assert summary["total"] == len(train) and summary["outcomes"]["error"] == 0
+
+
+def test_a_missing_server_url_is_one_clear_error(bin_dir, tmp_path):
+    proc = verifiers_cli(
+        bin_dir, "vf-validate", "analyst-env-verifiers", "--rich", "False", cwd=tmp_path
+    )
+    assert proc.returncode != 0
+    assert "no analyst_env server: pass --env.taskset.base-url" in proc.stdout + proc.stderr
