@@ -176,3 +176,53 @@ def test_a_missing_server_url_is_one_clear_error(bin_dir, tmp_path):
     )
     assert proc.returncode != 0
     assert "no analyst_env server: pass --env.taskset.base-url" in proc.stdout + proc.stderr
+
+
+LOAD = r"""
+import json, sys
+from analyst_env_verifiers import load_environment
+out = []
+for args in json.loads(sys.argv[1]):
+    try:
+        env = load_environment(**args)
+        assert type(env).__name__ == "OpenEnvEnv", env  # the env that steps the server
+        out.append([[t.data.base_url, t.data.reset] for t in env.taskset.load()])
+    except Exception as exc:
+        out.append(str(exc))
+print(json.dumps(out))
+"""
+
+
+def load_tasks(bin_dir: Path, *configs: dict) -> list:
+    """The package's ``load_environment`` in the verifiers venv, once per config: each
+    task's server and reset, or the error's message."""
+    proc = subprocess.run(
+        [str(bin_dir / "python"), "-c", LOAD, json.dumps(configs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_replicas_are_dealt_the_split_in_turn_and_task_ids_are_played_as_given(bin_dir, server):
+    url, train = server
+    other = url.replace("127.0.0.1", "localhost")  # a second name for the same server
+    spread, chosen = load_tasks(
+        bin_dir,
+        {"base_url": f"{url}/, {other}", "seed": 3},
+        {"base_url": url, "task_ids": ["tiny-excel"]},
+    )
+    assert spread == [
+        [[url, other][i % 2], {"split": "train", "index": i, "seed": 3}] for i in range(len(train))
+    ]
+    assert chosen == [[url, {"task_id": "tiny-excel"}]]
+
+
+def test_a_server_that_wants_a_token_stops_loading_with_the_reason(bin_dir, settings, runtime):
+    app = build_app(settings.model_copy(update={"token": "s3cret"}), runtime=runtime)
+    with BackgroundServer(app) as url:
+        (error,) = load_tasks(bin_dir, {"base_url": url})
+    assert error.startswith(f"the analyst_env server at {url} requires a bearer token"), error
