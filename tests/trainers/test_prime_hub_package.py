@@ -16,8 +16,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from analyst_env.server.app import build_app
@@ -26,6 +29,7 @@ from analyst_env.server.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from openai_standin import StandIn  # noqa: E402
+from tcp_cuts import DroppingProxy  # noqa: E402
 
 pytestmark = pytest.mark.live
 
@@ -93,58 +97,73 @@ def verifiers_cli(bin_dir: Path, *argv: str, cwd: Path) -> subprocess.CompletedP
     )
 
 
+def vf_eval(bin_dir: Path, url: str, standin: StandIn, out: Path, *flags: str) -> list[dict]:
+    """``vf-eval`` of the package's first ``-n`` tasks on ``url`` with the ``null`` harness
+    and the stand-in model; the episodes it recorded."""
+    proc = verifiers_cli(
+        bin_dir,
+        "vf-eval",
+        "analyst-env-verifiers",
+        *("--env.taskset.base-url", url, "--env.player.max-turns", "6"),
+        *("--env.player.harness.id", "null", "--env.player.runtime.type", "subprocess"),
+        *("--model", "standin", "--client.base-url", standin.url + "/v1"),
+        *("--client.api-key-var", "STANDIN_API_KEY", "--no-push", "--rich", "None"),
+        *("--run.name", "hub", "-o", str(out), *flags),
+        cwd=out,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return [json.loads(line) for line in (out / "hub" / "traces.jsonl").open()]
+
+
+SOLVED = {"openenv_reward": {"score": 1.0, "weight": 1.0}}
+
+
 def test_vf_eval_plays_the_package_on_a_live_server_and_scores_the_servers_verdict(
     bin_dir, server, tmp_path
 ):
     url, train = server
     with StandIn(train[:2]) as standin:
         standin.use("json-first-right")  # the oracle on the split's first task, -1 on the second
-        proc = verifiers_cli(
-            bin_dir,
-            "vf-eval",
-            "analyst-env-verifiers",
-            "--env.taskset.base-url",
-            url,
-            "--env.taskset.num-tasks",
-            "2",
-            "-n",
-            "2",
-            "--env.player.harness.id",
-            "null",
-            "--env.player.runtime.type",
-            "subprocess",
-            "--env.player.max-turns",
-            "6",
-            "--model",
-            "standin",
-            "--client.base-url",
-            standin.url + "/v1",
-            "--client.api-key-var",
-            "STANDIN_API_KEY",
-            "--no-push",
-            "--rich",
-            "None",
-            "--run.name",
-            "hub",
-            "-o",
-            str(tmp_path),
-            cwd=tmp_path,
-        )
+        episodes = vf_eval(bin_dir, url, standin, tmp_path, "--env.taskset.num-tasks", "2")
         asked = standin.requests_for(train[0])
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    episodes = [json.loads(line) for line in (tmp_path / "hub" / "traces.jsonl").open()]
     scores = {
         e["task"]["data"]["reset"]["index"]: [t["rewards"] for t in e["traces"]] for e in episodes
     }
     assert all(e["ok"] for e in episodes), [t["errors"] for e in episodes for t in e["traces"]]
-    reward = {"openenv_reward": {"score": 1.0, "weight": 1.0}}
-    assert scores == {0: [reward], 1: [{"openenv_reward": {"score": 0.0, "weight": 1.0}}]}
+    assert scores == {0: [SOLVED], 1: [{"openenv_reward": {"score": 0.0, "weight": 1.0}}]}
     # the file listing came back as an observation before the final answer
     assert len(asked) == 1 + len(train[0].oracle_steps) + 1
     first = json.loads(asked[0]["messages"][-1]["content"])
     assert "final_answer" in [t["name"] for t in first["action_schema"]["available_tools"]]
     listing = json.loads(asked[1]["messages"][-1]["content"])["observation"]
     assert listing["step_count"] == 1 and "sales.csv" in json.dumps(listing["result"])
+
+
+def test_a_dropped_connection_fails_the_episode_and_a_retry_plays_it_afresh(
+    bin_dir, server, tmp_path
+):
+    url, train = server
+    proxy = DroppingProxy(int(url.rsplit(":", 1)[1]))
+
+    def drop_during_the_first_model_turn() -> None:
+        while not standin.requests:
+            time.sleep(0.02)
+        proxy.drop()
+
+    try:
+        with StandIn(train[:1]) as standin:
+            # the first turn's first answer waits 2 s: the connection is cut meanwhile
+            standin.use("json-first-right", delay_s=2.0)
+            threading.Thread(target=drop_during_the_first_model_turn, daemon=True).start()
+            flags = ("--env.taskset.num-tasks", "1", "--env.retries.max-retries", "1")
+            (episode,) = vf_eval(bin_dir, proxy.url(), standin, tmp_path, *flags)
+    finally:
+        proxy.close()
+    assert episode["ok"] and [t["rewards"] for t in episode["traces"]] == [SOLVED]
+    dropped = [e["message"] for e in episode["errors"]]  # the failed attempt's, kept
+    assert dropped and all("no close frame" in m for m in dropped), dropped
+    assert proxy.connections >= 2  # the retry's fresh reset
+    assert httpx.get(f"{url}/ready", timeout=10).json()["live_sessions"] == 0
 
 
 def test_vf_validate_loads_the_package_and_its_tasks(bin_dir, server, tmp_path):
