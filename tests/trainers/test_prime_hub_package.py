@@ -226,13 +226,17 @@ def test_replicas_are_dealt_the_split_in_turn_task_ids_are_played_and_no_url_is_
 ):
     url, train = server
     other = url.replace("127.0.0.1", "localhost")  # a second name for the same server
-    spread, chosen, no_url = load_tasks(
+    spread, chosen, given, no_url, docker = load_tasks(
         bin_dir,
         {"base_url": f"{url}/, {other}", "seed": 3},
         {"base_url": url, "task_ids": ["tiny-excel"]},
+        {"base_url": url, "resets": [{"task_id": "tiny-csv", "episode_id": "e1"}]},
         {"split": "train"},
+        {"base_url": url, "use_docker": True},
     )
+    assert given == [[url, {"task_id": "tiny-csv", "episode_id": "e1"}]]
     assert no_url.startswith("no analyst_env server: pass --env.taskset.base-url"), no_url
+    assert "analyst_env runs as a server: give base_url, not env, use_docker" in docker
     assert spread == [
         [[url, other][i % 2], {"split": "train", "index": i, "seed": 3}] for i in range(len(train))
     ]

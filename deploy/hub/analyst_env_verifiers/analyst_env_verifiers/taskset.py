@@ -48,13 +48,19 @@ class AnalystEnvConfig(OpenEnvConfig):
         # Replaces OpenEnvConfig's check, which demands `env` or `base_url` already while
         # the CLI resolves the taskset id, before the flags are applied; a missing server
         # is reported by `load` instead.
-        if self.env:
-            raise ValueError("analyst_env runs as a server: give base_url, not env")
+        if self.env or self.use_docker or self.provider_kwargs:
+            raise ValueError(
+                "analyst_env runs as a server: give base_url, not env, use_docker or "
+                "provider_kwargs"
+            )
         return self
 
 
 def replicas(base_url: str) -> list[str]:
-    """The server URLs in ``base_url`` (comma-separated), without trailing slashes."""
+    """The server URLs in ``base_url`` (comma-separated), without trailing slashes.
+
+    As ``analyst_env.client.endpoints.split_urls`` reads them; this package cannot import
+    analyst_env (its openenv 0.10 and verifiers 0.4 need different ``mcp`` majors)."""
     return [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
 
 
@@ -76,10 +82,21 @@ def split_size(url: str, split: str) -> int:
             count = int(answer.raise_for_status().json()["num_tasks"])
             if count == 0:
                 splits = [s["name"] for s in http.get(f"/{ENV_NAME}/splits").json()]
-                raise RuntimeError(f"the server at {url} has no split {split!r}; splits: {splits}")
+                raise RuntimeError(
+                    f"the server at {url} has no tasks in split {split!r}; its splits: {splits}"
+                )
     except httpx.HTTPError as exc:
         raise RuntimeError(f"cannot reach the analyst_env server at {url}: {exc}") from exc
     return count
+
+
+def task_name(reset: dict[str, Any], idx: int) -> str:
+    """What the traces call a task: its id, else its split and place, else its position."""
+    if reset.get("task_id"):
+        return str(reset["task_id"])
+    if "split" in reset and "index" in reset:
+        return f"{reset['split']}#{reset['index']}"
+    return f"reset#{idx}"
 
 
 class AnalystEnvTaskset(vf.Taskset[OpenEnvTask, AnalystEnvConfig]):
@@ -95,7 +112,9 @@ class AnalystEnvTaskset(vf.Taskset[OpenEnvTask, AnalystEnvConfig]):
         urls = replicas(config.base_url)
         seed = {} if config.seed is None else {"seed": config.seed}
         resets: Iterator[dict[str, Any]]
-        if config.task_ids:
+        if "resets" in config.model_fields_set:  # OpenEnvConfig's own knob, taken as given
+            resets = iter(config.resets)
+        elif config.task_ids:
             resets = ({"task_id": task_id, **seed} for task_id in config.task_ids)
         else:
             stop = split_size(urls[0], config.split)  # replicas serve the same tasks
@@ -108,7 +127,7 @@ class AnalystEnvTaskset(vf.Taskset[OpenEnvTask, AnalystEnvConfig]):
             url = urls[idx % len(urls)]
             yield OpenEnvTask(
                 OpenEnvData(
-                    name=str(reset.get("task_id") or f"{config.split}#{reset['index']}"),
+                    name=task_name(reset, idx),
                     prompt=None,
                     env=None,
                     base_url=url,
