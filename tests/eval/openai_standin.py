@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from analyst_env.datasets import Task
 from analyst_env.server.local_server import BackgroundServer
@@ -126,7 +126,8 @@ class StandIn:
         reply = getattr(self, f"_script_{self.script.replace('-', '_')}")(
             self._task(messages), messages, turn, text
         )
-        return _with_logprobs(reply) if body.get("logprobs") else reply
+        reply = _with_logprobs(reply) if body.get("logprobs") else reply
+        return _as_stream(reply) if body.get("stream") else reply
 
     def _task(self, messages: list[dict[str, Any]]) -> Task:
         prompt = _task_text(messages)
@@ -200,12 +201,29 @@ class StandIn:
     def _script_wrong(self, task, messages, turn, text):
         return _call("final_answer", {"answer": "-1"}, text=text)
 
+    def _script_json_first_right(self, task, messages, turn, text):
+        """OpenEnv JSON actions as plain text (verifiers' ``OpenEnvEnv`` parses those): for
+        the first task the stand-in was given, list the files, then the oracle's plan; for
+        the others, a wrong answer at once."""
+        plan = [("list_files", {})] + [(s.tool, s.arguments) for s in task.oracle_steps]
+        plan.append(("final_answer", {"answer": task.oracle_answer}))
+        if task is not self.tasks[0]:
+            plan = [("final_answer", {"answer": "-1"})]
+        name, arguments = plan[min(turn, len(plan) - 1)]
+        return _answer(json.dumps({"type": "call_tool", "tool_name": name, "arguments": arguments}))
+
 
 def _task_text(messages: list[dict[str, Any]]) -> str:
-    content = next((m["content"] for m in messages if m["role"] == "user"), "")
-    if isinstance(content, list):  # content parts, as HUD's agents send them
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content.strip()
+    """The first user turn: a prompt, or the instruction in an OpenEnv observation payload."""
+    text = next((m["content"] for m in messages if m["role"] == "user"), "")
+    if isinstance(text, list):  # content parts, as HUD's agents send them
+        text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text.strip()
+    observation = payload.get("observation") if isinstance(payload, dict) else None
+    return str((observation or {}).get("instruction") or text).strip()
 
 
 def _answer(
@@ -254,6 +272,25 @@ def _with_logprobs(reply: JSONResponse) -> JSONResponse:
             "refusal": None,
         }
     return JSONResponse(body, status_code=reply.status_code)
+
+
+def _as_stream(reply: JSONResponse) -> Response:
+    """``reply`` as a server-sent event stream, for a request with ``"stream": true``: one
+    chunk whose delta is the whole message (tool calls indexed), then ``[DONE]``."""
+    body = json.loads(reply.body)
+    choices = []
+    for choice in body["choices"]:
+        delta = dict(choice["message"])
+        if delta.get("tool_calls"):
+            delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(delta["tool_calls"])]
+        choices.append({"index": choice["index"], "delta": delta, **_finish(choice)})
+    chunk = {**body, "object": "chat.completion.chunk", "choices": choices}
+    events = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+    return Response(events, media_type="text/event-stream")
+
+
+def _finish(choice: dict[str, Any]) -> dict[str, Any]:
+    return {k: choice[k] for k in ("finish_reason", "logprobs") if k in choice}
 
 
 def _raw_call(name: str, arguments: str, *, text: bool, completion_tokens: int = 20):
