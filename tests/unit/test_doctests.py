@@ -21,6 +21,8 @@ OPTIONAL = (
     "analyst_env.envs.remote.e2b_backend",
     "analyst_env.trainers.openrlhf_agent",  # openrlhf, in its own folder (.venv/openrlhf)
     "analyst_env.trainers.hud",  # hud, in its own venv (.venv/hud)
+    "analyst_env.trainers.verl",  # verl, in its own venv (.venv/verl)
+    "analyst_env.trainers.verl_tools",
 )
 # Deprecated old names of moved modules: each is the moved module, walked under its new name.
 OLD_NAMES = (
