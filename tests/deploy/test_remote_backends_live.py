@@ -14,20 +14,15 @@ the commands.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 
 import httpx
 import pytest
-import websockets
+from server.oracle_episode import assert_oracle_episode_scores
 from server.serve_process import ServeProcess
-
-from analyst_env.datasets import load_dataset
 
 pytestmark = pytest.mark.live
 
-TASK = "starter-sales-000"
 #: backend: (the variable that opts in, the credentials it needs)
 BACKENDS = {
     "docker": ("ANALYST_ENV_TEST_DOCKER", ()),
@@ -41,11 +36,6 @@ BACKENDS = {
 }
 
 
-def call(tool: str, **arguments) -> str:
-    action = {"type": "call_tool", "tool_name": tool, "arguments": arguments}
-    return json.dumps({"type": "step", "data": action})
-
-
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_a_server_on_the_real_backend_runs_and_scores_an_episode(tmp_path, backend):
     flag, credentials = BACKENDS[backend]
@@ -54,28 +44,10 @@ def test_a_server_on_the_real_backend_runs_and_scores_an_episode(tmp_path, backe
     missing = [name for name in credentials if not os.environ.get(name)]
     if missing:
         pytest.skip(f"{backend} credentials missing: set {', '.join(missing)}")
-    oracle = next(t for t in load_dataset("starter").tasks if t.id == TASK).oracle_answer
     with ServeProcess(tmp_path, "--backend", backend, startup_timeout_s=900) as server:
         health = httpx.get(f"{server.url}/health", timeout=30).json()
         assert health["sandbox"]["backend"] == backend
-
-        async def episode() -> list[dict]:
-            ws_url = server.url.replace("http://", "ws://") + "/ws"
-            async with websockets.connect(ws_url, open_timeout=60, max_size=None) as ws:
-                replies = []
-                for frame in (
-                    json.dumps({"type": "reset", "data": {"task_id": TASK}}),
-                    call("add_and_execute_code_cell", code="print(6 * 7)"),
-                    call("final_answer", answer=oracle),
-                ):
-                    await ws.send(frame)
-                    replies.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=900)))
-                return replies
-
-        reset, ran, answered = asyncio.run(episode())
-        assert reset["data"]["observation"]["status"] == "ready", reset
-        assert "42" in json.dumps(ran)
-        assert answered["data"]["done"] is True and answered["data"]["reward"] == 1.0, answered
+        assert_oracle_episode_scores(server.url, timeout_s=900)
         metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
     assert 'analyst_env_resets_total{status="ready"} 1.0' in metrics
     assert 'analyst_env_sandbox_failures_total{stage="reset"} 0.0' in metrics
