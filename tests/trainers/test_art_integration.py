@@ -22,10 +22,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from analyst_env.server.app import build_app
-from analyst_env.server.local_server import BackgroundServer
-from analyst_env.server.runtime import Runtime
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from openai_standin import StandIn  # noqa: E402
 
@@ -77,24 +73,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-@pytest.fixture(scope="module")
-def server(settings, tiny_dataset, tmp_path_factory):
-    """A server of its own, so its live-session count is this test's alone."""
-    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("art-state"))})
-    runtime = Runtime(cfg, datasets=[tiny_dataset])
-    try:
-        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
-            yield url
-    finally:
-        runtime.close()
-
-
-@pytest.fixture(scope="module")
-def standin(tiny_dataset):
-    with StandIn(list(tiny_dataset.tasks)) as model_server:
-        yield model_server
 
 
 def gather(server: str, standin: StandIn, script: str, task_id: str, per_group: int) -> list:

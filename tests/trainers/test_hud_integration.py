@@ -22,12 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from analyst_env.server.app import build_app
-from analyst_env.server.local_server import BackgroundServer
-from analyst_env.server.runtime import Runtime
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-from openai_standin import StandIn, _answer, _call  # noqa: E402
+from openai_standin import _answer, _call  # noqa: E402
 from tcp_cuts import DroppingProxy, later  # noqa: E402
 
 pytestmark = pytest.mark.live
@@ -67,25 +63,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-@pytest.fixture(scope="module")
-def server(settings, tiny_dataset, tmp_path_factory):
-    """A server of its own, so its live-session count is this test's alone."""
-    state = str(tmp_path_factory.mktemp("hud-state"))
-    cfg = settings.model_copy(update={"state_dir": state, "resume_grace_s": 10.0})
-    runtime = Runtime(cfg, datasets=[tiny_dataset])
-    try:
-        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
-            yield url
-    finally:
-        runtime.close()
-
-
-@pytest.fixture(scope="module")
-def standin(tiny_dataset):
-    with StandIn(list(tiny_dataset.tasks)) as model_server:
-        yield model_server
 
 
 def run_job(server, standin, script, task_id, *, group=1, shared=False, replicas=None) -> dict:

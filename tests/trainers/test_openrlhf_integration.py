@@ -26,10 +26,6 @@ import httpx
 import pytest
 from tcp_cuts import DroppingProxy, later
 
-from analyst_env.server.app import build_app
-from analyst_env.server.local_server import BackgroundServer
-from analyst_env.server.runtime import Runtime
-
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,19 +114,6 @@ print("READY", flush=True)
 for line in sys.stdin:  # one sample per line, its result on one line
     print("RESULT", json.dumps(asyncio.run(play(json.loads(line), tokenizer))), flush=True)
 """
-
-
-@pytest.fixture(scope="module")
-def server(settings, tiny_dataset, tmp_path_factory):
-    """A server of its own, so its live-session count is this test's alone."""
-    state = str(tmp_path_factory.mktemp("orlhf-state"))
-    cfg = settings.model_copy(update={"state_dir": state, "resume_grace_s": 10.0})
-    runtime = Runtime(cfg, datasets=[tiny_dataset])
-    try:
-        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
-            yield url
-    finally:
-        runtime.close()
 
 
 def call(name: str, **arguments) -> str:

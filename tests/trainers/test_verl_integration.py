@@ -22,27 +22,11 @@ import httpx
 import pytest
 from tcp_cuts import DroppingProxy
 
-from analyst_env.server.app import build_app
-from analyst_env.server.local_server import BackgroundServer
-from analyst_env.server.runtime import Runtime
-
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = Path(os.environ.get("ANALYST_ENV_VERL_PYTHON", REPO / ".venv" / "verl" / "bin" / "python"))
 DRIVER = Path(__file__).with_name("verl_driver.py")
-
-
-@pytest.fixture(scope="module")
-def server(settings, tiny_dataset, tmp_path_factory):
-    """A server of its own, so its live-session count is this test's alone."""
-    cfg = settings.model_copy(update={"state_dir": str(tmp_path_factory.mktemp("verl-state"))})
-    runtime = Runtime(cfg, datasets=[tiny_dataset])
-    try:
-        with BackgroundServer(build_app(cfg, runtime=runtime)) as url:
-            yield url
-    finally:
-        runtime.close()
 
 
 @pytest.fixture(scope="module")
