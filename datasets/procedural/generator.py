@@ -29,14 +29,16 @@ from analyst_env.datasets.procedural.attempt_draw import Drawn, draw_attempt
 from analyst_env.datasets.procedural.composition import compose_filters
 from analyst_env.datasets.procedural.defect_notes import defect_notes
 from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.phrasing import format_request, reword_question, wording_rng
 from analyst_env.datasets.procedural.query import agree, uses_attr
 from analyst_env.datasets.procedural.splits import global_number
 from analyst_env.datasets.procedural.tables import Mess, apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
-from analyst_env.datasets.shipped.draft import Draft, format_sentence, leaks, oracle_and_verifier
+from analyst_env.datasets.shipped.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 5  # 5: articles and plurals from inflect ("stays", "an `agent_id`")
+GENERATOR_VERSION = 6  # 6: questions and answer formats worded several ways (phrasing.py)
+# 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
 
@@ -135,6 +137,10 @@ def attempt(
         f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
     )
     question += "." if ask.style in BOOK_STYLES else "?"
+    wording = wording_rng(seed, split, index, tries)
+    if ask.style not in BOOK_STYLES:
+        question = reword_question(question, wording)
+    answer_format = wording.getstate()
     notes = " ".join(defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
     if ask.style == "column":  # an edit of the file as written: no repair to do, none to state
         notes = ""
@@ -153,7 +159,8 @@ def attempt(
         if gold is None or (isinstance(gold, (list, str)) and not gold):
             raise Dropped("undefined-answer")
         draft = _draft(ask, gold, question, level_of(depth), d)
-        instruction = f"{describe}\n\n{format_sentence(draft)}"
+        wording.setstate(answer_format)  # the same sentence however often the gold is worded
+        instruction = f"{describe}\n\n{format_request(draft, wording)}"
         scored = oracle_and_verifier(draft)
         if leaks(instruction, scored[0], draft.style):
             raise Dropped("answer-in-question")
