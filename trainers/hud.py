@@ -123,12 +123,23 @@ def make_environment(
                     play=episode.play,
                 )
             )
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        # The listener is bound here and handed over, so no other process can take the port
+        # between choosing and serving it. uvicorn logs nothing below CRITICAL: a failed start
+        # surfaces from the task (``_wait_until_listening``), and what it would log at shutdown
+        # is the cancelled lifespan of every rollout's server, once per rollout.
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
         serving.append(
             asyncio.create_task(
-                server.run_async(transport="http", host="127.0.0.1", port=port, show_banner=False)
+                server.run_http_async(
+                    transport="http",
+                    host="127.0.0.1",
+                    port=port,
+                    show_banner=False,
+                    sockets=[sock],
+                    uvicorn_config={"log_level": "critical"},
+                )
             )
         )
         await _wait_until_listening(serving[-1], port)

@@ -89,6 +89,10 @@ def run_job(server, standin, script, task_id, *, group=1, shared=False, replicas
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # our MCP server comes and goes with each rollout without its access log or a traceback of
+    # its cancelled lifespan (HUD's own relay may still log its cancelled splice)
+    quiet = "starlette/routing.py" not in proc.stderr and '"POST /mcp' not in proc.stderr
+    assert quiet, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -45,7 +45,8 @@ FORBIDDEN = {
     "trainers": BELOW_THE_SERVER - {"client"} | {"envs", "verifiers", "run_records"},
     "evaluation": BELOW_THE_SERVER - {"client", "trainers"} | {"envs"},
     # benchmarks start servers (as processes, or the in-thread one of server/local_server.py)
-    "benchmarks": BELOW_THE_SERVER - {"client", "benchmarks", "server"} | {"envs"},
+    # and drive the trainer adapters they measure (benchmarks/adapter_drivers.py)
+    "benchmarks": BELOW_THE_SERVER - {"client", "benchmarks", "server", "trainers"} | {"envs"},
     # the shared modules at the package root
     "models.py": SHARED,
     "task_format.py": SHARED,
