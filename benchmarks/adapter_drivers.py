@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ANSWER_TEXT = '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "0"}}\n</tool_call>'
@@ -162,7 +166,114 @@ def hud(server: str, policy: str, episodes: int, concurrency: int) -> Played:
     return asyncio.run(run())
 
 
-DRIVERS = {"client": client, "trl": trl, "skyrl": skyrl, "art": art, "hud": hud}
+class _NoopEngine:
+    """vLLM's ``generate`` as OpenRLHF's executor calls it, answering every turn with the
+    token ids of one ``final_answer`` call and the end-of-sequence token."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        ids = tokenizer(ANSWER_TEXT, add_special_tokens=False)["input_ids"]
+        self.reply = SimpleNamespace(
+            token_ids=[*ids, tokenizer.eos_token_id],
+            text=ANSWER_TEXT,
+            finish_reason="stop",
+            logprobs=None,
+        )
+
+    async def generate(self, prompt_token_ids: Any, sampling_params: Any, **_: Any) -> Any:
+        return SimpleNamespace(outputs=[self.reply])
+
+
+def openrlhf(server: str, policy: str, episodes: int, concurrency: int) -> Played:
+    """OpenRLHF: the agent file's ``AgentExecutor`` (OpenRLHF's ``MultiTurnAgentExecutor``)
+    executing each sample, ``CONCURRENCY`` at a time as its vLLM engine's event loop does,
+    with the no-op policy at vLLM's interface and a small Qwen3-style tokenizer."""
+    sys.path.append(os.environ["ANALYST_ENV_OPENRLHF_PATH"])  # OpenRLHF after our packages
+    os.environ["ANALYST_ENV_URL"] = server
+    from analyst_env.benchmarks.tiny_tokenizer import tiny_qwen3_tokenizer
+    from analyst_env.trainers.openrlhf_agent import AgentExecutor, export_jsonl
+
+    tokenizer = tiny_qwen3_tokenizer()
+    engine = _NoopEngine(tokenizer)
+    executor = AgentExecutor()
+    with tempfile.TemporaryDirectory() as folder:
+        rows = export_jsonl(server, Path(folder) / "rows.jsonl").read_text().splitlines()
+    labels = [json.loads(row)["label"] for row in rows]
+    params = SimpleNamespace(max_tokens=None, logprobs=None)
+
+    async def run() -> Played:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def sample(i: int) -> bool:
+            async with gate:
+                out = await executor.execute(
+                    "", labels[i % len(labels)], params, 32768, tokenizer, engine
+                )
+                logs = out["extra_logs"]  # one turn: the server ended it on the answer
+                return logs["turns"] == 1 and logs["tool_calls"] == 1
+
+        start = time.perf_counter()
+        ended = sum(await asyncio.gather(*(sample(i) for i in range(episodes))))
+        return time.perf_counter() - start, episodes, ended
+
+    return asyncio.run(run())
+
+
+class _NoopTokenModel:
+    """veRL's ``LLMServerClient.generate``: the token ids of one ``final_answer`` call."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.ids = tokenizer.encode(ANSWER_TEXT + "<|im_end|>", add_special_tokens=False)
+
+    async def generate(self, request_id: str, *, prompt_ids: Any, **_: Any) -> Any:
+        from verl.workers.rollout.replica import TokenOutput
+
+        return TokenOutput(token_ids=self.ids, log_probs=[-0.1] * len(self.ids))
+
+
+def verl(server: str, policy: str, episodes: int, concurrency: int) -> Played:
+    """veRL: its ``AgentLoopWorker`` (built from veRL's generated trainer config and the
+    agent-loop YAML this package ships) running ``generate_sequences`` on batches of
+    ``CONCURRENCY`` dataset rows loaded by its ``RLHFDataset``, each trajectory our agent loop
+    with the no-op policy at the token interface. The model folder (tokenizer and config)
+    comes from ``ANALYST_ENV_BENCH_MODEL_DIR``."""
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    from analyst_env.benchmarks.verl_config import trainer_config
+    from analyst_env.trainers.verl import export_parquet
+
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        cfg = trainer_config(os.environ["ANALYST_ENV_BENCH_MODEL_DIR"], work, server, server)
+        parquet = export_parquet(server, work / "rows.parquet", split="train")
+        worker = AgentLoopWorker(cfg, llm_client=None)
+        worker.llm_client = _NoopTokenModel(worker.tokenizer)
+        dataset = RLHFDataset([str(parquet)], worker.tokenizer, cfg.data)
+        rows = [dataset[i % len(dataset)] for i in range(episodes)]
+
+        async def run() -> Played:
+            start, ended = time.perf_counter(), 0
+            for first in range(0, episodes, concurrency):
+                batch = DataProto.from_single_dict(collate_fn(rows[first : first + concurrency]))
+                out = await worker.generate_sequences(batch)
+                ended += sum(
+                    str(r) == "final_answer" for r in out.non_tensor_batch["env_end_reason"]
+                )
+            return time.perf_counter() - start, episodes, ended
+
+        return asyncio.run(run())
+
+
+DRIVERS = {
+    "client": client,
+    "trl": trl,
+    "skyrl": skyrl,
+    "art": art,
+    "hud": hud,
+    "openrlhf": openrlhf,
+    "verl": verl,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -10,8 +10,8 @@ no-op episodes (reset + one ``final_answer``) through each adapter in its own
 interpreter (:mod:`analyst_env.benchmarks.adapter_drivers`), the typed client first
 and last. An adapter's figure is its rate as a ratio to the mean of the two client
 runs: what the adapter adds per episode on top of the protocol, with the server's and
-the machine's speed divided out. An adapter whose venv is absent (ART and HUD have
-their own, made by ``.ci/run``) is reported as not measured, with the path looked for.
+the machine's speed divided out. An adapter whose venv is absent (ART, HUD and veRL
+have their own, made by ``.ci/run``) is reported as not measured, with the path looked for.
 """
 
 from __future__ import annotations
@@ -21,20 +21,25 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from analyst_env.benchmarks.noop_policy import NoopPolicy
 from analyst_env.benchmarks.servers import analyst_server
+from analyst_env.benchmarks.tiny_tokenizer import save_tiny_qwen3
 
 ROOT = Path(__file__).resolve().parents[1]
+ADAPTERS = ["trl", "skyrl", "openrlhf", "verl", "art", "hud"]
+OPENRLHF = Path(os.environ.get("ANALYST_ENV_OPENRLHF_PATH", ROOT / ".venv" / "openrlhf"))
+"""OpenRLHF's wheel, installed without its GPU dependencies into a folder (.ci/run)."""
 
 
 def interpreters() -> dict[str, Path]:
     """The interpreter each adapter runs in (``ANALYST_ENV_<NAME>_PYTHON`` overrides)."""
     own = Path(sys.executable)
-    venvs = {"art": ROOT / ".venv" / "art", "hud": ROOT / ".venv" / "hud"}
-    found = {"client": own, "trl": own, "skyrl": own}
+    venvs = {name: ROOT / ".venv" / name for name in ("art", "hud", "verl")}
+    found = {"client": own, "trl": own, "skyrl": own, "openrlhf": own}
     for name, venv in venvs.items():
         found[name] = Path(
             os.environ.get(f"ANALYST_ENV_{name.upper()}_PYTHON", venv / "bin/python")
@@ -42,10 +47,23 @@ def interpreters() -> dict[str, Path]:
     return found
 
 
-def _drive(python: Path, name: str, server: str, policy: str, episodes: int, conc: int) -> dict:
+def missing_part(name: str, python: Path) -> str | None:
+    """Why ``name`` cannot be measured here (its interpreter or packages absent), or None."""
+    if not python.exists():
+        return f"no interpreter at {python} (see .ci/run)"
+    if name == "openrlhf" and not (OPENRLHF / "openrlhf").is_dir():
+        return f"no OpenRLHF packages at {OPENRLHF} (see .ci/run)"
+    return None
+
+
+def _drive(
+    python: Path, name: str, server: str, policy: str, episodes: int, conc: int, extra: dict
+) -> dict:
     """One adapter's run, in its interpreter: the driver's JSON line, or the reason it failed."""
     argv = [str(python), "-m", "analyst_env.benchmarks.adapter_drivers", name, server, policy]
     env = dict(os.environ, HUD_TELEMETRY_ENABLED="false", HUD_API_KEY="", WANDB_MODE="disabled")
+    env.update(extra)
+    env.setdefault("ANALYST_ENV_OPENRLHF_PATH", str(OPENRLHF))
     proc = subprocess.run(
         [*argv, str(episodes), str(conc)],
         capture_output=True,
@@ -66,17 +84,27 @@ def measure(episodes: int, concurrency: int, adapters: list[str]) -> dict[str, A
     pythons = interpreters()
     results: dict[str, Any] = {}
     sessions = max(64, 4 * concurrency)
-    with analyst_server(sessions) as server, NoopPolicy() as policy:
+    with (
+        analyst_server(sessions) as server,
+        NoopPolicy() as policy,
+        tempfile.TemporaryDirectory() as model_dir,
+    ):
+        if "verl" in adapters and not missing_part("verl", pythons["verl"]):
+            # veRL loads a model folder (tokenizer and config); made here, where TRL's chat
+            # template is installed
+            save_tiny_qwen3(Path(model_dir))
+        model = {"ANALYST_ENV_BENCH_MODEL_DIR": model_dir}
         # a discarded client run first: the server's first sessions pay for its warm-up
-        _drive(pythons["client"], "client", server.url, policy, episodes, concurrency)
+        _drive(pythons["client"], "client", server.url, policy, episodes, concurrency, model)
         order = ["client", *[a for a in adapters if a != "client"], "client"]
         client_rates = []
         for name in order:
             python = pythons[name]
-            if not python.exists():
-                results[name] = {"error": f"no interpreter at {python} (see .ci/run)"}
+            missing = missing_part(name, python)
+            if missing:
+                results[name] = {"error": missing}
                 continue
-            run = _drive(python, name, server.url, policy, episodes, concurrency)
+            run = _drive(python, name, server.url, policy, episodes, concurrency, model)
             if name == "client" and "rate" in run:
                 client_rates.append(run["rate"])
             results.setdefault(name, run)
@@ -119,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=96, help="Episodes per adapter (96)")
     parser.add_argument("--concurrency", type=int, default=8, help="Episodes at a time (8)")
     parser.add_argument(
-        "--adapters", default="trl,skyrl,art,hud", help="Which, comma-separated (trl,skyrl,art,hud)"
+        "--adapters", default=",".join(ADAPTERS), help="Which, comma-separated (all)"
     )
     parser.add_argument("--json", action="store_true", help="Print the report as JSON")
     args = parser.parse_args(argv)

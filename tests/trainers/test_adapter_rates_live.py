@@ -3,16 +3,22 @@
 ``python -m analyst_env.benchmarks.adapter_rates`` is what BENCHMARKS.md's adapter
 table comes from; this runs it small (a real server, the no-op policy, each adapter in
 its own interpreter) and checks that each figure stands on episodes the server really
-ended, so a driver that silently played nothing could not report a rate. ART and HUD
-run only where their venvs exist (``.ci/run`` makes them); elsewhere the report must
-say which interpreter was missing.
+ended, so a driver that silently played nothing could not report a rate. ART, HUD and
+OpenRLHF run only where their venvs or folder exist (``.ci/run`` makes them); elsewhere the
+report must say which part was missing.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from analyst_env.benchmarks.adapter_rates import format_markdown, interpreters, measure
+from analyst_env.benchmarks.adapter_rates import (
+    ADAPTERS,
+    format_markdown,
+    interpreters,
+    measure,
+    missing_part,
+)
 
 pytestmark = pytest.mark.live
 
@@ -20,14 +26,15 @@ EPISODES = 6
 
 
 def test_every_adapter_is_measured_on_episodes_the_server_ended():
-    report = measure(EPISODES, 2, ["trl", "skyrl", "art", "hud"])
+    report = measure(EPISODES, 2, ADAPTERS)
     pythons = interpreters()
     assert len(report["client_rates"]) == 2  # before and after the adapters
     baseline = sum(report["client_rates"]) / 2
-    for name in ("client", "trl", "skyrl", "art", "hud"):
+    for name in ["client", *ADAPTERS]:
         run = report["adapters"][name]
-        if not pythons[name].exists():
-            assert str(pythons[name]) in run["error"]
+        missing = missing_part(name, pythons[name])
+        if missing:
+            assert run == {"error": missing}
             continue
         assert "error" not in run, f"{name}: {run.get('error')}"
         assert run["episodes"] == EPISODES and run["ended"] == EPISODES, (name, run)

@@ -102,7 +102,7 @@ sys.path.append(sys.argv[1])  # ART's packages after ours: this venv's torch and
 import art
 from art.preprocessing.tokenize import tokenize_trajectory_groups
 from openai.types.chat.chat_completion import Choice
-from tiny_tokenizer import tiny_qwen3_tokenizer
+from analyst_env.benchmarks.tiny_tokenizer import tiny_qwen3_tokenizer
 
 def rebuild(dump):
     turns = dump["messages_and_choices"]

@@ -42,7 +42,7 @@ from types import SimpleNamespace
 sys.path.append(sys.argv[1])  # OpenRLHF after this venv's packages (it ships a top-level tests/)
 import openrlhf
 from openrlhf.utils.agent import AgentExecutorBase
-from tiny_tokenizer import tiny_qwen3_tokenizer
+from analyst_env.benchmarks.tiny_tokenizer import tiny_qwen3_tokenizer
 
 
 

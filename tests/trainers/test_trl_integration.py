@@ -23,8 +23,7 @@ pytest.importorskip(
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tiny_tokenizer import tiny_qwen3_tokenizer  # noqa: E402
-
+from analyst_env.benchmarks.tiny_tokenizer import tiny_qwen3_tokenizer  # noqa: E402
 from analyst_env.server.app import build_app  # noqa: E402
 from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402

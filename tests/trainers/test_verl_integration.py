@@ -38,26 +38,9 @@ def tiny_model(tmp_path_factory) -> Path:
             ".venv/verl; pip install torch, then verl==0.9.1 --no-deps and its imports)"
         )
     pytest.importorskip("trl", reason="the tiny tokenizer uses TRL's Qwen3 chat template")
-    from tiny_tokenizer import tiny_qwen3_tokenizer
-    from transformers import Qwen3Config
+    from analyst_env.benchmarks.tiny_tokenizer import save_tiny_qwen3
 
-    path = tmp_path_factory.mktemp("tiny-qwen3")
-    tok = tiny_qwen3_tokenizer()
-    tok.save_pretrained(path)
-    config = Qwen3Config(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    config.architectures = ["Qwen3ForCausalLM"]
-    config.save_pretrained(path)
-    return path
+    return save_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
 
 
 def start_verl(server: str, model: Path, work: Path, route: str, *loop_url: str):

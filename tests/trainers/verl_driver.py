@@ -23,15 +23,13 @@ import sys
 from pathlib import Path
 
 import httpx
-import verl.trainer.config as verl_trainer_config
-from omegaconf import OmegaConf
 from verl import DataProto
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.trainer.ppo.reward import get_custom_reward_fn
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.workers.rollout.replica import TokenOutput
 
-import analyst_env.trainers as trainers_pkg
+from analyst_env.benchmarks.verl_config import trainer_config
 
 CODE = "import pandas as pd\nprint(pd.read_csv('sales.csv').amount.sum())"
 SLOW_CODE = "runs = globals().get('runs', 0) + 1\nimport time\ntime.sleep(1.5)\nprint(runs)"
@@ -81,34 +79,6 @@ class ScriptedModel:
                     self.marker.write_text("sent")
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
-
-
-def trainer_config(model_dir: str, work: Path, server: str, loop_url: str):
-    """veRL's generated PPO config with our YAMLs (the server's URL put in) and the tiny model."""
-    cfg = OmegaConf.load(Path(verl_trainer_config.__file__).parent / "_generated_ppo_trainer.yaml")
-    shipped = Path(trainers_pkg.__file__).parent / "verl_configs"
-    loops = OmegaConf.load(shipped / "agent_loop.yaml")
-    for entry in loops:
-        entry.base_url = loop_url
-    OmegaConf.save(loops, work / "agent_loop.yaml")
-    tools = OmegaConf.load(shipped / "tools.yaml")
-    for entry in tools.tools:
-        entry.config.base_url = server
-    OmegaConf.save(tools, work / "tools.yaml")
-    rollout = cfg.actor_rollout_ref.rollout
-    cfg.actor_rollout_ref.model.path = model_dir
-    rollout.name = "vllm"
-    rollout.prompt_length = 4096
-    rollout.response_length = 2048
-    rollout.multi_turn.enable = True
-    rollout.multi_turn.format = "hermes"
-    rollout.multi_turn.max_tool_response_length = 2000
-    rollout.multi_turn.tool_config_path = str(work / "tools.yaml")
-    rollout.agent.agent_loop_config_path = str(work / "agent_loop.yaml")
-    cfg.data.max_prompt_length = 4096
-    cfg.reward.custom_reward_function.path = "pkg://analyst_env.trainers.verl_tools"
-    cfg.reward.custom_reward_function.name = "compute_score"
-    return cfg
 
 
 async def main(server: str, model_dir: str, work: Path, route: str, loop_url: str) -> dict:

@@ -3,11 +3,13 @@
 A byte-level BPE over the tool descriptions and a tool call, with Qwen3's special
 tokens and TRL's shipped Qwen3 chat template (which renders tools, tool calls and
 ``<tool_response>`` turns). The TRL test trains a tiny random model with it; the
-ART test runs ART's tokenization of our trajectories through it.
+ART test runs ART's tokenization of our trajectories through it; the adapter benchmark
+(``adapter_drivers``) tokenizes OpenRLHF's turns with it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 SPECIALS = [
@@ -52,3 +54,26 @@ def tiny_qwen3_tokenizer() -> Any:
     )
     hf.chat_template = qwen3_chat_template
     return hf
+
+
+def save_tiny_qwen3(path: Path) -> Path:
+    """The tokenizer and a two-layer Qwen3 config (no weights) in ``path``: a model folder
+    that veRL's ``HFModelConfig`` loads from disk."""
+    from transformers import Qwen3Config
+
+    tok = tiny_qwen3_tokenizer()
+    tok.save_pretrained(path)
+    config = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    config.architectures = ["Qwen3ForCausalLM"]
+    config.save_pretrained(path)
+    return path
