@@ -86,12 +86,15 @@ class AnalystToolEnv:
         seed: int | None = None,
         split: str | None = None,
         index: int | None = None,
+        client_id: str | None = None,
         **_row: Any,
     ) -> str:
         """Start an episode on a fresh session; returns the task prompt (instruction and files).
 
         TRL passes every column of the dataset row; ``task_id`` (or ``split`` and
-        ``index``) and ``seed`` choose the episode, the rest is ignored.
+        ``index``) and ``seed`` choose the episode, ``client_id`` names who a server's
+        curriculum counts it for (a row with neither task_id nor index lets the
+        curriculum choose), the rest is ignored.
         """
         self._close()
         self.reward, self.done = 0.0, False
@@ -101,7 +104,12 @@ class AnalystToolEnv:
         self._client.connect()
         options = {
             k: v
-            for k, v in {"task_id": task_id, "split": split, "index": index}.items()
+            for k, v in {
+                "task_id": task_id,
+                "split": split,
+                "index": index,
+                "client_id": client_id,
+            }.items()
             if v is not None
         }
         obs = self._client.reset(seed=seed, **options).observation
