@@ -21,9 +21,12 @@ from analyst_env.models import FileInfo
 from analyst_env.server.envs_binding import EpisodeImage, resolve_image
 from analyst_env.server.episode import Episode
 from analyst_env.server.reset_options import ResetOptions
-from analyst_env.server.runtime import UNBOUNDED_DRAW_SPLIT, Runtime
+from analyst_env.server.runtime import UNBOUNDED_DRAW_SPLIT, Runtime, TaskUnavailableError
 from analyst_env.task_format import Task
+from analyst_env.verifiers.recalc import recalculation_refusal
 
+UNSCORABLE_SKIPS = 16
+"""Curriculum picks this server cannot score (workbooks without LibreOffice) stepped over."""
 READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
 """The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
 
@@ -55,8 +58,13 @@ def choose(runtime: Runtime, opts: ResetOptions, client: str = "") -> Choice:
         curriculum = runtime.curriculum
         if curriculum is not None and opts.task_id is None and opts.index is None:
             split = opts.split or UNBOUNDED_DRAW_SPLIT
-            index, why = curriculum.pick(client, split)
-            task = curriculum.dataset.task(split, index)
+            for _ in range(UNSCORABLE_SKIPS):  # a workbook task without LibreOffice: next one
+                index, why = curriculum.pick(client, split)
+                task = curriculum.dataset.task(split, index)
+                if not recalculation_refusal(task):
+                    break
+            else:
+                raise TaskUnavailableError(recalculation_refusal(task))
             why["depth_served"] = task.metadata.get("depth")
             why["level_served"] = task.metadata.get("level")
         else:
