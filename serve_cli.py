@@ -36,6 +36,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.listen_fd is None:  # not a worker: check everything before any worker forks
         check_dataset(settings.dataset, several=True)
+        if settings.curriculum is not None and not any(
+            spec.strip().split(":")[0] == "procedural" for spec in settings.dataset.split(",")
+        ):
+            raise UsageError("--curriculum needs a procedural dataset (--dataset procedural:SEED)")
         check_backend(settings.backend)
         check_port(args.host, args.port)
     workers = args.workers
@@ -229,6 +233,12 @@ def add_serve_parser(sub) -> None:
     serve.add_argument(
         "--dataset",
         help=DATASET_HELP + "; several, comma-separated, are served together (default: starter)",
+    )
+    serve.add_argument(
+        "--curriculum",
+        type=float,
+        metavar="TARGET",
+        help="Keep each client's success rate near TARGET (0..1) by choosing procedural depth",
     )
     serve.add_argument(
         "--max-sessions", type=int, help="Concurrent sessions, per worker (default 64)"

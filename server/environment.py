@@ -51,6 +51,7 @@ from analyst_env.models import (  # noqa: E402
     AnalystState,
     AnalystToolObservation,
 )
+from analyst_env.server.curriculum import check_client_id  # noqa: E402
 from analyst_env.server.episode import Episode  # noqa: E402
 from analyst_env.server.episode_start import choose, start_sandbox  # noqa: E402
 from analyst_env.server.metrics import (  # noqa: E402
@@ -93,6 +94,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         self._recorder: EpisodeRecorder | None = None
         self._live = runtime.live  # what /web shows of this session, live
         self._live_id = self._live.new_session_id()
+        self._curriculum_client: str | None = None
         self._closed = False  # set by close(): a closed session never starts a sandbox again
 
     # ── episode lifecycle ───────────────────────────────────────────────────
@@ -119,12 +121,15 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         started = time.perf_counter()
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
-        chosen = choose(runtime, opts)
+        client = check_client_id(opts.client_id or f"connection-{self._live_id}")
+        self._count_for_curriculum(self._episode)  # before the pick, so it sees this reward
+        chosen = choose(runtime, opts, client)
         task, image = chosen.task, chosen.image
         with self._lock:
             if self._closed:  # closed while this reset waited for the lock
                 raise SessionClosed()
             self._end_episode()
+            self._curriculum_client = client if chosen.curriculum is not None else None
             episode = Episode(
                 episode_id=opts.episode_id or uuid.uuid4().hex,
                 task=task,
@@ -153,6 +158,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                     # a broken upstream gold, served because its id was asked for; the
                     # evidence stays in the task catalogue (it may quote the gold)
                     **({"quarantined": True} if task.quarantine_reason else {}),
+                    **({"curriculum": chosen.curriculum} if chosen.curriculum else {}),
                 },
             )
             if self._trajectories is not None:
@@ -300,10 +306,18 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         if self._episode is not None:
             self._live.close(self._live_id)
         episode, self._episode = self._episode, None
+        self._count_for_curriculum(episode)
         if episode is not None and episode.sandbox is not None:
             sandbox = episode.sandbox
             # A remote sandbox's close ends the episode over the network: off the event loop.
             offload_if(not isinstance(sandbox, YieldsToLoop), sandbox.close)
+
+    def _count_for_curriculum(self, episode: Episode | None) -> None:
+        """Give the curriculum a finished episode's reward, once (an unfinished one counts not)."""
+        client, self._curriculum_client = self._curriculum_client, None
+        curriculum = self._runtime.curriculum
+        if curriculum is not None and client and episode is not None and episode.done:
+            curriculum.record(client, episode.reward or 0.0)
 
     async def _off_loop_if_needed(self, fn, *args):
         """Run ``fn`` cooperatively on the loop if the episode's sandbox can yield to it, else on

@@ -11,6 +11,7 @@ the task's setup hooks there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from analyst_env.envs.capabilities import StartsWithoutWaiting
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
@@ -20,9 +21,12 @@ from analyst_env.models import FileInfo
 from analyst_env.server.envs_binding import EpisodeImage, resolve_image
 from analyst_env.server.episode import Episode
 from analyst_env.server.reset_options import ResetOptions
-from analyst_env.server.runtime import Runtime
+from analyst_env.server.runtime import UNBOUNDED_DRAW_SPLIT, Runtime, TaskUnavailableError
 from analyst_env.task_format import Task
+from analyst_env.verifiers.recalc import recalculation_refusal
 
+UNSCORABLE_SKIPS = 16
+"""Curriculum picks this server cannot score (workbooks without LibreOffice) stepped over."""
 READY_MESSAGE = "Environment ready. Use add_and_execute_code_cell to start."
 """The reset message of a healthy episode (shared by every task, so no gold may be a word of it)."""
 
@@ -35,21 +39,40 @@ class Choice:
     task: Task
     image: EpisodeImage
     files: list[FileInfo]
+    curriculum: dict[str, Any] | None = None
+    """Why the curriculum chose this task (depth wanted and drawn), when one is on."""
 
 
-def choose(runtime: Runtime, opts: ResetOptions) -> Choice:
+def choose(runtime: Runtime, opts: ResetOptions, client: str = "") -> Choice:
     """The reset's task, image and file previews.
+
+    With a curriculum on, a reset naming no task (no ``task_id``, no ``index``) gets the
+    procedural task the curriculum picks for ``client``.
 
     Raises:
         ValueError, KeyError, IndexError: As ``Runtime.select`` and ``resolve_image``.
     """
 
     def pick() -> Choice:
-        task = runtime.select(
-            task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
-        )
+        why = None
+        curriculum = runtime.curriculum
+        if curriculum is not None and opts.task_id is None and opts.index is None:
+            split = opts.split or UNBOUNDED_DRAW_SPLIT
+            for _ in range(UNSCORABLE_SKIPS):  # a workbook task without LibreOffice: next one
+                index, why = curriculum.pick(client, split)
+                task = curriculum.dataset.task(split, index)
+                if not recalculation_refusal(task):
+                    break
+            else:
+                raise TaskUnavailableError(recalculation_refusal(task))
+            why["depth_served"] = task.metadata.get("depth")
+            why["level_served"] = task.metadata.get("level")
+        else:
+            task = runtime.select(
+                task_id=opts.task_id, split=opts.split, index=opts.index, seed=opts.seed
+            )
         image = resolve_image(runtime, task, opts.environment)  # refuses an unbuilt image
-        return Choice(task, image, runtime.describe_files(task))
+        return Choice(task, image, runtime.describe_files(task), why)
 
     return offload_if(bool(runtime.unbounded), pick)
 

@@ -307,6 +307,8 @@ def mount_metrics(app: Any, runtime: Any) -> None:
     """``GET /metrics`` on ``app``, guarded by the bearer token like every route but the probes."""
     from fastapi import Response
 
+    from analyst_env.server.curriculum_views import exposition as curriculum_exposition
+
     metrics = runtime.metrics
     gauges = server_gauges(app, runtime)
 
@@ -322,4 +324,5 @@ def mount_metrics(app: Any, runtime: Any) -> None:
     def prometheus_metrics() -> Response:
         """Prometheus text exposition of this server's counters, histograms and gauges."""
         body, content_type = metrics.exposition(gauges)
+        body += curriculum_exposition(runtime.curriculum)  # shared state: read, never summed
         return Response(content=body, media_type=content_type)

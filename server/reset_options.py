@@ -38,6 +38,11 @@ class ResetOptions(BaseModel):
     task_id: str | None = Field(default=None, description="Serve exactly this task")
     split: str | None = Field(default=None, description="Choose within this split")
     index: WholeNumber | None = Field(default=None, description="Position within the split")
+    client_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Who the curriculum counts this episode for (default: the connection)",
+    )
     environment: str | None = Field(
         default=None,
         max_length=63,

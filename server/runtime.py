@@ -16,6 +16,7 @@ from analyst_env.envs.backends import make_backend
 from analyst_env.envs.sandbox import SandboxBackend
 from analyst_env.models import FileInfo
 from analyst_env.server.allocator import return_freed_memory
+from analyst_env.server.curriculum import for_settings
 from analyst_env.server.episode import Limits
 from analyst_env.server.live import LiveHub
 from analyst_env.server.metrics import ServerMetrics
@@ -178,6 +179,8 @@ class Runtime:
             max_scored_file_mb=settings.max_scored_file_mb,
             scoring_profile=settings.scoring_profile,
         )
+        self.curriculum = for_settings(settings, self.unbounded)
+        """Chooses procedural depth per client from its rewards (None: off)."""
 
     # ── task catalogue ──────────────────────────────────────────────────────
     def splits(self) -> list[str]:

@@ -206,6 +206,15 @@ class Settings(BaseModel):
             "Where the server keeps what it records: trajectories/ holds one JSONL file per episode"
         ),
     )
+    curriculum: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description=(
+            "Keep each client's success rate near this target by choosing procedural depth "
+            "(needs a procedural dataset; off when unset; state under state_dir/curriculum)"
+        ),
+    )
     record_trajectories: bool = Field(
         default=True,
         description=(
@@ -269,6 +278,7 @@ class Settings(BaseModel):
             allow_builds=getattr(args, "allow_builds", None) or None,
             isolation=getattr(args, "isolation", None),
             per_process_limits=getattr(args, "per_process_limits", None) or None,
+            curriculum=getattr(args, "curriculum", None),
         )
 
 

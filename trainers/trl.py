@@ -86,12 +86,14 @@ class AnalystToolEnv:
         seed: int | None = None,
         split: str | None = None,
         index: int | None = None,
+        client_id: str | None = None,
         **_row: Any,
     ) -> str:
         """Start an episode on a fresh session; returns the task prompt (instruction and files).
 
         TRL passes every column of the dataset row; ``task_id`` (or ``split`` and
-        ``index``) and ``seed`` choose the episode, the rest is ignored.
+        ``index``) and ``seed`` choose the episode (neither: a ``--curriculum`` server
+        chooses, for ``client_id``), the rest is ignored.
         """
         self._close()
         self.reward, self.done = 0.0, False
@@ -99,11 +101,8 @@ class AnalystToolEnv:
             base_url=self._base_url, headers=self._headers, message_timeout_s=self._timeout
         ).sync()
         self._client.connect()
-        options = {
-            k: v
-            for k, v in {"task_id": task_id, "split": split, "index": index}.items()
-            if v is not None
-        }
+        chosen = {"task_id": task_id, "split": split, "index": index, "client_id": client_id}
+        options = {k: v for k, v in chosen.items() if v is not None}
         obs = self._client.reset(seed=seed, **options).observation
         self.task_id = obs.task_id
         prompt = task_prompt(obs.instruction, obs.files)

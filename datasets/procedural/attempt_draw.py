@@ -97,3 +97,13 @@ def peek(seed: int, split: str, index: int) -> dict[str, str]:
         "layout": drawn.layout,
         "kind": files.KIND_OF_LAYOUT[drawn.layout],
     }
+
+
+def peek_depth(seed: int, split: str, index: int) -> int:
+    """The depth attempt 0 of a task aims at (template depth plus composed filters), cheaply.
+
+    The made task's own ``metadata['depth']`` is the truth (a join counts twice, attempt 0
+    may be dropped); the curriculum uses this to skip indices without making them.
+    """
+    drawn = draw_attempt(np.random.default_rng([seed, global_number(split, index), 0]), split)
+    return min(drawn.template.depth + drawn.n_extra, 6)

@@ -26,6 +26,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from analyst_env.datasets import describe_file
+from analyst_env.server.curriculum_views import curriculum_router
 from analyst_env.server.peers import Peers
 from analyst_env.server.runtime import Runtime, TaskNotFoundError
 from analyst_env.server.web.browse import browse_router, unbounded_info
@@ -139,6 +140,7 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
 
     app.include_router(router)
     app.include_router(runs_router(settings.state_dir), tags=["Web UI"])
+    app.include_router(curriculum_router(runtime.curriculum))
     app.include_router(browse_router(runtime, _task_row))
     app.include_router(live_router(runtime.live, Peers.from_env(settings.token)), tags=["Web UI"])
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")

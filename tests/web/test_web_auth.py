@@ -34,6 +34,8 @@ def test_data_routes_need_the_token_but_the_page_shell_does_not(token_url):
         "/web/api/tasks",
         "/web/api/live",
         "/web/api/trajectories",
+        "/web/curriculum",
+        "/web/curriculum.html",
         f"/web/api/tasks/{starter_task('csv').id}",
     ):
         assert httpx.get(f"{token_url}{path}").status_code == 401, path
