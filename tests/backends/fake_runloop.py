@@ -49,8 +49,9 @@ def _error(status: int, message: str) -> JSONResponse:
 class Execution:
     """One asynchronous execution: a local process, its stdout kept whole for offsets."""
 
-    def __init__(self, argv: list[str], cwd: str) -> None:
+    def __init__(self, devbox_id: str, argv: list[str], cwd: str) -> None:
         self.id = f"exe-{next(_ids)}"
+        self.devbox_id = devbox_id
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=cwd, start_new_session=True,
@@ -190,7 +191,8 @@ class FakeRunloop:
             return _error(404, "devbox not found")
         devbox, box = found
         for execution in self.executions.values():
-            execution.kill()
+            if execution.devbox_id == devbox["id"]:
+                await asyncio.to_thread(execution.kill)
         await asyncio.to_thread(box.destroy)
         devbox["status"] = "shutdown"
         return JSONResponse(devbox)
@@ -228,7 +230,7 @@ class FakeRunloop:
             return _error(404, "devbox not found")
         box, body = found[1], await request.json()
         os.makedirs(box.path("/work"), exist_ok=True)
-        execution = Execution(box.argv(body["command"]), box.path("/work"))
+        execution = Execution(found[0]["id"], box.argv(body["command"]), box.path("/work"))
         if not body.get("attach_stdin"):
             assert execution.proc.stdin is not None
             execution.proc.stdin.close()
@@ -236,9 +238,11 @@ class FakeRunloop:
         return JSONResponse(execution.view(found[0]["id"]))
 
     def _execution(self, request: Request) -> Execution | None:
-        if self._box(request) is None:
+        found = self._box(request)
+        execution = self.executions.get(request.path_params["execution_id"])
+        if found is None or execution is None or execution.devbox_id != found[0]["id"]:
             return None
-        return self.executions.get(request.path_params["execution_id"])
+        return execution
 
     async def _send_std_in(self, request: Request) -> Response:
         execution, body = self._execution(request), await request.json()

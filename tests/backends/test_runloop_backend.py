@@ -115,3 +115,13 @@ def test_sizing_rounds_up_to_a_size_runloop_accepts(cpus, memory_mb, cores, gib)
         "resource_size_request": "CUSTOM_SIZE", "custom_cpu_cores": cores, "custom_gb_memory": gib
     }  # fmt: skip
     assert 2 * cores <= gib <= 8 * cores or (cores == 0.5 and gib == 1)
+
+
+def test_shutting_down_one_devbox_leaves_another_episode_running(backend, runloop_api):
+    first = backend.start("default", files={})
+    second = backend.start("default", files={})
+    second.run_cell("x = 41", timeout_s=20)
+    first.close()  # its devbox is shut down in the background
+    time.sleep(1.0)
+    assert second.run_cell("x + 1", timeout_s=20).outputs == [{"text/plain": "42"}]
+    second.close()
