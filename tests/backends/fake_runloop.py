@@ -282,8 +282,8 @@ class FakeRunloop:
                 finished = execution.done.is_set()
                 data = bytes(execution.stdout[sent:])
                 if data:
+                    sent += len(data)  # where a resumed stream starts (the SDK resends it)
                     event = {"output": data.decode("utf-8", "replace"), "offset": sent}
-                    sent += len(data)
                     yield f"data: {json.dumps(event)}\n\n".encode()
                 elif finished:
                     return

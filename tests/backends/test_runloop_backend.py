@@ -125,3 +125,19 @@ def test_shutting_down_one_devbox_leaves_another_episode_running(backend, runloo
     time.sleep(1.0)
     assert second.run_cell("x + 1", timeout_s=20).outputs == [{"text/plain": "42"}]
     second.close()
+
+
+def test_an_idle_runner_survives_the_sdks_stream_reconnects(runloop_api):
+    b = _backend(runloop_api)
+    b._client = b._client.with_options(timeout=1.0)  # Runloop's SDK reconnects on read timeouts
+    try:
+        sandbox = b.start("default", files={})
+        sandbox.run_cell("x = 1", timeout_s=20)
+        streams = len([r for r in runloop_api.requests if r[1].endswith("stream_stdout_updates")])
+        time.sleep(2.5)
+        assert sandbox.run_cell("x + 1", timeout_s=20).outputs == [{"text/plain": "2"}]
+        resumed = [r for r in runloop_api.requests if r[1].endswith("stream_stdout_updates")]
+        assert len(resumed) > streams  # the stream was resumed, and no frame was repeated
+        sandbox.close()
+    finally:
+        b.close()
