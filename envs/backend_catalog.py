@@ -82,6 +82,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="e2b",
         variables=("E2B_API_KEY",),
     ),
+    "runloop": BackendInfo(
+        "a Runloop devbox (micro-VM) per warm slot, images as Runloop blueprints",
+        sdk="runloop_api_client",
+        extra="runloop",
+        variables=("RUNLOOP_API_KEY",),
+    ),
 }
 
 

@@ -24,6 +24,7 @@ BACKENDS: dict[str, str] = {
     "daytona": "analyst_env.envs.remote.daytona_backend:from_settings",
     "agent-sandbox": "analyst_env.envs.remote.agent_sandbox_backend:from_settings",
     "opensandbox": "analyst_env.envs.remote.opensandbox_backend:from_settings",
+    "runloop": "analyst_env.envs.remote.runloop_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""

@@ -17,11 +17,8 @@ the runner is started as an asynchronous command in a session, behind
 
 from __future__ import annotations
 
-import io
 import math
 import os
-import shlex
-import tarfile
 import tempfile
 import threading
 import time
@@ -29,12 +26,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.relayed_runner import (
+    BUNDLE_PATH,
+    relay_command,
+    runner_bundle,
+    unpack_command,
+)
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -42,39 +44,10 @@ from analyst_env.envs.sandbox import SandboxError
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
 
-#: Where a slot receives the runner's code before it starts.
-BUNDLE_PATH = f"{runner_image.PACKAGE_ROOT}/runner.tar.gz"
 #: The session that runs the relayed runner in each sandbox.
 RUNNER_SESSION = "analyst-env-runner"
 _BUILDING = ("pending", "building", "pulling", "snapshotting")
 _FAILED = ("error", "build_failed")
-
-
-def runner_bundle() -> bytes:
-    """A gzipped tar of the runner's code, unpacked under ``PACKAGE_ROOT`` in each slot."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in runner_image.runner_sources().items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def relay_command(recipe: Recipe) -> str:
-    """The shell command of a slot's session: the runner behind ``line_relay``."""
-    env = {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
-    argv = [
-        "env",
-        *(f"{key}={value}" for key, value in env.items()),
-        "python",
-        "-u",
-        "-m",
-        "analyst_env.envs.remote.line_relay",
-        *runner_image.runner_command(recipe),
-    ]
-    return f"cd {runner_image.WORKDIR} && {shlex.join(argv)}"
 
 
 def _state(snapshot: Any) -> str:
@@ -268,11 +241,7 @@ class DaytonaSandboxBackend(RunnerBackend):
         created = time.monotonic()
         try:
             sandbox.fs.upload_file(self._bundle, BUNDLE_PATH)
-            root, bundle = runner_image.PACKAGE_ROOT, shlex.quote(BUNDLE_PATH)
-            unpacked = sandbox.process.exec(
-                f"mkdir -p {runner_image.WORKDIR} && tar -xzf {bundle} -C {root} && rm -f {bundle}",
-                timeout=120,
-            )
+            unpacked = sandbox.process.exec(unpack_command(), timeout=120)
             if unpacked.exit_code != 0:
                 raise SandboxError(f"unpacking the runner failed: {unpacked.result[-500:]}")
             sandbox.process.create_session(RUNNER_SESSION)

@@ -26,6 +26,7 @@ import fake_agent_sandbox  # noqa: E402
 import fake_daytona  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
+import fake_runloop  # noqa: E402
 
 
 @pytest.fixture
@@ -56,6 +57,14 @@ def daytona_api():
     """Daytona's API faked on a loopback port, shared by the tests (snapshots persist)."""
     pytest.importorskip("daytona", reason="the daytona extra is not installed")
     with fake_daytona.FakeDaytona() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="session")
+def runloop_api():
+    """Runloop's API faked on a loopback port, shared by the tests (blueprints persist)."""
+    pytest.importorskip("runloop_api_client", reason="the runloop extra is not installed")
+    with fake_runloop.FakeRunloop() as fake:
         yield fake
 
 

@@ -32,6 +32,7 @@ def test_registered_backends():
     assert {"local", "docker", "modal", "e2b", "daytona", "agent-sandbox", "opensandbox"} <= set(
         BACKENDS
     )
+    assert "runloop" in BACKENDS
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
@@ -88,6 +89,7 @@ def test_settings_read_backend_fields_from_the_environment():
         ("nope", {}, "unknown sandbox backend 'nope'"),
         ("modal", {}, "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"),
         ("daytona", {}, "needs credentials: set DAYTONA_API_KEY"),
+        ("runloop", {}, "needs credentials: set RUNLOOP_API_KEY"),
         (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
@@ -100,7 +102,7 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "ANALYST_ENV_"))
+        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "ANALYST_ENV_"))
     }
     started = time.monotonic()
     proc = subprocess.run(

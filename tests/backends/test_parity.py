@@ -239,3 +239,19 @@ def test_daytona_gives_identical_observations(local_observations, starter, dayto
     assert normalise(observations, vendor_traceback=False) == normalise(
         local_observations, vendor_traceback=False
     )
+
+
+def test_runloop_gives_identical_observations(local_observations, starter, runloop_api):
+    from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
+
+    backend = RunloopSandboxBackend(
+        resolve_default, api_key=runloop_api.api_key, base_url=runloop_api.base_url, warm=0
+    )
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )

@@ -94,6 +94,17 @@ def _daytona(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _runloop(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("runloop_api_client", reason="the runloop extra is not installed")
+    from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
+
+    fake = request.getfixturevalue("runloop_api")
+    backend = RunloopSandboxBackend(
+        resolve_default, api_key=fake.api_key, base_url=fake.base_url, warm=0
+    )
+    return Case(backend)
+
+
 def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
@@ -115,6 +126,7 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "runner": _runner,
     "e2b": _e2b,
     "daytona": _daytona,
+    "runloop": _runloop,
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
 }

@@ -1,0 +1,231 @@
+"""The Runloop backend: one Runloop devbox (a micro-VM) per slot, running the slot runner.
+
+Per image (recipe and sizing) a Runloop *blueprint* is built once from the
+recipe's Dockerfile (``dockerfile.dockerfile(recipe, runner_baked=False)``) and
+named ``analyst-env-<hash>-r<rev>``; later servers find it by name. Blueprint
+states map onto the baked-image lifecycle: ``queued``/``provisioning``/
+``building`` are building, ``build_complete`` is ready, ``failed`` is refused
+with Runloop's ``failure_reason``. Each new slot receives the runner's code as
+one archive (``relayed_runner``), as on Daytona.
+
+Per slot a devbox is created from the blueprint under a deny-all network policy
+made at start-up, and the runner is started as an asynchronous execution with
+stdin attached, behind ``line_relay`` because Runloop's streams carry text
+(``runloop_link``). Episodes are forked inside it like on Docker and Daytona.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote import artifacts, runner_image
+from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.relayed_runner import (
+    BUNDLE_PATH,
+    relay_command,
+    runner_bundle,
+    unpack_command,
+)
+from analyst_env.envs.remote.runloop_link import execution_channel
+from analyst_env.envs.remote.runner_link import RunnerClient
+from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.sandbox import SandboxError
+
+if TYPE_CHECKING:
+    from analyst_env.envs.backends import BackendSettings
+
+_BUILDING = ("queued", "provisioning", "building", "awaiting_upload")
+#: The network policy every devbox gets: nothing allowed out.
+DENY_ALL_POLICY = "analyst-env-deny-all"
+
+
+def custom_size(cpus: float, memory_mb: int) -> dict[str, Any]:
+    """Runloop's ``CUSTOM_SIZE`` launch parameters nearest above the request.
+
+    Runloop accepts 0.5, 1 or an even number of cores (at most 16) and 1 or an even
+    number of GiB (at most 64), with between 2 and 8 GiB per core.
+    """
+    cores = 0.5 if cpus <= 0.5 else 1.0 if cpus <= 1 else float(min(16, 2 * math.ceil(cpus / 2)))
+    gib = max(1, math.ceil(memory_mb / 1024))
+    gib = gib if gib == 1 else 2 * math.ceil(gib / 2)
+    gib = int(min(64, max(gib, math.ceil(2 * cores)), 8 * cores))
+    return {
+        "resource_size_request": "CUSTOM_SIZE",
+        "custom_cpu_cores": cores,
+        "custom_gb_memory": gib,
+    }
+
+
+class RunloopSandboxBackend(RunnerBackend):
+    """Episodes in Runloop devboxes, one warm runner per slot.
+
+    Args:
+        resolve: Maps an image name to its recipe.
+        api_key: ``RUNLOOP_API_KEY``.
+        base_url: ``RUNLOOP_BASE_URL`` (Runloop's cloud when None).
+        cpus, memory_mb: Sizing when a recipe sets none (rounded up to a size Runloop accepts).
+        connect_timeout_s: Bound on each control-plane call at start-up.
+        boot_timeout_s: How long a new devbox and its runner may take to be ready.
+        build_timeout_s: How long a blueprint may take to build.
+        warm, max_episodes: See ``RunnerBackend``.
+
+    Raises:
+        BackendUnavailable: Credentials or SDK missing, or Runloop unreachable in time.
+    """
+
+    name = "runloop"
+
+    def __init__(
+        self,
+        resolve: Callable[[str], Recipe],
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        cpus: float = 1.0,
+        memory_mb: int = 4096,
+        connect_timeout_s: float = 10.0,
+        boot_timeout_s: float = 300.0,
+        build_timeout_s: float = 3600.0,
+        warm: int = 1,
+        max_episodes: int = 200,
+    ) -> None:
+        if not api_key:
+            raise BackendUnavailable(
+                "the runloop backend needs credentials: set RUNLOOP_API_KEY "
+                "(and RUNLOOP_BASE_URL for an endpoint other than Runloop's cloud)"
+            )
+        self.sdk = import_sdk("runloop_api_client", "runloop")
+        self.cpus, self.memory_mb = cpus, memory_mb
+        self.connect_timeout_s = connect_timeout_s
+        self.boot_timeout_s = boot_timeout_s
+        self.build_timeout_s = build_timeout_s
+        where = base_url or "Runloop's cloud"
+        self._client = self.sdk.Runloop(bearer_token=api_key, base_url=base_url)
+        try:  # one cheap authenticated call, and the deny-all policy every devbox uses
+            self._policy_id = call_within(
+                connect_timeout_s, f"Runloop (API at {where})", self._deny_all_policy
+            )
+        except self.sdk.RunloopError as exc:
+            raise BackendUnavailable(f"Runloop at {where} refused the request: {exc}") from None
+        self._blueprints: dict[str, str] = {}
+        self._bundle = runner_bundle()
+        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+
+    def _deny_all_policy(self) -> str:
+        for policy in self._client.network_policies.list(name=DENY_ALL_POLICY):
+            return str(policy.id)
+        created = self._client.network_policies.create(
+            name=DENY_ALL_POLICY,
+            allow_all=False,
+            allowed_hostnames=[],
+            allow_devbox_to_devbox=False,
+        )
+        return str(created.id)
+
+    def _sizing(self, recipe: Recipe) -> dict[str, Any]:
+        return custom_size(recipe.cpus or self.cpus, recipe.memory_mb or self.memory_mb)
+
+    def artifact_name(self, recipe: Recipe) -> str:
+        """``analyst-env-<hash with sizing>-r<rev>``: one blueprint per (recipe, sizing)."""
+        sized = recipe.model_copy(
+            update={
+                "cpus": recipe.cpus or self.cpus,
+                "memory_mb": recipe.memory_mb or self.memory_mb,
+            }
+        )
+        return "analyst-env-" + runner_image.artifact_tag(sized, include_sizing=True).replace(
+            ".", "-"
+        )
+
+    def _lookup(self, name: str) -> Any | None:
+        try:
+            found = [bp for bp in self._client.blueprints.list(name=name) if bp.name == name]
+        except self.sdk.RunloopError as exc:
+            raise SandboxError(f"Runloop could not look up blueprint {name}: {exc}") from exc
+        ready = [bp for bp in found if bp.status == "build_complete"]
+        building = [bp for bp in found if bp.status in _BUILDING]
+        return (ready or building or found or [None])[0]
+
+    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+        name = self.artifact_name(recipe)
+        blueprint = self._lookup(name)
+        if blueprint is None:
+            try:
+                blueprint = self._client.blueprints.create(
+                    name=name,
+                    dockerfile=dockerfile(recipe, runner_baked=False),
+                    launch_parameters=self._sizing(recipe),
+                    network_policy_id=self._policy_id,
+                )
+            except self.sdk.RunloopError as exc:
+                raise SandboxError(f"Runloop could not build blueprint {name}: {exc}") from exc
+        deadline = time.monotonic() + self.build_timeout_s
+        while blueprint.status in _BUILDING and time.monotonic() < deadline:
+            time.sleep(2.0)
+            blueprint = self._client.blueprints.retrieve(blueprint.id)
+        if blueprint.status == "failed":
+            raise SandboxError(
+                f"Runloop blueprint {name} failed to build ({blueprint.failure_reason}); "
+                f"delete blueprint {blueprint.id} to build it again"
+            )
+        if blueprint.status != "build_complete":
+            raise SandboxError(f"Runloop blueprint {name} is {blueprint.status}, not ready")
+        self._blueprints[image] = str(blueprint.id)
+
+    def _create_slot(self, image: str, recipe: Recipe) -> Slot:
+        launch = {**self._sizing(recipe), "network_policy_id": self._policy_id}
+        try:
+            devbox = self._client.devboxes.create_and_await_running(
+                blueprint_id=self._blueprints[image],
+                launch_parameters=launch,
+                metadata={"app": "analyst-env", "image": image},
+            )
+        except self.sdk.RunloopError as exc:
+            raise SandboxError(f"Runloop could not create a devbox: {exc}") from exc
+        devboxes = self._client.devboxes
+
+        def shutdown() -> None:
+            devboxes.shutdown(devbox.id)
+
+        try:
+            devboxes.upload_file(devbox.id, path=BUNDLE_PATH, file=("runner.tar.gz", self._bundle))
+            unpacked = devboxes.execute_and_await_completion(
+                devbox.id, command=unpack_command(), optimistic_timeout=25
+            )
+            if unpacked.exit_status != 0:
+                raise SandboxError(f"unpacking the runner failed: {(unpacked.stderr or '')[-500:]}")
+            started = devboxes.execute_async(
+                devbox.id, command=relay_command(recipe), attach_stdin=True
+            )
+            channel = execution_channel(self._client, devbox.id, started.execution_id)
+            client = RunnerClient(channel, f"runloop devbox {devbox.id}")
+            client.wait_ready(self.boot_timeout_s)
+        except BaseException as exc:
+            try:
+                shutdown()
+            except Exception:
+                pass
+            if isinstance(exc, self.sdk.RunloopError):
+                raise SandboxError(f"Runloop devbox {devbox.id} could not start: {exc}") from exc
+            raise
+        return Slot(client, shutdown, meta={"devbox": devbox})
+
+
+def from_settings(settings: BackendSettings) -> RunloopSandboxBackend:
+    """The backend ``make_backend`` builds: ``RUNLOOP_API_KEY`` and ``RUNLOOP_BASE_URL``,
+    as the Runloop SDK reads them."""
+    return RunloopSandboxBackend(
+        artifacts.settings_resolver(settings, "runloop"),
+        api_key=os.environ.get("RUNLOOP_API_KEY") or None,
+        base_url=os.environ.get("RUNLOOP_BASE_URL") or None,
+        cpus=settings.cpu_limit,
+        memory_mb=settings.memory_limit_mb,
+        connect_timeout_s=settings.backend_connect_timeout_s,
+        warm=settings.remote_warm_slots,
+    )

@@ -1,0 +1,78 @@
+"""A byte channel to a slot runner started as a Runloop asynchronous execution.
+
+Runloop runs a long-lived process with ``devboxes.execute_async(attach_stdin=True)``;
+its stdin takes text (``executions.send_std_in``) and its stdout arrives as SSE
+chunks (``executions.stream_stdout_updates``, which the SDK resumes from the last
+byte offset after a drop). The runner inside is wrapped in ``line_relay``, so the
+text carries base64 lines. Runloop's docs warn that retried sends can replay
+input, so sends go through a client with retries off: a failed send ends the
+channel (the slot is replaced) rather than risk a duplicated frame.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from typing import Any
+
+from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
+
+#: Runner input is sent in requests of at most this many bytes (before base64).
+INPUT_CHUNK_BYTES = 1 << 20
+
+
+def _runner_chunks(
+    client: Any, devbox_id: str, execution_id: str, tail: StderrTail
+) -> Iterator[bytes]:
+    """Decode the relay's stdout lines from Runloop's SSE stream into runner bytes."""
+    pending = ""
+    try:
+        stream = client.devboxes.executions.stream_stdout_updates(execution_id, devbox_id=devbox_id)
+        for chunk in stream:
+            pending += chunk.output
+            *lines, pending = pending.split("\n")
+            for line in lines:
+                line = line.strip()
+                if not line:
+                    continue
+                if line.startswith(EXIT_MARKER):
+                    code = line[len(EXIT_MARKER) :].strip()
+                    raise ConnectionError(f"the sandbox runner exited with code {code}")
+                try:
+                    yield base64.b64decode(line, validate=True)
+                except binascii.Error:
+                    tail.add(f"(undecodable runner output: {line[:80]!r})\n".encode())
+    except ConnectionError:
+        raise
+    except Exception as exc:
+        raise ConnectionError(f"the Runloop output stream failed: {exc}") from exc
+
+
+def execution_channel(
+    client: Any, devbox_id: str, execution_id: str, tail: StderrTail | None = None
+) -> QueueChannel:
+    """A ``QueueChannel`` over the relayed runner in ``execution_id`` on ``devbox_id``.
+
+    Args:
+        client: A ``runloop_api_client.Runloop``.
+        devbox_id, execution_id: The devbox and the execution running the relay.
+        tail: Collects the runner's stderr for error messages.
+    """
+    tail = tail or StderrTail()
+    sender = client.with_options(max_retries=0)
+
+    def write(data: bytes) -> None:
+        for start in range(0, len(data), INPUT_CHUNK_BYTES):
+            line = encode_line(data[start : start + INPUT_CHUNK_BYTES])
+            sender.devboxes.executions.send_std_in(execution_id, devbox_id=devbox_id, text=line)
+
+    def close() -> None:
+        try:
+            client.devboxes.executions.kill(execution_id, devbox_id=devbox_id)
+        except Exception:
+            pass
+
+    chunks = _runner_chunks(client, devbox_id, execution_id, tail)
+    return QueueChannel(chunks, write, close, tail.text)
