@@ -104,3 +104,19 @@ def test_an_edited_file_is_read_for_what_it_shows_and_inconsistent_ticks_are_ref
     one_tick = svg.replace(">60</text>", ">120</text>")
     assert read_bar_chart(one_tick) is None
     assert chart_score(one_tick, GOLD) == 0.0
+
+
+def test_the_registered_scorer_reads_the_saved_figure_and_fails_closed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from analyst_env.task_format import VerifierSpec
+    from analyst_env.verifiers.scorers import score
+    from analyst_env.verifiers.verdict import VerifyContext
+
+    (tmp_path / "chart.svg").write_text(
+        _svg(lambda ax: (ax.bar(GOLD["categories"], GOLD["values"]), _labels(ax)))
+    )
+    gold = {**GOLD, "figure": "chart.svg"}
+    spec = VerifierSpec(name="chart_figure")
+    reader = VerifyContext(read_file=lambda name: (tmp_path / name).read_bytes())
+    assert score(spec, "", gold, context=reader) == 1.0
+    assert score(spec, "", {**gold, "figure": "missing.svg"}, context=reader) == 0.0
+    assert score(spec, "a perfect chart, trust me", gold, context=VerifyContext()) == 0.0
