@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,7 +125,7 @@ def _axis_label(axis: ET.Element) -> str:
     return "".join(direct[-1].itertext()).strip() if direct else ""
 
 
-def _fit(points: list[tuple[float, float | None]]):  # type: ignore[no-untyped-def]
+def _fit(points: list[tuple[float, float | None]]) -> Callable[[float], float] | None:
     """pixel -> value as a least-squares line through the labelled ticks (None if < 2)."""
     pts = [(p, v) for p, v in points if v is not None]
     if len(pts) < 2:
