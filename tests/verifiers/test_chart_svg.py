@@ -1,0 +1,122 @@
+"""The bar-chart reader scores real matplotlib SVGs from their geometry: the right chart 1.0,
+wrong data with right labels, a line instead of bars, a hedge with two series, an empty figure
+and a hand-written file whose labels look right but whose bars are elsewhere all 0.0."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from analyst_env.verifiers.chart_svg import chart_score, read_bar_chart  # noqa: E402
+
+GOLD = {
+    "categories": ["North", "South", "East"],
+    "values": [120.5, 80.0, 99.25],
+    "xlabel": "region",
+    "ylabel": "revenue",
+}
+
+
+def _svg(draw) -> str:  # type: ignore[no-untyped-def]
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig, ax = plt.subplots()
+        draw(ax)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg")
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _labels(ax) -> None:  # type: ignore[no-untyped-def]
+    ax.set_xlabel("region")
+    ax.set_ylabel("revenue")
+
+
+def test_the_right_bar_chart_scores_one_and_reads_back_its_values() -> None:
+    svg = _svg(lambda ax: (ax.bar(GOLD["categories"], GOLD["values"]), _labels(ax)))
+    chart = read_bar_chart(svg)
+    assert chart is not None
+    assert [round(v, 2) for _, v, _ in chart.bars] == GOLD["values"]
+    assert chart_score(svg, GOLD) == 1.0
+
+
+def test_pandas_plot_bar_with_negative_values_scores_one() -> None:
+    import pandas as pd
+
+    gold = {"categories": ["a", "b"], "values": [-3.0, 7.5]}
+    svg = _svg(lambda ax: pd.Series(gold["values"], index=gold["categories"]).plot.bar(ax=ax))
+    assert chart_score(svg, gold) == 1.0
+
+
+def test_adversarial_figures_score_zero() -> None:
+    wrong_data = _svg(lambda ax: (ax.bar(GOLD["categories"], [120.5, 95.0, 99.25]), _labels(ax)))
+    wrong_order = _svg(
+        lambda ax: (ax.bar(["South", "North", "East"], [80.0, 120.5, 99.25]), _labels(ax))
+    )
+    wrong_type = _svg(lambda ax: (ax.plot(GOLD["categories"], GOLD["values"]), _labels(ax)))
+    wrong_label = _svg(
+        lambda ax: (
+            ax.bar(GOLD["categories"], GOLD["values"]),
+            ax.set_xlabel("city"),
+            ax.set_ylabel("revenue"),
+        )
+    )
+    hedge = _svg(
+        lambda ax: (
+            ax.bar(GOLD["categories"], GOLD["values"]),
+            ax.bar(GOLD["categories"], [1, 2, 3], bottom=GOLD["values"]),
+            _labels(ax),
+        )
+    )
+    empty = _svg(lambda ax: None)
+    right = _svg(lambda ax: (ax.bar(GOLD["categories"], GOLD["values"]), _labels(ax)))
+    svg_bad_x = right.replace('x="57.6"', 'x="five"')  # a tick coordinate that is no number
+    for svg in (
+        wrong_data,
+        wrong_order,
+        wrong_type,
+        wrong_label,
+        hedge,
+        empty,
+        "",
+        "not xml",
+        "<svg/>",
+        svg_bad_x,
+    ):
+        assert chart_score(svg, GOLD) == 0.0
+
+
+def test_an_edited_file_is_read_for_what_it_shows_and_inconsistent_ticks_are_refused() -> None:
+    """The reader trusts the drawn geometry against the drawn tick labels, nothing else: ticks
+    relabelled consistently make the bars mean what a reader of the figure would see; one tick
+    relabelled alone breaks the linear fit and the figure is unreadable (0.0)."""
+    svg = _svg(lambda ax: (ax.bar(GOLD["categories"], [60.0, 40.0, 50.0]), _labels(ax)))
+    assert chart_score(svg, GOLD) == 0.0
+    doubled = svg
+    for tick in ("60", "50", "40", "30", "20", "10"):  # descending: no value is relabelled twice
+        doubled = doubled.replace(f">{tick}</text>", f">{int(tick) * 2}</text>")
+    chart = read_bar_chart(doubled)
+    assert chart is not None and [round(v, 6) for _, v, _ in chart.bars] == [120.0, 80.0, 100.0]
+    one_tick = svg.replace(">60</text>", ">120</text>")
+    assert read_bar_chart(one_tick) is None
+    assert chart_score(one_tick, GOLD) == 0.0
+
+
+def test_the_registered_scorer_reads_the_saved_figure_and_fails_closed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from analyst_env.task_format import VerifierSpec
+    from analyst_env.verifiers.scorers import score
+    from analyst_env.verifiers.verdict import VerifyContext
+
+    (tmp_path / "chart.svg").write_text(
+        _svg(lambda ax: (ax.bar(GOLD["categories"], GOLD["values"]), _labels(ax)))
+    )
+    gold = {**GOLD, "figure": "chart.svg"}
+    spec = VerifierSpec(name="chart_figure")
+    reader = VerifyContext(read_file=lambda name: (tmp_path / name).read_bytes())
+    assert score(spec, "", gold, context=reader) == 1.0
+    assert score(spec, "", {**gold, "figure": "missing.svg"}, context=reader) == 0.0
+    assert score(spec, "a perfect chart, trust me", gold, context=VerifyContext()) == 0.0
