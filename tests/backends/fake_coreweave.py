@@ -7,7 +7,9 @@ command as a real subprocess in it with stdin and stdout streamed, which is what
 a backend needs to relay the slot runner's frames. Served on loopback over an
 insecure channel: the SDK picks one for an ``http://`` ``CWSANDBOX_BASE_URL``.
 
-Not modelled: Kata isolation, resource limits, network policy, templates, files,
+Files: ``WriteFile``/``ReadFile`` map a sandbox's absolute paths into its folder.
+
+Not modelled: Kata isolation, resource limits, network policy, templates,
 discovery of runners (the SDK falls back to the gateway when none is advertised).
 """
 
@@ -20,6 +22,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -82,6 +85,28 @@ class FakeCoreWeave(pb_grpc.SandboxServiceServicer):
         sandbox.status.state = pb.STATE_TERMINATED  # kept: the SDK polls it after a stop
         shutil.rmtree(self.folders.pop(request.sandbox_id, ""), ignore_errors=True)
         return pb.DeleteSandboxResponse(sandbox=sandbox)
+
+    def _path(self, sandbox_id: str, path: str, context: Any) -> Path:
+        self._get(sandbox_id, context)
+        root = Path(self.folders[sandbox_id]).resolve()
+        target = (root / path.lstrip("/")).resolve()
+        if not target.is_relative_to(root):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"path {path} leaves the sandbox")
+        return target
+
+    def WriteFile(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._authorise(context, "WriteFile")
+        target = self._path(request.sandbox_id, request.path, context)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(request.content)
+        return pb.WriteFileResponse()
+
+    def ReadFile(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._authorise(context, "ReadFile")
+        target = self._path(request.sandbox_id, request.path, context)
+        if not target.is_file():
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no file {request.path}")
+        return pb.ReadFileResponse(content=target.read_bytes())
 
     def StreamExec(self, requests: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
         self._authorise(context, "StreamExec")

@@ -1,6 +1,7 @@
 """The CoreWeave fake answers the real ``cwsandbox`` SDK: create, exec with streamed
-stdin, stop, and a wrong API key refused. The groundwork for a ``coreweave`` backend
-(docs/coreweave-sdk.md); skipped where the ``coreweave`` extra is not installed."""
+stdin, files written and read back, stop, and a wrong API key refused. The groundwork
+for a ``coreweave`` backend (docs/coreweave-sdk.md); skipped where the ``coreweave``
+extra is not installed."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def test_the_sdk_runs_a_command_with_streamed_stdin(fake: FakeCoreWeave) -> None
     process.stdin.close().result()
     result = process.result()
     assert (result.returncode, result.stdout) == (0, "\n1-emarf")
+    sandbox.write_file("/opt/runner/bundle.bin", b"\x00\xffbytes").result()
+    assert sandbox.read_file("/opt/runner/bundle.bin").result() == b"\x00\xffbytes"
+    listed = sandbox.exec(["cat", "opt/runner/bundle.bin"]).result()  # the exec's folder
+    assert listed.returncode == 0
     sandbox.stop().result()
     assert fake.calls[:3] == ["CreateSandbox", "GetSandbox", "StreamExec"]
     assert "DeleteSandbox" in fake.calls and not fake.folders
