@@ -7,8 +7,9 @@ sandbox, never copied from the gold. The builder dispatches on the query's op
 (see ``query``); a template whose op has no solution yet raises
 :class:`NoSolution` naming it, so a new category is reported, not crashed on.
 
-Covered ops: count, agg, missing, raw, group (every reducer), percentile, iqr,
-corr. Styles: ``pandas`` (cells only) and ``mixed`` (a shell look at the files,
+Covered: every op of ``query`` answered in words (``COVERED_OPS``); not yet the
+workbook answers (``table``, ``pivot_table``, ``column``: the result-workbook and
+excel-edit categories). Styles: ``pandas`` (cells only) and ``mixed`` (a shell look at the files,
 then cells); the DuckDB SQL style is not written yet.
 """
 
@@ -19,7 +20,11 @@ import hashlib
 from analyst_env.task_format import ToolCall
 
 STYLES = ("pandas", "mixed")
-COVERED_OPS = ("count", "agg", "missing", "raw", "group", "percentile", "iqr", "corr")
+COVERED_OPS = (
+    *("count", "agg", "missing", "raw", "group", "percentile", "iqr", "corr", "welch", "zcount"),
+    *("iqr_outliers", "growth", "rolling_max", "daily_jump", "top_per_group", "group_topn_mean"),
+    *("running_share", "cohort", "funnel_both", "set_only"),
+)
 COVERED_ANSWERS = ("number", "integer", "text", "set", "list", "pair")
 
 
@@ -153,6 +158,8 @@ def _compute(plan: dict) -> str:
     if name == "corr":
         x, y = a[0], a[1]
         return f"pair = df[[{x!r}, {y!r}]].dropna()\nanswer = pair[{x!r}].corr(pair[{y!r}])"
+    if name in _MORE:
+        return _MORE[name](*a)
     if name == "group":
         by, fn, role, reducer = a
         rname, *rargs = reducer
@@ -178,6 +185,116 @@ def _compute(plan: dict) -> str:
             raise NoSolution(f"no solution for reducer {rname!r}")
         return "\n".join(lines)
     raise NoSolution(f"no solution for template {plan['template']} (op {name!r})")
+
+
+def _welch(role: str, by: str, x: str, y: str) -> str:
+    return (
+        f"sx = df.loc[df[{by!r}] == {x!r}, {role!r}].dropna()\n"
+        f"sy = df.loc[df[{by!r}] == {y!r}, {role!r}].dropna()\n"
+        "answer = (sx.mean() - sy.mean()) / np.sqrt(sx.var(ddof=1) / len(sx) + "
+        "sy.var(ddof=1) / len(sy))"
+    )
+
+
+def _zcount(role: str, z: float) -> str:
+    return (
+        f"s = df[{role!r}].dropna()\n"
+        f"answer = int((((s - s.mean()) / s.std(ddof=1)).abs() > {z!r}).sum())"
+    )
+
+
+def _iqr_outliers(role: str) -> str:
+    return (
+        f"s = df[{role!r}].dropna()\nq1, q3 = np.percentile(s, 25), np.percentile(s, 75)\n"
+        "answer = int(((s < q1 - 1.5 * (q3 - q1)) | (s > q3 + 1.5 * (q3 - q1))).sum())"
+    )
+
+
+def _growth(a: str, b: str) -> str:
+    return (
+        "monthly = df.groupby(df['date'].dt.strftime('%Y-%m'))['m1'].sum()\n"
+        f"answer = 100 * (monthly[{b!r}] - monthly[{a!r}]) / monthly[{a!r}]"
+    )
+
+
+def _rolling_max(w: int) -> str:
+    return (
+        "monthly = df.groupby(df['date'].dt.strftime('%Y-%m'))['m1'].sum().sort_index()\n"
+        "months = pd.period_range(monthly.index[0], monthly.index[-1], freq='M').astype(str)\n"
+        f"answer = monthly.reindex(months, fill_value=0.0).rolling({w}).mean().max()"
+    )
+
+
+def _daily_jump() -> str:
+    return (
+        "daily = df.groupby(df['date'].dt.strftime('%Y-%m-%d'))['m1'].sum().sort_index()\n"
+        "answer = daily.diff().max()"
+    )
+
+
+def _top_per_group(by: str, role: str) -> str:
+    return (
+        f"s = df.dropna(subset=[{role!r}])\n"
+        f"best = s[s[{role!r}] == s.groupby({by!r})[{role!r}].transform('max')]\n"
+        "answer = sorted(best['id'])"
+    )
+
+
+def _topn_mean(by: str, role: str, n: int) -> str:
+    return (
+        f"s = df.dropna(subset=[{role!r}])\n"
+        f"top = s.sort_values({role!r}, ascending=False, kind='stable').groupby({by!r}).head({n})\n"
+        f"means = top.groupby({by!r})[{role!r}].mean().where(s.groupby({by!r}).size() >= {n})\n"
+        "answer = means.dropna().idxmax()"
+    )
+
+
+def _running_share(by: str, label: str, pct: float) -> str:
+    return (
+        f"s = df[df[{by!r}] == {label!r}].dropna(subset=['m1'])"
+        ".sort_values(['date', 'id'], kind='stable')\n"
+        "cum = s['m1'].cumsum()\n"
+        f"answer = s.loc[cum >= cum.iloc[-1] * {pct!r} / 100, 'date'].iloc[0].strftime('%Y-%m-%d')"
+    )
+
+
+def _cohort(month: str, what: str) -> str:
+    count = "len(members)" if what == "size" else f"int((last[members] > {month!r}).sum())"
+    return (
+        "first = df.groupby('key')['date'].min().dt.strftime('%Y-%m')\n"
+        "last = df.groupby('key')['date'].max().dt.strftime('%Y-%m')\n"
+        f"members = first[first == {month!r}].index\nanswer = {count}"
+    )
+
+
+def _funnel_both(x: str, y: str) -> str:
+    return (
+        f"answer = len(set(df.loc[df['g2'] == {x!r}, 'key']) & "
+        f"set(df.loc[df['g2'] == {y!r}, 'key']))"
+    )
+
+
+def _set_only(by: str, x: str, y: str) -> str:
+    return (
+        f"answer = sorted(set(df.loc[df['g2'] == {x!r}, {by!r}]) - "
+        f"set(df.loc[df['g2'] == {y!r}, {by!r}]))"
+    )
+
+
+_MORE = {
+    "welch": _welch,
+    "zcount": _zcount,
+    "iqr_outliers": _iqr_outliers,
+    "growth": _growth,
+    "rolling_max": _rolling_max,
+    "daily_jump": _daily_jump,
+    "top_per_group": _top_per_group,
+    "group_topn_mean": _topn_mean,
+    "running_share": _running_share,
+    "cohort": _cohort,
+    "funnel_both": _funnel_both,
+    "set_only": _set_only,
+}
 
 
 def _print(plan: dict) -> str:

@@ -38,7 +38,7 @@ def _replay(steps, folder: Path) -> str:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     ds = ProceduralDataset(7, cache_dir=tmp_path_factory.mktemp("solutions"))
-    return ds, [ds.task("train", i) for i in range(60)]
+    return ds, [ds.task("train", i) for i in range(150)]
 
 
 def test_covered_tasks_are_solved_from_their_files(made):
@@ -57,7 +57,7 @@ def test_covered_tasks_are_solved_from_their_files(made):
         answer = solutions.answer_from(_replay(steps, folder))
         assert score(task.verifier, answer, task.answer) == 1.0, (task.id, plan["template"], answer)
         solved += 1
-    assert solved >= len(tasks) // 2, (solved, sorted(set(uncovered)))
+    assert solved >= len(tasks) * 3 // 4, (solved, sorted(set(uncovered)))
 
 
 def test_the_plan_is_never_in_what_the_agent_sees(made):
