@@ -4,35 +4,14 @@ is named, not crashed on."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 from pathlib import Path
 
 import pytest
 
+from analyst_env.benchmarks.solutions_replay import run_cells
 from analyst_env.datasets.procedural import solution_plan, solutions
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
 from analyst_env.verifiers import score
-
-
-def _replay(steps, folder: Path) -> str:
-    """Run the cells in a fresh namespace inside ``folder``; the last cell's printed text."""
-    namespace: dict = {}
-    out = ""
-    here = os.getcwd()
-    os.chdir(folder)
-    try:
-        for step in steps:
-            if step.tool != "add_and_execute_code_cell":
-                continue
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer):
-                exec(step.arguments["code"], namespace)  # noqa: S102 (the solution's own cells)
-            out = buffer.getvalue()
-    finally:
-        os.chdir(here)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +33,7 @@ def test_covered_tasks_are_solved_from_their_files(made):
             assert task.metadata["template"] in str(exc) or "reducer" in str(exc)
             uncovered.append(task.metadata["template"])
             continue
-        answer = solutions.answer_from(_replay(steps, folder))
+        answer = solutions.answer_from(run_cells(steps, folder))
         assert score(task.verifier, answer, task.answer) == 1.0, (task.id, plan["template"], answer)
         solved += 1
     assert solved >= len(tasks) * 3 // 4, (solved, sorted(set(uncovered)))
