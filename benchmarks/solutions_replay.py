@@ -43,7 +43,9 @@ def run_cells(steps: list, folder: Path) -> str:
 def main(n: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="solutions-", dir=".") as tmp:
         ds = ProceduralDataset(11, cache_dir=tmp, keep_dirs=n + 10)
-        passed, failed, uncovered = 0, [], collections.Counter()
+        failed: list[str] = []
+        passed = 0
+        uncovered: collections.Counter[str] = collections.Counter()
         turns: dict[str, list[int]] = collections.defaultdict(list)
         started = time.perf_counter()
         replay_s = 0.0

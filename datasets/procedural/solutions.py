@@ -16,6 +16,7 @@ then cells); the DuckDB SQL style is not written yet.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from analyst_env.task_format import ToolCall
 
@@ -281,7 +282,7 @@ def _set_only(by: str, x: str, y: str) -> str:
     )
 
 
-_MORE = {
+_MORE: dict[str, Callable[..., str]] = {
     "welch": _welch,
     "zcount": _zcount,
     "iqr_outliers": _iqr_outliers,
