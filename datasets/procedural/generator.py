@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyst_env.datasets.procedural import books, engine_pandas, engine_plain, files
+from analyst_env.datasets.procedural import (
+    books,
+    engine_pandas,
+    engine_plain,
+    files,
+    solution_plan,
+)
 from analyst_env.datasets.procedural.answer_leaks import in_previews, in_shared_text
 from analyst_env.datasets.procedural.attempt_draw import Drawn, draw_attempt
 from analyst_env.datasets.procedural.composition import compose_filters
@@ -146,6 +152,7 @@ def attempt(
         notes = ""
     describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
     fact, dim = apply_mess(truth, drawn.mess, rng)
+    solution_plan.write(directory, solution_plan.make(t, d, ask, query, place, drawn.mess))
     made = Made(split, index, drawn, depth, int(len(fact)))
     if ask.style in BOOK_STYLES:
         try:

@@ -1,0 +1,83 @@
+"""In-process replay of procedural solutions: ``-m analyst_env.benchmarks.solutions_replay N``.
+
+Makes tasks 0..N-1 of the train split (seed 11) in a scratch cache, builds each
+task's solution from its plan, runs the cells in a fresh namespace inside the
+task's folder and scores the printed answer with the task's own scorer. Not a
+live-server replay (that is still to do): it proves the cells compute the gold
+from the files, not that the sandbox runs them the same way.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from analyst_env.datasets.procedural import solution_plan, solutions
+from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.verifiers import score
+
+
+def run_cells(steps: list, folder: Path) -> str:
+    """The text the last notebook cell of ``steps`` prints, run in ``folder``."""
+    namespace: dict = {}
+    out, here = "", os.getcwd()
+    os.chdir(folder)
+    try:
+        for step in steps:
+            if step.tool == "add_and_execute_code_cell":
+                buffer = io.StringIO()
+                with contextlib.redirect_stdout(buffer):
+                    exec(step.arguments["code"], namespace)  # noqa: S102 (our own cells)
+                out = buffer.getvalue()
+    finally:
+        os.chdir(here)
+    return out
+
+
+def main(n: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="solutions-", dir=".") as tmp:
+        ds = ProceduralDataset(11, cache_dir=tmp, keep_dirs=n + 10)
+        failed: list[str] = []
+        passed = 0
+        uncovered: collections.Counter[str] = collections.Counter()
+        turns: dict[str, list[int]] = collections.defaultdict(list)
+        started = time.perf_counter()
+        replay_s = 0.0
+        for i in range(n):
+            task = ds.task("train", i)
+            folder = Path(next(iter(task.files.values()))).parent
+            plan = solution_plan.read(folder)
+            try:
+                steps = solutions.build(plan or {}, solutions.style_for(task.id))
+            except solutions.NoSolution:
+                uncovered[task.metadata["category"]] += 1
+                continue
+            t0 = time.perf_counter()
+            answer = solutions.answer_from(run_cells(steps, folder))
+            replay_s += time.perf_counter() - t0
+            if score(task.verifier, answer, task.answer) == 1.0:
+                passed += 1
+                turns[task.metadata["level"]].append(len(steps) + 1)  # + final_answer
+            else:
+                failed.append(task.id)
+        covered = passed + len(failed)
+        return {
+            "tasks": n,
+            "covered": covered,
+            "passed": passed,
+            "failed": failed,
+            "uncovered_by_category": dict(uncovered),
+            "replays_per_s": round(covered / replay_s, 1) if replay_s else 0.0,
+            "turns_by_level": {k: round(sum(v) / len(v), 2) for k, v in sorted(turns.items())},
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+
+
+if __name__ == "__main__":
+    print(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))
