@@ -49,6 +49,7 @@ SCORER_TABLE: dict[str, str] = {
     "sql_execution": "analyst_env.verifiers.sql_execution:sql_execution",
     "workbook_match": "analyst_env.verifiers.workbook_match:workbook_match",
     "llm_judge": "analyst_env.verifiers.llm_judge:llm_judge",
+    "rubric": "analyst_env.verifiers.rubric:rubric",
 }
 """The package's scorers: the verifier name a task gives in ``VerifierSpec.name``, and
 where its function lives. Another package adds its own under the entry-point group
