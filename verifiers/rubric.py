@@ -17,7 +17,9 @@ so a finding with judged facts cannot reach 1.0 without a judge.
 Against a policy that hedges, a hedge scores the whole finding 0 (not partial
 credit): naming any of an entity's rivals (``others``) too, stating more than
 ``max_numbers`` numbers, or saying both directions. An answer longer than
-``max_chars`` scores 0.
+``max_chars`` scores 0, and so does one that names none of the rubric's entities
+(a finding about nothing: e.g. the question copied back, which may hold a
+direction word).
 
 Gold example::
 
@@ -162,7 +164,7 @@ def rubric(
         passed_judged += verdict.reward
         if verdict.reward < 1.0:
             misses.append(f"judge: {verdict.detail}")
-    if any(m.startswith("hedge:") for m in misses):
+    if any(m.startswith(("hedge:", "does not name")) for m in misses):
         return Verdict(0.0, {"rubric_checked": 0.0}, "; ".join(misses))
     components = {"rubric_checked": passed_checked / len(checked) if checked else 1.0}
     if asked:
