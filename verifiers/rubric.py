@@ -48,8 +48,6 @@ _WORDS = {
         "increased",
         "grew",
         "grown",
-        "higher",
-        "up",
         "gain",
     ),
     "down": (
@@ -62,8 +60,6 @@ _WORDS = {
         "drop",
         "declined",
         "decline",
-        "lower",
-        "down",
         "shrank",
     ),
 }
@@ -105,14 +101,16 @@ def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool,
         hit = any(abs(v - target) <= tol for v in candidates)
         return (True, "") if hit else (False, f"no number within {tol:g} of {target:g}")
     if kind == "direction":
-        want = str(fact["value"])
-        other = "up" if want == "down" else "down"
-        said = any(_named(text, w) for w in _WORDS[want])
+        way = str(fact["value"])
+        if way not in _WORDS:
+            raise ValueError(f"rubric direction must be 'up' or 'down', not {way!r}")
+        other = "up" if way == "down" else "down"
+        said = any(_named(text, w) for w in _WORDS[way])
         contra = any(_named(text, w) for w in _WORDS[other])
         if said and contra:
-            return False, f"hedge: says both {want} and {other}"
+            return False, f"hedge: says both {way} and {other}"
         if not said:
-            return False, f"does not say {want}"
+            return False, f"does not say {way}"
         return True, ""
     raise ValueError(f"unknown rubric fact kind {kind!r}")
 
