@@ -84,13 +84,14 @@ def numbers_in(text: str) -> list[float]:
 
 
 def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool, str]:
-    """Whether the lower-cased answer ``text`` states one deterministic fact, and why not."""
+    """Whether the lower-cased answer ``text`` states one deterministic fact, and why not
+    (the reason never names the expected value: the detail reaches the agent)."""
     kind = fact["kind"]
     if kind == "entity":
         if not _named(text, str(fact["value"])):
-            return False, f"does not name {fact['value']}"
+            return False, "does not name the expected entity"
         rivals = [o for o in fact.get("others", []) if _named(text, str(o))]
-        return (False, f"hedge: also names {', '.join(map(str, rivals))}") if rivals else (True, "")
+        return (False, f"hedge: also names {len(rivals)} rival(s)") if rivals else (True, "")
     if kind == "number":
         found = numbers_in(text)
         if len(found) > max_numbers:
@@ -99,7 +100,7 @@ def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool,
         candidates = [abs(v) for v in found] if fact.get("absolute") else found
         target = abs(want) if fact.get("absolute") else want
         hit = any(abs(v - target) <= tol for v in candidates)
-        return (True, "") if hit else (False, f"no number within {tol:g} of {target:g}")
+        return (True, "") if hit else (False, "no number within tolerance of the expected value")
     if kind == "direction":
         way = str(fact["value"])
         if way not in _WORDS:
@@ -108,9 +109,9 @@ def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool,
         said = any(_named(text, w) for w in _WORDS[way])
         contra = any(_named(text, w) for w in _WORDS[other])
         if said and contra:
-            return False, f"hedge: says both {way} and {other}"
+            return False, "hedge: says both directions"
         if not said:
-            return False, f"does not say {way}"
+            return False, "does not say the expected direction"
         return True, ""
     raise ValueError(f"unknown rubric fact kind {kind!r}")
 

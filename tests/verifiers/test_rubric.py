@@ -104,6 +104,7 @@ def test_hedges_and_tricks_score_zero(answer, stand_in):
 def test_partial_credit_for_an_honest_miss():
     verdict = rubric("North's margin fell most, by 2.9 points.", judged="exclude")
     assert verdict.reward == pytest.approx(2 / 3) and "no number within" in verdict.detail
+    assert "3.2" not in verdict.detail  # the detail reaches the agent: no gold value in it
 
 
 def test_generated_findings_tasks_resist_the_probes():
