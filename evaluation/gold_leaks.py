@@ -65,8 +65,16 @@ def _as_float(text: str) -> float | None:
 
 
 def _atoms(value: Any) -> Iterator[Any]:
-    """The atomic values inside a gold answer (dict keys and booleans excluded)."""
-    if isinstance(value, dict):
+    """The atomic values inside a gold answer (dict keys and booleans excluded).
+
+    A rubric gold (``verifiers/rubric.py``) gives its finding and its entity and number
+    values only: fact kinds, rival names and directions are not the answer."""
+    if isinstance(value, dict) and isinstance(value.get("facts"), list):
+        yield value.get("finding")
+        for fact in value["facts"]:
+            if isinstance(fact, dict) and fact.get("kind") in ("entity", "number"):
+                yield from _atoms(fact.get("value"))
+    elif isinstance(value, dict):
         for item in value.values():
             yield from _atoms(item)
     elif isinstance(value, (list, tuple, set, frozenset)):

@@ -46,6 +46,7 @@ PROBED = (
     "exact",
     "list",
     "numeric",
+    "rubric",
     "set",
     "sql_execution",
     "tablebench",

@@ -50,6 +50,7 @@ SCORER_TABLE: dict[str, str] = {
     "workbook_match": "analyst_env.verifiers.workbook_match:workbook_match",
     "llm_judge": "analyst_env.verifiers.llm_judge:llm_judge",
     "chart_figure": "analyst_env.verifiers.chart_figure:chart_figure",
+    "rubric": "analyst_env.verifiers.rubric:rubric",
 }
 """The package's scorers: the verifier name a task gives in ``VerifierSpec.name``, and
 where its function lives. Another package adds its own under the entry-point group

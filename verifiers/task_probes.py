@@ -26,6 +26,7 @@ from analyst_env.verifiers.probe_answers import (
     numeric_probes,
     text_probes,
 )
+from analyst_env.verifiers.rubric_probes import rubric_probes
 from analyst_env.verifiers.verdict import VerifyContext
 from analyst_env.verifiers.workbook_match import MAX_UNPACKED_BYTES
 
@@ -153,6 +154,9 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
         natural = [Probe("oracle", oracle), Probe("in-prose", f"Here it is: {oracle}")]
         if (commented := _json5_form(oracle)) is not None:
             natural.append(Probe("json5", commented))
+    elif name == "rubric" and isinstance(gold, dict):
+        limit = int(task.verifier.params.get("max_chars", 600))
+        adversarial, natural = rubric_probes(gold, oracle, task.instruction, limit)
     else:
         adversarial, natural = [], []
     return junk + adversarial, natural

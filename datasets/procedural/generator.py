@@ -28,6 +28,7 @@ from analyst_env.datasets.procedural import (
     engine_pandas,
     engine_plain,
     files,
+    findings,
     solution_plan,
 )
 from analyst_env.datasets.procedural.answer_leaks import in_previews, in_shared_text
@@ -43,7 +44,8 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.datasets.shipped.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 6  # 6: questions and answer formats worded several ways (phrasing.py)
+GENERATOR_VERSION = 8  # 8: open questions answered by a written finding (findings, rubric)
+# 6: questions and answer formats worded several ways (phrasing.py)
 # 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
@@ -80,6 +82,8 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
 
 def _answer(q: dict, fact: Any, dim: Any, d: Domain, mess: Mess, engine: Any) -> Any:
     """The answer to ``q`` by one engine, from the tables as that engine read them."""
+    if q["op"][0] == "finding":  # several sub-queries over the same filters
+        return [_answer({**q, "op": sub}, fact, dim, d, mess, engine) for sub in q["op"][1:]]
     if q["op"][0] == "raw":  # about the file as written: duplicate rows, unknown keys
         return engine.raw_facts(fact, dim, d).get(q["op"][1])
     return engine.evaluate(q, engine.prepare(fact, dim, d, mess))
@@ -165,6 +169,8 @@ def attempt(
         if they cannot be fair."""
         if gold is None or (isinstance(gold, (list, str)) and not gold):
             raise Dropped("undefined-answer")
+        if ask.style == "finding":
+            return _finding(gold, question, describe, ctx, wording)
         draft = _draft(ask, gold, question, level_of(depth), d)
         wording.setstate(answer_format)  # the same sentence however often the gold is worded
         instruction = f"{describe}\n\n{format_request(draft, wording)}"
@@ -189,9 +195,26 @@ def attempt(
         raise Dropped("engines-disagree")
     if in_previews(paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
-    if draft.style in ("text", "set", "list", "parts") and in_shared_text(answer):
+    shown = gold[1] if draft.style == "finding" else answer  # a finding's label: the leader
+    if draft.style in ("text", "set", "list", "parts", "finding") and in_shared_text(shown):
         raise Dropped("answer-in-shared-text")
     return made.task(instruction, paths, answer, oracle, verifier)
+
+
+def _finding(gold: Any, question: str, describe: str, ctx: Ctx, wording: Any) -> tuple:
+    """A findings task's draft stand-in, instruction and (oracle, rubric gold, verifier)."""
+    if gold is None or any(g is None for g in gold):
+        raise Dropped("undefined-answer")
+    labels = sorted(set(ctx.records["g1"].dropna().astype(str)))
+    try:
+        oracle, answer, verifier, request = findings.scored(gold, labels, wording.randrange(9))
+    except ValueError as exc:
+        raise Dropped(str(exc)) from None
+    draft = Draft(question, answer, "finding", "")
+    instruction = f"{describe}\n\n{request}"
+    if gold[1].lower() in instruction.lower():
+        raise Dropped("answer-in-question")
+    return draft, instruction, (oracle, answer, verifier)
 
 
 BOOK_STYLES = ("workbook", "column")

@@ -44,6 +44,7 @@ CATEGORIES = (
     "sql",
     "excel-edit",
     "result-workbook",
+    "findings",
 )
 """The analysis categories templates are filed under (docs/tasks.md lists them with their
   templates)."""
@@ -202,6 +203,7 @@ def load_all() -> list[Template]:
         t_basic,
         t_books,
         t_clean,
+        t_findings,
         t_groups,
         t_relations,
         t_stats,

@@ -33,7 +33,7 @@ def test_oracle_one_null_zero_on_every_split(served):
     ]
     rows = asyncio.run(validate(url, tasks, concurrency=4))
     bad = [r for r in rows if r["status"] != "pass"]
-    assert not bad, bad[:3]
+    assert not bad, [(r["task_id"], r.get("failures"), r.get("gold_status")) for r in bad[:3]]
 
 
 def test_workbook_tasks_pass_the_full_check_over_the_sandbox(served):
@@ -55,7 +55,26 @@ def test_workbook_tasks_pass_the_full_check_over_the_sandbox(served):
     assert set(tasks) == wanted
     rows = asyncio.run(validate(url, list(tasks.values()), concurrency=4))
     bad = [r for r in rows if r["status"] != "pass"]
-    assert not bad, bad[:3]
+    assert not bad, [(r["task_id"], r.get("failures"), r.get("gold_status")) for r in bad[:3]]
+
+
+def test_findings_oracle_scores_one_through_the_protocol(served):
+    """Two written-finding tasks (rubric verifier): the oracle sentence scores 1 as a served
+    final answer, the null run 0."""
+    from analyst_env.datasets.procedural.attempt_draw import peek
+
+    url, runtime = served
+    tasks, index = [], 0
+    while len(tasks) < 2 and index < 600:
+        if peek(SEED, "train", index)["template"] == "finding_growth_leader":
+            task = runtime.select(task_id=None, split="train", index=index, seed=None)
+            if task.metadata["category"] == "findings":
+                tasks.append(task)
+        index += 1
+    assert tasks and all(t.verifier.name == "rubric" for t in tasks)
+    rows = asyncio.run(validate(url, tasks, concurrency=2))
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, [(r["task_id"], r.get("failures"), r.get("gold_status")) for r in bad[:3]]
 
 
 async def _reset_by_index(url):
