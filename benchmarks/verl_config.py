@@ -23,11 +23,11 @@ def trainer_config(model_dir: str, work: Path, server: str, loop_url: str) -> An
     """veRL's generated PPO config with our YAMLs (the server's URL put in) and the tiny model."""
     cfg = OmegaConf.load(Path(verl_trainer_config.__file__).parent / "_generated_ppo_trainer.yaml")
     shipped = Path(trainers_pkg.__file__).parent / "verl_configs"
-    loops = OmegaConf.load(shipped / "agent_loop.yaml")
+    loops: Any = OmegaConf.load(shipped / "agent_loop.yaml")  # a list of loop entries
     for entry in loops:
         entry.base_url = loop_url
     OmegaConf.save(loops, work / "agent_loop.yaml")
-    tools = OmegaConf.load(shipped / "tools.yaml")
+    tools: Any = OmegaConf.load(shipped / "tools.yaml")
     for entry in tools.tools:
         entry.config.base_url = server
     OmegaConf.save(tools, work / "tools.yaml")

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from analyst_env.datasets.procedural.coverage import template_table
+from analyst_env.datasets.procedural.templates import CATEGORIES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 
@@ -31,5 +32,5 @@ def _coverage_rows(text: str) -> list[str]:
 def test_the_readme_coverage_table_is_the_one_in_the_docs():
     """README shows the categories x kinds x levels table; it is the docs' copy, not a stale one."""
     docs = _coverage_rows(DOC.read_text(encoding="utf-8"))
-    assert len(docs) == 2 + 19
+    assert len(docs) == 2 + len(CATEGORIES)
     assert _coverage_rows(README.read_text(encoding="utf-8")) == docs
