@@ -23,6 +23,7 @@ OPTIONAL = (
     "analyst_env.trainers.hud",  # hud, in its own venv (.venv/hud)
     "analyst_env.trainers.verl",  # verl, in its own venv (.venv/verl)
     "analyst_env.trainers.verl_tools",
+    "analyst_env.benchmarks.verl_config",  # verl, in its own venv
 )
 # Deprecated old names of moved modules: each is the moved module, walked under its new name.
 OLD_NAMES = (
