@@ -1,4 +1,4 @@
-"""CPU time of one trivial cell inside the kernel's IPython shell, as shipped and with every formatter.
+"""CPU time of a trivial cell in the kernel's IPython shell: as shipped, and with every formatter.
 
 Why: a trivial step's time is the protocol, the server, the socket to the kernel and the
 kernel's own shell; this isolates the last. CPU time (``time.process_time``) of the shell
