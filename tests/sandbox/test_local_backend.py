@@ -73,6 +73,24 @@ def test_dataframe_value_has_text_and_html(sandbox: LocalSandbox) -> None:
     assert "<table" in bundle["text/html"]
 
 
+def test_values_are_formatted_only_into_the_shown_types(sandbox: LocalSandbox) -> None:
+    # Formatting into types nobody reads was a third of a trivial cell; a raw bundle
+    # passed to display() still keeps whatever the cell put in it.
+    code = (
+        "class Both:\n"
+        "    def _repr_html_(self): return '<b>x</b>'\n"
+        "    def _repr_latex_(self): return '$x$'\n"
+        "    def _repr_json_(self): return {'x': 1}\n"
+        "display({'text/latex': '$y$'}, raw=True)\n"
+        "Both()"
+    )
+    result = sandbox.run_cell(code, timeout_s=10)
+    assert result.success
+    raw, value = result.outputs
+    assert raw == {"text/latex": "$y$"}
+    assert set(value) == {"text/plain", "text/html"} and value["text/html"] == "<b>x</b>"
+
+
 def test_display_outputs_in_order(sandbox: LocalSandbox) -> None:
     result = sandbox.run_cell("display('first'); display({'k': 1}); 'last'", timeout_s=10)
     assert [o["text/plain"] for o in result.outputs] == ["'first'", "{'k': 1}", "'last'"]
