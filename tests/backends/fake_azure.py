@@ -129,6 +129,15 @@ class FakeAzureSandboxes:
     def credential(self) -> StaticToken:
         return StaticToken(self.token)
 
+    def backend_options(self) -> dict[str, Any]:
+        """``AzureSandboxBackend``'s keyword arguments for this group (short long-polls)."""
+        return {
+            "endpoint": self.endpoint, "subscription_id": self.subscription,
+            "resource_group": self.resource_group, "sandbox_group": self.group,
+            "registry": "registry.example/team", "credential": self.credential(),
+            "poll_wait_s": 5.0,
+        }  # fmt: skip
+
     # ── sandboxes ──────────────────────────────────────────────────────────
     async def _create_sandbox(self, request: Request) -> Response:
         body = await request.json()
@@ -163,7 +172,9 @@ class FakeAzureSandboxes:
         sandbox = self.sandboxes.pop(request.path_params["id"], None)
         if sandbox is None:
             return _error(404, "NotFound", "sandbox not found")
-        await asyncio.to_thread(_destroy, sandbox["id"], self.boxes.pop(sandbox["id"]))
+        box = self.boxes.pop(sandbox["id"], None)
+        if box is not None:
+            await asyncio.to_thread(_destroy, sandbox["id"], box)
         return Response(status_code=202)
 
     async def _exec(self, request: Request) -> Response:
@@ -277,9 +288,9 @@ class FakeAzureSandboxes:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for sandbox_id, box in self.boxes.items():
+        while self.boxes:
+            sandbox_id, box = self.boxes.popitem()
             _destroy(sandbox_id, box)
-        self.boxes.clear()
         self._server.should_exit = True
         self._server.force_exit = True
         self._thread.join(timeout=10)
