@@ -34,7 +34,8 @@ def settings():
     try:
         return settings_from_env()
     except BackendUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
 
 
 def test_a_detached_command_outlives_its_exec(settings):
