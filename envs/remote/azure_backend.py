@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
@@ -42,6 +42,16 @@ REQUIRED = (
     "AZURE_SANDBOX_GROUP",
     "AZURE_SANDBOX_REGISTRY",
 )
+
+
+class AzureGroup(TypedDict):
+    """Where the backend's sandboxes and images live (``AzureSandboxBackend``'s arguments)."""
+
+    endpoint: str
+    subscription_id: str
+    resource_group: str
+    sandbox_group: str
+    registry: str
 
 
 def _state(image: Any) -> str:
@@ -198,7 +208,7 @@ class AzureSandboxBackend(RunnerBackend):
         return Slot(client, shutdown, meta={"sandbox": sandbox})
 
 
-def settings_from_env(environ: dict[str, str] | os._Environ = os.environ) -> dict[str, str]:
+def settings_from_env(environ: Mapping[str, str] = os.environ) -> AzureGroup:
     """The sandbox group, endpoint and registry from the environment, or one line naming
     what is missing.
 

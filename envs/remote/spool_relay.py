@@ -32,6 +32,8 @@ EXIT_MARKER = "!exit"
 #: ``pull`` returns at most this many bytes (before base64) per call.
 PULL_BYTES = 4 << 20
 _POLL_S = 0.01
+#: How long ``push`` waits for ``serve`` to make the FIFO.
+_FIFO_WAIT_S = 30.0
 
 
 def serve(spool: str, argv: list[str]) -> int:
@@ -62,8 +64,12 @@ def push(spool: str, number: str) -> int:
         os.replace(message, sending)
     except FileNotFoundError:
         return 0  # delivered by an earlier attempt of the same request
+    fifo = os.path.join(spool, "in")
+    deadline = time.monotonic() + _FIFO_WAIT_S
+    while not os.path.exists(fifo) and time.monotonic() < deadline:
+        time.sleep(_POLL_S)  # ``serve`` was started detached and may not have made it yet
     try:
-        fd = os.open(os.path.join(spool, "in"), os.O_WRONLY | os.O_NONBLOCK)
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as exc:  # ENXIO: nobody reads the FIFO any more
         sys.stderr.write(f"spool_relay: the runner is gone ({exc})\n")
         return 1
