@@ -161,8 +161,9 @@ class AzureSandboxBackend(RunnerBackend):
         if _state(disk) == "failed":
             reason = disk.status.message if disk.status else None
             raise SandboxError(
-                f"Azure disk image {name} failed to build ({reason}); "
-                f"delete disk image {disk.id} to build it again"
+                f"Azure disk image {name} failed to build ({reason}) from "
+                f"{self.image_reference(recipe)}; push the recipe's runner image there "
+                f"(docs/backend-azure.md) and delete disk image {disk.id} to build it again"
             )
         if _state(disk) not in _READY:
             raise SandboxError(f"Azure disk image {name} is {_state(disk) or 'pending'}, not ready")
