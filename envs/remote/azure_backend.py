@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.azure_link import spooled_channel, start_command
@@ -79,6 +80,11 @@ class AzureSandboxBackend(RunnerBackend):
     """
 
     name = "azure"
+    # As every slot backend: the kernel stays persistent (the runner lives on behind the spool,
+    # at about two requests per message), files go through the runner, limits and a deny-all
+    # egress policy per sandbox, slots kept warm (Azure has no warm pool of its own). Not used:
+    # Azure's stop/resume.
+    capabilities = BackendCapabilities(network="none", warm_pool=True, verify_commands=True)
 
     def __init__(
         self,
