@@ -1,9 +1,10 @@
 """What every vendor that starts the slot runner behind ``line_relay`` shares.
 
-Daytona and Runloop both give a long-lived process only text streams, and both
-receive the runner's code per slot as one archive (their baked images hold the
-recipe's packages, not our code). The archive and the shell command that starts
-the relayed runner are built here once, so the two backends cannot drift apart.
+Daytona and Runloop give a long-lived process only text streams, Azure none at all
+(``spool_relay``), and all three receive the runner's code per slot as one archive
+(their baked images hold the recipe's packages, not our code). The archive and the
+shell command that starts the relayed runner are built here once, so the backends
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ def unpack_command() -> str:
     return f"mkdir -p {runner_image.WORKDIR} && tar -xzf {bundle} -C {root} && rm -f {bundle}"
 
 
-def relay_command(recipe: Recipe) -> str:
-    """The shell command that starts the runner behind ``line_relay``."""
+def relay_command(
+    recipe: Recipe, relay: tuple[str, ...] = ("analyst_env.envs.remote.line_relay",)
+) -> str:
+    """The shell command that starts the runner behind ``relay`` (a module and its arguments
+    before the runner's argv): ``line_relay``, or ``spool_relay serve DIR --`` on Azure."""
     env = {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
     argv = [
         "env",
@@ -47,7 +51,7 @@ def relay_command(recipe: Recipe) -> str:
         "python",
         "-u",
         "-m",
-        "analyst_env.envs.remote.line_relay",
+        *relay,
         *runner_image.runner_command(recipe),
     ]
     return f"cd {runner_image.WORKDIR} && {shlex.join(argv)}"

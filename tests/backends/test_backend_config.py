@@ -90,6 +90,7 @@ def test_settings_read_backend_fields_from_the_environment():
         ("modal", {}, "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"),
         ("daytona", {}, "needs credentials: set DAYTONA_API_KEY"),
         ("runloop", {}, "needs credentials: set RUNLOOP_API_KEY"),
+        ("azure", {}, "needs its sandbox group and image registry: set AZURE_SUBSCRIPTION_ID"),
         (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
@@ -102,7 +103,9 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "ANALYST_ENV_"))
+        if not k.startswith(
+            ("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "ANALYST_ENV_")
+        )
     }
     started = time.monotonic()
     proc = subprocess.run(

@@ -241,6 +241,21 @@ def test_daytona_gives_identical_observations(local_observations, starter, dayto
     )
 
 
+def test_azure_gives_identical_observations(local_observations, starter, azure_api):
+    pytest.importorskip("azure.containerapps.sandbox", reason="the azure extra is not installed")
+    from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
+
+    backend = AzureSandboxBackend(resolve_default, **azure_api.backend_options(), warm=0)
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )
+
+
 def test_runloop_gives_identical_observations(local_observations, starter, runloop_api):
     from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
 

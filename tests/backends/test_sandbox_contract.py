@@ -105,6 +105,14 @@ def _runloop(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _azure(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("azure.containerapps.sandbox", reason="the azure extra is not installed")
+    from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
+
+    fake = request.getfixturevalue("azure_api")
+    return Case(AzureSandboxBackend(resolve_default, **fake.backend_options(), warm=0))
+
+
 def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
@@ -127,6 +135,7 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "e2b": _e2b,
     "daytona": _daytona,
     "runloop": _runloop,
+    "azure": _azure,
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
 }
