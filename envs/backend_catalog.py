@@ -88,6 +88,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="runloop",
         variables=("RUNLOOP_API_KEY",),
     ),
+    "deno": BackendInfo(
+        "a Deno sandbox (Linux microVM) per warm slot, images as Deno snapshots",
+        sdk="deno_sandbox",
+        extra="deno",
+        variables=("DENO_DEPLOY_TOKEN",),
+    ),
 }
 
 

@@ -255,3 +255,17 @@ def test_runloop_gives_identical_observations(local_observations, starter, runlo
     assert normalise(observations, vendor_traceback=False) == normalise(
         local_observations, vendor_traceback=False
     )
+
+
+def test_deno_gives_identical_observations(local_observations, starter, deno_api):
+    from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
+
+    backend = DenoSandboxBackend(resolve_default, token=deno_api.token, warm=0)
+    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+    try:
+        observations = run_episode(runtime)
+    finally:
+        runtime.close()
+    assert normalise(observations, vendor_traceback=False) == normalise(
+        local_observations, vendor_traceback=False
+    )

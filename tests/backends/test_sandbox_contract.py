@@ -105,6 +105,14 @@ def _runloop(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _deno(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
+    from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
+
+    fake = request.getfixturevalue("deno_api")
+    return Case(DenoSandboxBackend(resolve_default, token=fake.token, warm=0))
+
+
 def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
@@ -127,6 +135,7 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "e2b": _e2b,
     "daytona": _daytona,
     "runloop": _runloop,
+    "deno": _deno,
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
 }

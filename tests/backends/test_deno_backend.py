@@ -1,0 +1,105 @@
+"""The Deno backend through the unmodified ``deno-sandbox`` SDK against a fake of Deno's APIs.
+
+``fake_deno`` serves the sandbox WebSocket (JSON-RPC ``spawn``/``processWait``/``processKill``
+with byte streams) and ``fake_deno_console`` the volumes and snapshots, with shapes from the
+SDK's source; processes really run, so the slot runner starts from the archive the backend
+sends and answers through the FIFO path of ``deno_link``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.runner_image import resolve_default
+from analyst_env.envs.remote.slots import Slot
+from analyst_env.envs.sandbox import SandboxError
+
+pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
+
+from analyst_env.envs.remote.deno_backend import DenoSandboxBackend  # noqa: E402
+
+
+def _backend(fake, resolve=resolve_default, **kwargs) -> DenoSandboxBackend:
+    return DenoSandboxBackend(resolve, token=fake.token, warm=0, **kwargs)
+
+
+def test_an_episode_runs_in_a_sandbox_booted_from_the_recipes_snapshot(deno_api, csv_file):
+    backend = _backend(deno_api)
+    try:
+        sandbox = backend.start(
+            "default", files={"data/sales.csv": csv_file}, seed=5, env={"K": "v"}
+        )
+        result = sandbox.run_cell(
+            "import os, pandas as pd\nprint(os.environ['K'])\n"
+            "pd.read_csv('data/sales.csv').groupby('region').amount.sum()",
+            timeout_s=30,
+        )
+        assert result.error is None, result.error
+        assert result.stdout == "v\n" and "west    12.0" in result.outputs[0]["text/plain"]
+        assert sandbox.run_shell("wc -l < data/sales.csv", timeout_s=20).stdout.strip() == "4"
+        name = backend.artifact_name(resolve_default("default"))
+        assert deno_api.console.find(deno_api.console.snapshots, name) is not None
+        assert not deno_api.console.find(deno_api.console.volumes, f"{name}-build")
+        (slot,) = [c for c in deno_api.live.values() if c.get("root") == {"volume": name}]
+        assert slot["allow_net"] == [] and slot["memory_mb"] == 2048
+        sandbox.close()  # no warm slot wanted: the sandbox's socket closes, the microVM ends
+        deadline = time.monotonic() + 20
+        while any(c.get("root") == {"volume": name} for c in deno_api.live.values()):
+            assert time.monotonic() < deadline, "the sandbox was not ended"
+            time.sleep(0.05)
+    finally:
+        backend.close()
+
+
+def test_a_missing_token_is_a_one_line_refusal():
+    with pytest.raises(BackendUnavailable, match="needs credentials: set DENO_DEPLOY_TOKEN"):
+        DenoSandboxBackend(resolve_default, token=None)
+
+
+def test_a_wrong_token_stops_the_server_at_start(deno_api):
+    with pytest.raises(BackendUnavailable, match="refused the request: invalid API token"):
+        DenoSandboxBackend(resolve_default, token="wrong", warm=0)
+
+
+def test_a_recipe_that_fails_to_build_is_refused_with_its_step_and_not_rebuilt(deno_api):
+    recipe = Recipe(name="broken", apt=["libnope"])
+    backend = _backend(deno_api, {"env-broken": recipe}.__getitem__)
+    name = backend.artifact_name(recipe)
+    try:
+        with pytest.raises(SandboxError, match=r"failed to build at step 'apt' \(exit 100\)"):
+            backend.start("env-broken", files={})
+        creates = deno_api.console.requests.count(("POST", "/api/v2/volumes"))
+        with pytest.raises(SandboxError, match="Unable to locate package libnope.*restart"):
+            backend.start("env-broken", files={})
+        assert deno_api.console.requests.count(("POST", "/api/v2/volumes")) == creates
+        assert deno_api.console.find(deno_api.console.snapshots, name) is None
+        assert deno_api.console.find(deno_api.console.volumes, f"{name}-build") is None
+    finally:
+        backend.close()
+
+
+def test_a_recipe_with_its_own_base_image_cannot_be_baked(deno_api):
+    recipe = Recipe(name="custom", base_image="rocker/r-ver:4.4")
+    backend = _backend(deno_api, {"env-custom": recipe}.__getitem__)
+    try:
+        with pytest.raises(SandboxError, match="cannot bake base image 'rocker/r-ver:4.4'"):
+            backend.start("env-custom", files={})
+    finally:
+        backend.close()
+
+
+def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
+    backend = _backend(deno_api, lifetime_s=900, episode_budget_s=600)
+    try:
+        slot = Slot(client=None, destroy=lambda: None, meta={"born": time.monotonic()})  # type: ignore[arg-type]
+        assert backend._slot_usable(slot)
+        slot.meta["born"] -= 301  # 301 s old: 599 s left, less than one episode's 600
+        assert not backend._slot_usable(slot)
+    finally:
+        backend.close()
+    with pytest.raises(ValueError):
+        _backend(deno_api, lifetime_s=3600)  # longer than Deno lets a sandbox live
