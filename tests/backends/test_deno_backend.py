@@ -8,6 +8,7 @@ sends and answers through the FIFO path of ``deno_link``.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -103,3 +104,42 @@ def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
         backend.close()
     with pytest.raises(ValueError):
         _backend(deno_api, lifetime_s=3600)  # longer than Deno lets a sandbox live
+
+
+def test_a_build_running_elsewhere_is_waited_for_until_its_snapshot_exists(deno_api, tmp_path):
+    recipe = Recipe(name="elsewhere", pip=["tabulate"])
+    backend = _backend(deno_api, {"env-elsewhere": recipe}.__getitem__)
+    name = backend.artifact_name(recipe)
+    console = deno_api.console
+    # another server's build: its volume exists, its snapshot does not yet
+    console.volumes["vol_other"] = {"id": "vol_other", "slug": f"{name}-build", "is_bootable": True}
+    lines: list[str] = []
+    done = threading.Event()
+
+    def bake() -> None:
+        backend.bake(recipe, tmp_path, log=lines.append, progress=lambda f: None)
+        done.set()
+
+    baking = threading.Thread(target=bake, daemon=True)
+    try:
+        baking.start()
+        assert not done.wait(1.0), "ready before the other server's snapshot exists"
+        console.snapshots["snp_other"] = {"id": "snp_other", "slug": name, "is_bootable": True}
+        assert done.wait(20), "the snapshot made elsewhere was not taken up"
+        assert backend.is_built(tmp_path) and lines[-1] == f"deno: {name} is ready"
+    finally:
+        del console.volumes["vol_other"]
+        backend.close()
+
+
+def test_a_build_logs_each_step_with_its_output(deno_api, tmp_path):
+    recipe = Recipe(name="logged", apt=["jq"], uv=["tabulate"])
+    backend = _backend(deno_api, {"env-logged": recipe}.__getitem__)
+    lines: list[str] = []
+    try:
+        backend.bake(recipe, tmp_path, log=lines.append, progress=lambda f: None)
+    finally:
+        backend.close()
+    assert any(line.startswith("deno: apt: apt-get update") for line in lines), lines
+    assert "fake uv pip install --system --break-system-packages tabulate" in lines
+    assert deno_api.created[-1]["root"] == {"volume": f"{backend.artifact_name(recipe)}-build"}
