@@ -114,6 +114,7 @@ class DenoSandboxBackend(RunnerBackend):
             raise
         self._snapshots: dict[str, str] = {}
         self._failed: dict[str, str] = {}
+        self._open: set[OpenSandbox] = set()  # slots' sandboxes, ended at the latest by close
         self._bundle = runner_bundle()
         self._bake_log: Callable[[str], None] = lambda line: None
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
@@ -258,6 +259,7 @@ class DenoSandboxBackend(RunnerBackend):
         except Exception as exc:
             raise SandboxError(f"Deno could not create a sandbox: {exc}") from exc
         born = time.monotonic()
+        self._open.add(box)
         try:
             code, output = box.run(
                 f"mkdir -p {runner_image.WORKDIR} {runner_image.PACKAGE_ROOT} && "
@@ -281,18 +283,26 @@ class DenoSandboxBackend(RunnerBackend):
             )
             client.wait_ready(self.boot_timeout_s)
         except BaseException as exc:
-            box.close()
+            self._end(box)
             if isinstance(exc, TimeoutError):
                 raise SandboxError(f"Deno sandbox {box.id} did not start its runner") from None
             raise
-        return Slot(client, box.close, meta={"born": born, "sandbox": box.id})
+        return Slot(client, lambda: self._end(box), meta={"born": born, "sandbox": box.id})
+
+    def _end(self, box: OpenSandbox) -> None:
+        self._open.discard(box)
+        box.close()
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Only a sandbox with a whole episode's budget of lifetime left takes an episode."""
         return time.monotonic() - slot.meta["born"] + self.episode_budget_s <= self.lifetime_s
 
     def close(self) -> None:
+        """Destroy every slot, and end the sandboxes of slots still being handed back (their
+        disposal runs on threads that would find the SDK's loop stopped)."""
         super().close()
+        for box in list(self._open):
+            self._end(box)
         self._sdk_loop.close()
 
 

@@ -69,17 +69,23 @@ class OpenSandbox:
         self._context = deploy.sandbox.create(**config)
         self.sandbox = sdk_loop.run(self._context.__aenter__(), timeout_s)
         self.id = str(self.sandbox.id)
+        self._closing = threading.Lock()
+        self._closed = False
 
     def run(self, script: str, *, stdin: bytes | None = None, timeout_s: float) -> tuple[int, str]:
         """Run ``sh -c script`` to its end: ``(exit code, stdout then stderr as text)``."""
         return self.sdk_loop.run(_run_script(self.sandbox, script, stdin), timeout_s)
 
     def close(self) -> None:
-        """End the sandbox (its WebSocket closes). Idempotent enough: errors are dropped."""
-        try:
-            self.sdk_loop.run(self._context.__aexit__(None, None, None), 30.0)
-        except Exception:
-            pass
+        """End the sandbox (its WebSocket closes). Idempotent; errors are dropped."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self.sdk_loop.run(self._context.__aexit__(None, None, None), 30.0)
+            except Exception:
+                pass
 
 
 async def _run_script(sandbox: Any, script: str, stdin: bytes | None) -> tuple[int, str]:

@@ -30,6 +30,7 @@ def _backend(fake, resolve=resolve_default, **kwargs) -> DenoSandboxBackend:
 
 def test_an_episode_runs_in_a_sandbox_booted_from_the_recipes_snapshot(deno_api, csv_file):
     backend = _backend(deno_api)
+    before = set(deno_api.live)
     try:
         sandbox = backend.start(
             "default", files={"data/sales.csv": csv_file}, seed=5, env={"K": "v"}
@@ -45,15 +46,28 @@ def test_an_episode_runs_in_a_sandbox_booted_from_the_recipes_snapshot(deno_api,
         name = backend.artifact_name(resolve_default("default"))
         assert deno_api.console.find(deno_api.console.snapshots, name) is not None
         assert not deno_api.console.find(deno_api.console.volumes, f"{name}-build")
-        (slot,) = [c for c in deno_api.live.values() if c.get("root") == {"volume": name}]
-        assert slot["allow_net"] == [] and slot["memory_mb"] == 2048
+        ((slot_id, slot),) = [(k, c) for k, c in deno_api.live.items() if k not in before]
+        assert slot == {**slot, "root": {"volume": name}, "allow_net": [], "memory_mb": 2048}
         sandbox.close()  # no warm slot wanted: the sandbox's socket closes, the microVM ends
         deadline = time.monotonic() + 20
-        while any(c.get("root") == {"volume": name} for c in deno_api.live.values()):
+        while slot_id in deno_api.live:
             assert time.monotonic() < deadline, "the sandbox was not ended"
             time.sleep(0.05)
     finally:
         backend.close()
+
+
+def test_closing_the_backend_ends_every_sandbox_it_started(deno_api):
+    backend = _backend(deno_api)
+    before = set(deno_api.live)
+    sandbox = backend.start("default", files={})
+    assert sandbox.run_cell("1", timeout_s=30).outputs == [{"text/plain": "1"}]
+    sandbox.close()  # disposed of on a thread, racing the backend's close
+    backend.close()
+    deadline = time.monotonic() + 20
+    while set(deno_api.live) - before:
+        assert time.monotonic() < deadline, "a sandbox outlived its backend"
+        time.sleep(0.05)
 
 
 def test_a_missing_token_is_a_one_line_refusal():
