@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 #: Where the runner reads its requests inside each sandbox.
 REQUESTS_FIFO = f"{runner_image.PACKAGE_ROOT}/requests.fifo"
-#: Deno's longest sandbox lifetime (one ``extend_timeout`` adds at most this much).
+#: The lifetime assumed for a sandbox: the SDK documents no limit for a "session" sandbox,
+#: but one ``extend_timeout`` adds at most 30 minutes, so no longer is relied on.
 MAX_LIFETIME_S = 1800.0
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
 import shlex
 import threading
 from collections.abc import Coroutine, Iterator
@@ -94,7 +95,7 @@ async def _run_script(sandbox: Any, script: str, stdin: bytes | None) -> tuple[i
         args=["-c", script],
         stdout="piped",
         stderr="piped",
-        stdin_data=None if stdin is None else [stdin],
+        stdin_data=None if stdin is None else io.BytesIO(stdin),  # sent in 64 KiB pieces
     )
     out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
     status = await proc.wait()
@@ -132,8 +133,9 @@ def fifo_channel(box: OpenSandbox, runner: Any, fifo: str) -> QueueChannel:
     deliver = f"cat >> {shlex.quote(fifo)}"
 
     async def send(data: bytes) -> None:
-        writer = await sandbox.spawn(
-            "sh", args=["-c", deliver], stdin_data=[data], stdout="null", stderr="null"
+        pieces = [data[i : i + READ_BYTES] for i in range(0, len(data), READ_BYTES)]
+        writer = await sandbox.spawn(  # one stream message per piece, never one huge one
+            "sh", args=["-c", deliver], stdin_data=pieces, stdout="null", stderr="null"
         )
         status = await writer.wait()
         if not status["success"]:

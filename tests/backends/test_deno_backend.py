@@ -8,6 +8,7 @@ sends and answers through the FIFO path of ``deno_link``.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -43,6 +44,9 @@ def test_an_episode_runs_in_a_sandbox_booted_from_the_recipes_snapshot(deno_api,
         assert result.error is None, result.error
         assert result.stdout == "v\n" and "west    12.0" in result.outputs[0]["text/plain"]
         assert sandbox.run_shell("wc -l < data/sales.csv", timeout_s=20).stdout.strip() == "4"
+        blob = os.urandom(300_000)  # a frame of many 64 KiB stream pieces, both ways
+        sandbox.put_file("blob.bin", blob)
+        assert sandbox.get_file("blob.bin") == blob
         name = backend.artifact_name(resolve_default("default"))
         assert deno_api.console.find(deno_api.console.snapshots, name) is not None
         assert not deno_api.console.find(deno_api.console.volumes, f"{name}-build")
