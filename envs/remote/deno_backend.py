@@ -31,7 +31,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, import_sdk
 from analyst_env.envs.remote.deno_link import OpenSandbox, SdkLoop, fifo_channel
-from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, bake_steps
+from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, BuildFailed, bake_steps
 from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
@@ -162,9 +162,9 @@ class DenoSandboxBackend(RunnerBackend):
         if self._snapshot(name) is None:
             try:
                 self._build(recipe, name)
-            except SandboxError as exc:
+            except BuildFailed as exc:  # remembered; a service that did not answer is not
                 self._failed[name] = f"{exc}; fix the recipe, or restart the server to retry"
-                raise SandboxError(self._failed[name]) from None
+                raise BuildFailed(self._failed[name]) from None
         self._snapshots[image] = name
 
     def _build(self, recipe: Recipe, name: str) -> None:
@@ -183,6 +183,10 @@ class DenoSandboxBackend(RunnerBackend):
         try:
             self._run_steps(name, volume["slug"], steps)
             self._snapshot_volume(volume["id"], name)
+        except SandboxError:
+            raise
+        except Exception as exc:  # the SDK's own errors (a refused boot, a dropped socket)
+            raise SandboxError(f"Deno could not build snapshot {name}: {exc}") from exc
         finally:
             try:
                 self._call(volumes.delete(volume["id"]), "Deno (build volume cleanup)")
@@ -211,7 +215,7 @@ class DenoSandboxBackend(RunnerBackend):
                     self._bake_log(line)
                 if code != 0:
                     tail = "\n".join(output.strip().splitlines()[-8:])
-                    raise SandboxError(
+                    raise BuildFailed(
                         f"Deno snapshot {name} failed to build at step {label!r} "
                         f"(exit {code}): {tail}"
                     )
@@ -237,7 +241,10 @@ class DenoSandboxBackend(RunnerBackend):
         deadline = time.monotonic() + self.build_timeout_s
         while self._snapshot(name) is None:
             if time.monotonic() > deadline:
-                raise SandboxError(f"Deno snapshot {name} is still building elsewhere, not ready")
+                raise SandboxError(
+                    f"Deno snapshot {name} is still building elsewhere, not ready (if no server "
+                    f"is building it, delete volume {name}-build to build it again)"
+                )
             time.sleep(2.0)
 
     # ── slots ──────────────────────────────────────────────────────────────

@@ -26,6 +26,12 @@ from analyst_env.envs.sandbox import SandboxError
 #: The snapshot every build volume starts from (Deno's Debian 13 with python3).
 BASE_SNAPSHOT = "builtin:debian-13"
 
+
+class BuildFailed(SandboxError):
+    """The recipe cannot be baked (a step failed, or Deno cannot boot what it asks for): the
+    same recipe fails again, unlike a service that did not answer."""
+
+
 _APT = "apt-get update && apt-get install -y --no-install-recommends"
 
 
@@ -37,10 +43,10 @@ def bake_steps(recipe: Recipe) -> list[tuple[str, str]]:
     """``[(label, shell command)]`` that install ``recipe`` on a booted build volume.
 
     Raises:
-        SandboxError: The recipe names a base image (Deno boots only its own).
+        BuildFailed: The recipe names a base image (Deno boots only its own).
     """
     if recipe.base_image != DEFAULT_BASE_IMAGE:
-        raise SandboxError(
+        raise BuildFailed(
             f"the deno backend cannot bake base image {recipe.base_image!r}: Deno sandboxes "
             f"boot from {BASE_SNAPSHOT}; remove base_image from recipe {recipe.name!r}"
         )
