@@ -36,6 +36,7 @@ class ConsoleState:
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.attached: dict[str, int] = {}  # volume id -> running sandboxes booted on it
         self.requests: list[tuple[str, str]] = []
+        self.unavailable_once: str | None = None  # a path answered once with 503
 
     def find(self, table: dict[str, dict[str, Any]], key: str) -> dict[str, Any] | None:
         return table.get(key) or next((v for v in table.values() if v["slug"] == key), None)
@@ -99,6 +100,9 @@ class ConsoleState:
                 self.requests.append((request.method, request.url.path))
                 if request.headers.get("authorization") != f"Bearer {self.token}":
                     return _error(401, "UNAUTHORIZED", "invalid API token")
+                if request.url.path == self.unavailable_once:
+                    self.unavailable_once = None
+                    return _error(503, "UNAVAILABLE", "try again later")
                 return await handler(request)
 
             return endpoint

@@ -161,3 +161,17 @@ def test_a_build_logs_each_step_with_its_output(deno_api, tmp_path):
     assert any(line.startswith("deno: apt: apt-get update") for line in lines), lines
     assert "fake uv pip install --system --break-system-packages tabulate" in lines
     assert deno_api.created[-1]["root"] == {"volume": f"{backend.artifact_name(recipe)}-build"}
+
+
+def test_a_service_that_failed_once_is_not_remembered_as_a_failed_build(deno_api, tmp_path):
+    recipe = Recipe(name="transient", pip=["tabulate"])
+    backend = _backend(deno_api, {"env-transient": recipe}.__getitem__)
+    deno_api.console.unavailable_once = "/api/v2/volumes"
+    try:
+        with pytest.raises(SandboxError, match="could not create build volume.*try again later"):
+            backend.bake(recipe, tmp_path, log=lambda line: None, progress=lambda f: None)
+        backend.bake(recipe, tmp_path, log=lambda line: None, progress=lambda f: None)
+        assert backend.is_built(tmp_path)
+    finally:
+        deno_api.console.unavailable_once = None
+        backend.close()
