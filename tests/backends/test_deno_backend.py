@@ -164,7 +164,7 @@ def test_a_build_logs_each_step_with_its_output(deno_api, tmp_path):
 
 
 def test_a_service_that_failed_once_is_not_remembered_as_a_failed_build(deno_api, tmp_path):
-    recipe = Recipe(name="transient", pip=["tabulate"])
+    recipe = Recipe(name="transient", pip=["six"])  # a hash no other test builds
     backend = _backend(deno_api, {"env-transient": recipe}.__getitem__)
     deno_api.console.unavailable_once = "/api/v2/volumes"
     try:
