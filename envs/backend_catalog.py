@@ -101,6 +101,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
             "AZURE_REGION",
         ),
     ),
+    "deno": BackendInfo(
+        "a Deno sandbox (Linux microVM) per warm slot, images as Deno snapshots",
+        sdk="deno_sandbox",
+        extra="deno",
+        variables=("DENO_DEPLOY_TOKEN",),
+    ),
 }
 
 

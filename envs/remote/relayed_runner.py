@@ -4,7 +4,8 @@ Daytona and Runloop give a long-lived process only text streams, Azure none at a
 (``spool_relay``), and all three receive the runner's code per slot as one archive
 (their baked images hold the recipe's packages, not our code). The archive and the
 shell command that starts the relayed runner are built here once, so the backends
-cannot drift apart.
+cannot drift apart. Deno receives the same archive and starts the runner, unrelayed,
+on a FIFO.
 """
 
 from __future__ import annotations
@@ -39,15 +40,18 @@ def unpack_command() -> str:
     return f"mkdir -p {runner_image.WORKDIR} && tar -xzf {bundle} -C {root} && rm -f {bundle}"
 
 
+def _runner_env() -> list[str]:
+    env = {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
+    return ["env", *(f"{key}={value}" for key, value in env.items())]
+
+
 def relay_command(
     recipe: Recipe, relay: tuple[str, ...] = ("analyst_env.envs.remote.line_relay",)
 ) -> str:
     """The shell command that starts the runner behind ``relay`` (a module and its arguments
     before the runner's argv): ``line_relay``, or ``spool_relay serve DIR --`` on Azure."""
-    env = {**SINGLE_THREADED_ENV, "PYTHONPATH": runner_image.PACKAGE_ROOT, "MPLCONFIGDIR": "/tmp"}
     argv = [
-        "env",
-        *(f"{key}={value}" for key, value in env.items()),
+        *_runner_env(),
         "python",
         "-u",
         "-m",
@@ -55,3 +59,14 @@ def relay_command(
         *runner_image.runner_command(recipe),
     ]
     return f"cd {runner_image.WORKDIR} && {shlex.join(argv)}"
+
+
+def fifo_command(recipe: Recipe, fifo: str) -> str:
+    """The shell command that makes ``fifo`` and starts the runner reading its requests there
+    (opened read-write, so it never sees end of file between writers; Deno's ``deno_link``)."""
+    argv = [*_runner_env(), *runner_image.runner_command(recipe)]
+    path = shlex.quote(fifo)
+    return (
+        f"rm -f {path} && mkfifo -m 600 {path} && cd {runner_image.WORKDIR} && "
+        f"exec {shlex.join(argv)} 0<> {path}"
+    )

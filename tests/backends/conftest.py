@@ -1,5 +1,5 @@
 """Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
-fake Daytona API.
+fake Daytona, Runloop and Deno APIs.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -84,6 +84,22 @@ def azure_api():
                 os.environ.pop("REQUESTS_CA_BUNDLE", None)
             else:
                 os.environ["REQUESTS_CA_BUNDLE"] = before
+
+
+def _deno_server():
+    pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
+    import fake_deno
+
+    return fake_deno.FakeDeno().start()
+
+
+@pytest.fixture
+def deno_api(_deno_server, monkeypatch):
+    """Deno's sandbox and console APIs faked on loopback ports (snapshots persist), with the
+    SDK's variables pointing at them."""
+    for name, value in _deno_server.env.items():
+        monkeypatch.setenv(name, value)
+    return _deno_server
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def test_registered_backends():
     assert {"local", "docker", "modal", "e2b", "daytona", "agent-sandbox", "opensandbox"} <= set(
         BACKENDS
     )
-    assert "runloop" in BACKENDS
+    assert "runloop" in BACKENDS and "deno" in BACKENDS
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
@@ -91,6 +91,7 @@ def test_settings_read_backend_fields_from_the_environment():
         ("daytona", {}, "needs credentials: set DAYTONA_API_KEY"),
         ("runloop", {}, "needs credentials: set RUNLOOP_API_KEY"),
         ("azure", {}, "needs its sandbox group and image registry: set AZURE_SUBSCRIPTION_ID"),
+        ("deno", {}, "needs credentials: set DENO_DEPLOY_TOKEN"),
         (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
@@ -104,7 +105,7 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
         k: v
         for k, v in os.environ.items()
         if not k.startswith(
-            ("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "ANALYST_ENV_")
+            ("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "DENO_", "ANALYST_ENV_")
         )
     }
     started = time.monotonic()

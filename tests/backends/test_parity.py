@@ -144,10 +144,8 @@ def test_local_episode_is_meaningful(local_observations):
     assert error_step["name"] == "KeyError"
 
 
-def test_modal_gives_identical_observations(local_observations, starter, modal_sdk):
-    backend = ModalSandboxBackend(
-        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
-    )
+def _assert_same_as_local(backend, starter, local_observations) -> None:
+    """One episode on ``backend`` gives the local backend's observations (tracebacks too)."""
     runtime = Runtime(_settings(), backend=backend, datasets=[starter])
     try:
         observations = run_episode(runtime)
@@ -156,6 +154,13 @@ def test_modal_gives_identical_observations(local_observations, starter, modal_s
     assert normalise(observations, vendor_traceback=False) == normalise(
         local_observations, vendor_traceback=False
     )
+
+
+def test_modal_gives_identical_observations(local_observations, starter, modal_sdk):
+    backend = ModalSandboxBackend(
+        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
+    )
+    _assert_same_as_local(backend, starter, local_observations)
 
 
 def test_opensandbox_gives_identical_observations(local_observations, starter, opensandbox_server):
@@ -164,14 +169,7 @@ def test_opensandbox_gives_identical_observations(local_observations, starter, o
     backend = OpenSandboxBackend(
         resolve_default, domain=opensandbox_server.domain, image="runner", warm=0
     )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
+    _assert_same_as_local(backend, starter, local_observations)
 
 
 def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug):
@@ -201,14 +199,7 @@ def test_agent_sandbox_gives_identical_observations(
     backend = AgentSandboxBackend(
         resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
     )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
+    _assert_same_as_local(backend, starter, local_observations)
 
 
 def _debug_dump(a, b):
@@ -231,14 +222,7 @@ def test_daytona_gives_identical_observations(local_observations, starter, dayto
     backend = DaytonaSandboxBackend(
         resolve_default, api_key=daytona_api.api_key, api_url=daytona_api.api_url, warm=0
     )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
+    _assert_same_as_local(backend, starter, local_observations)
 
 
 def test_azure_gives_identical_observations(local_observations, starter, azure_api):
@@ -262,11 +246,11 @@ def test_runloop_gives_identical_observations(local_observations, starter, runlo
     backend = RunloopSandboxBackend(
         resolve_default, api_key=runloop_api.api_key, base_url=runloop_api.base_url, warm=0
     )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
+    _assert_same_as_local(backend, starter, local_observations)
+
+
+def test_deno_gives_identical_observations(local_observations, starter, deno_api):
+    from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
+
+    backend = DenoSandboxBackend(resolve_default, token=deno_api.token, warm=0)
+    _assert_same_as_local(backend, starter, local_observations)

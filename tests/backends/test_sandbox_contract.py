@@ -113,6 +113,14 @@ def _azure(request: pytest.FixtureRequest) -> Case:
     return Case(AzureSandboxBackend(resolve_default, **fake.backend_options(), warm=0))
 
 
+def _deno(request: pytest.FixtureRequest) -> Case:
+    pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
+    from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
+
+    fake = request.getfixturevalue("deno_api")
+    return Case(DenoSandboxBackend(resolve_default, token=fake.token, warm=0))
+
+
 def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
@@ -136,6 +144,7 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "daytona": _daytona,
     "runloop": _runloop,
     "azure": _azure,
+    "deno": _deno,
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
 }
