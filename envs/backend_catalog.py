@@ -123,7 +123,7 @@ class Readiness:
         return self.installed and not self.missing
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
     """Whether ``module`` is installed (a dotted name whose parent package is missing is not)."""
     try:
         return importlib.util.find_spec(module) is not None
@@ -138,7 +138,7 @@ def readiness(name: str) -> Readiness:
         KeyError: No backend has that name.
     """
     info = BACKEND_CATALOG[name]
-    installed = info.sdk is None or _importable(info.sdk)
+    installed = info.sdk is None or importable(info.sdk)
     missing: list[str] = []
     if not installed:
         missing.append(f"pip install 'analyst-env[{info.extra}]'")

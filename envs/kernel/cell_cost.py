@@ -5,7 +5,7 @@ kernel's own shell; this isolates the last. CPU time (``time.process_time``) of 
 alone moves less with the machine's load than a served step's wall time, and each mode
 runs in a fresh interpreter, alternating, so both see the same machine.
 
-    python -m analyst_env.benchmarks.kernel_cell_cpu --rounds 3 --cells 5000
+    python -m analyst_env.envs.kernel.cell_cost --rounds 3 --cells 5000
 
 prints the median microseconds per cell of each mode: ``shipped`` (the shell of
 ``envs/kernel/ipyshell.py``) and ``every-formatter`` (IPython's ten formatters, as before
