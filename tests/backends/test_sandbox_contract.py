@@ -21,8 +21,12 @@ from analyst_env.envs.capabilities import (
     BackendCapabilities,
     BakesArtifacts,
     KeepsStandbys,
+    ReportsProtections,
     ServesBakedPackages,
     StartsWithoutWaiting,
+    WarmsUp,
+    protections_of,
+    reports_confinement,
 )
 from analyst_env.envs.local import LocalSandboxBackend
 from analyst_env.envs.remote.runner_image import resolve_default
@@ -57,7 +61,10 @@ class Case:
     bakes_own_artifacts: bool = True
     """The backend builds an image or template per recipe (``baker()``)."""
     local_parts: bool = False
-    """Starts without waiting, keeps standbys and serves baked packages (the fork server)."""
+    """Starts without waiting, keeps standbys, serves baked packages and reports the protections
+    it enforces (the fork server)."""
+    warms_up: bool = True
+    """Has an image to prepare before its first start (``WarmsUp``)."""
 
 
 def _local(request: pytest.FixtureRequest) -> Case:
@@ -80,7 +87,7 @@ def _e2b(request: pytest.FixtureRequest) -> Case:
 
     request.getfixturevalue("e2b_debug")
     backend = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
-    return Case(backend, interrupts=False, reports_kernel_death=False)
+    return Case(backend, interrupts=False, reports_kernel_death=False, warms_up=False)
 
 
 def _daytona(request: pytest.FixtureRequest) -> Case:
@@ -156,9 +163,12 @@ def test_optional_parts_are_declared(case):
     assert isinstance(backend, BakesArtifacts) == case.bakes_own_artifacts
     if isinstance(backend, BakesArtifacts):
         assert isinstance(backend.baker(), SandboxBaker)
-    assert isinstance(backend.protections(), dict)
-    for part in (StartsWithoutWaiting, KeepsStandbys, ServesBakedPackages):
+    for part in (StartsWithoutWaiting, KeepsStandbys, ServesBakedPackages, ReportsProtections):
         assert isinstance(backend, part) == case.local_parts, part.__name__
+    assert isinstance(backend, WarmsUp) == case.warms_up
+    report = protections_of(backend)
+    # A backend that reports nothing claims nothing: no isolation, never taken as confining.
+    assert bool(report.get("isolation")) == case.local_parts == reports_confinement(backend)
     if isinstance(backend, ServesBakedPackages):
         backend.forget_image("env-0000")  # an image it never served: nothing happens
         backend.use_image_resolver(lambda image: None)
