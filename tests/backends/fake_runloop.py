@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-from fake_daytona_sandbox import FakeSandbox
+from fake_daytona_sandbox import FakeSandbox, kill_process, start_process
 from loopback_api import LoopbackApi
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -52,10 +52,7 @@ class Execution:
     def __init__(self, devbox_id: str, argv: list[str], cwd: str) -> None:
         self.id = f"exe-{next(_ids)}"
         self.devbox_id = devbox_id
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, start_new_session=True,
-        )  # fmt: skip
+        self.proc = start_process(argv, cwd)
         self.stdout = bytearray()
         self.stderr = bytearray()
         self.done = threading.Event()
@@ -82,12 +79,7 @@ class Execution:
         }  # fmt: skip
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        kill_process(self.proc)
 
 
 class FakeRunloop:
