@@ -32,17 +32,14 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, TypedDict, Unpack
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 
-if TYPE_CHECKING:
-    from analyst_env.trainers.trl import SplitOptions
-
-__all__ = ["AnalystScenario", "EpisodeStartError", "make_rollout", "scenarios"]
+__all__ = ["AnalystScenario", "EpisodeStartError", "SplitOptions", "make_rollout", "scenarios"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +60,18 @@ class AnalystScenario:
         if self.task_id is None and (self.split is None or self.index is None):
             raise ValueError("a scenario needs a task_id, or a split and an index")
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+class SplitOptions(TypedDict, total=False):
+    """Which tasks of a split the scenarios (or rows) name, and how to reach the server:
+    ``trainers.trl.AnalystSpec``'s options, with its defaults. Every row builder
+    (``scenarios``, ``verl_rows``) takes them as ``**options`` and passes them on."""
+
+    dataset: str | None
+    seed: int
+    num_tasks: int | None
+    start: int
+    token: str | None
 
 
 class EpisodeStartError(RuntimeError):

@@ -29,7 +29,7 @@ import functools
 import keyword
 import re
 import threading
-from typing import Any, TypedDict
+from typing import Any
 
 import httpx
 
@@ -271,18 +271,6 @@ def environment_reward(environments: list[AnalystToolEnv] | None = None, **_: An
     """TRL reward function: each rollout's episode reward (for trainers that do not call
     ``get_reward``)."""
     return [env.get_reward() for env in environments or []]
-
-
-class SplitOptions(TypedDict, total=False):
-    """Which tasks of a split the rows name, and how to reach the server: ``AnalystSpec``'s
-    options (and its defaults), taken by every trainer's row builder (``trainers/art.py``,
-    ``trainers/verl_rows.py``) so that each passes them on rather than repeating them."""
-
-    dataset: str | None
-    seed: int
-    num_tasks: int | None
-    start: int
-    token: str | None
 
 
 class AnalystSpec:

@@ -17,7 +17,7 @@ from analyst_env.client.endpoints import split_urls
 from analyst_env.prompts import SYSTEM_PROMPT
 
 if TYPE_CHECKING:
-    from analyst_env.trainers.trl import SplitOptions
+    from analyst_env.trainers.art import SplitOptions
 
 __all__ = ["AGENT_NAME", "dataset_rows", "export_parquet", "tool_dataset_rows"]
 

@@ -70,6 +70,12 @@ def test_a_served_episode_runs_and_scores_on_the_vendor_backend(name, request, t
     with ServeProcess(tmp_path, env=vendor.env(fake), startup_timeout_s=180) as server:
         health = httpx.get(f"{server.url}/health", timeout=30).json()
         assert health["sandbox"]["backend"] == name
+        # The vendor owns isolation: nothing is claimed for it (no protections report).
+        assert health["sandbox"]["isolation"] is None and "unconfined" not in health["sandbox"]
+        shown = httpx.get(f"{server.url}/sandbox", timeout=30).json()
+        assert shown == {"backend": name, "protections": {}}
+        metadata = httpx.get(f"{server.url}/metadata", timeout=30).json()
+        assert "Sandbox (" not in metadata["description"]
         assert_oracle_episode_scores(server.url, timeout_s=180)
         metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
     assert 'analyst_env_sandbox_failures_total{stage="reset"} 0.0' in metrics
