@@ -58,17 +58,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         serve_args = args.argv[args.argv.index("serve") + 1 :]
         return supervise(serve_args, args.host, args.port, workers)
+    from analyst_env.envs.capabilities import protections_of
     from analyst_env.envs.sandbox import SandboxError
 
     try:
-        backend = _start_backend(settings)
+        backend, warming = _start_backend(settings)
     except (
         ValueError,
         SandboxError,
     ) as exc:  # unknown backend; SDK, credentials or service missing; a fail-closed refusal
         print(getattr(exc, "line", None) or error_line(exc), file=sys.stderr, flush=True)
         return USAGE_STATUS
-    info = backend.protections()
+    info = protections_of(backend)
     if info:  # the mode in force, named before anything is served
         line = (
             f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
@@ -90,6 +91,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         backend.close()
         raise
     try:
+        refusal = warming.result()
+        if refusal:
+            print(refusal, file=sys.stderr, flush=True)
+            return USAGE_STATUS
         return _serve(args, settings, runtime)
     finally:
         runtime.close()
@@ -128,27 +133,53 @@ def _fail_closed_preflight(args: argparse.Namespace, settings, workers: int) -> 
 
 
 def _start_backend(settings):
-    """Make the sandbox backend and start warming it on a thread, before the server's imports.
+    """Make the sandbox backend and start warming it on a thread, before the server's imports;
+    the backend and the warm-up's outcome (``WarmUp``).
 
     The local zygote imports pandas, numpy and duckdb in its own process (about a
     second) while this one imports openenv and fastapi (about a second): on two
-    cores the two overlap. Errors are left to the app's startup, which warms the
-    backend again (a no-op once warm) and reports them.
+    cores the two overlap.
     """
-    import threading
-
     from analyst_env.envs.backends import make_backend
 
     backend = make_backend(settings)
+    return backend, WarmUp(backend)
 
-    def warm() -> None:
+
+class WarmUp:
+    """The backend's warm-up (``envs/capabilities.warm_up``: nothing for a backend with nothing to
+    prepare), run on a thread while the server is built.
+
+    ``result()`` waits for it and gives the one line a failure is refused with, or ``""``:
+    an image that cannot be served (a build the vendor rejected, an unreachable service)
+    stops ``serve`` with that line and status 2 before anything is served, rather than
+    with the app's startup traceback and uvicorn's status 3.
+    """
+
+    def __init__(self, backend) -> None:
+        import threading
+
+        self._backend = backend
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="backend-warm-up", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from analyst_env.envs.capabilities import warm_up
+
         try:
-            backend.warm_up()
-        except Exception:  # reported by the app's startup hook
-            pass
+            warm_up(self._backend)
+        except Exception as exc:  # every failure is the refusal line's
+            self._failure = exc
 
-    threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
-    return backend
+    def result(self) -> str:
+        self._thread.join()
+        if self._failure is None:
+            return ""
+        reason = " ".join(str(self._failure).split()) or type(self._failure).__name__
+        return error_line(
+            f"the {self._backend.name} sandbox backend could not warm up image 'default': {reason}"
+        )
 
 
 def _freeze_startup_heap() -> None:

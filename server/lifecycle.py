@@ -2,7 +2,8 @@
 
 Start: accept sessions again (an app served again after a shutdown, as tests and
 ``eval`` do), redact tokens in uvicorn's freshly configured loggers, start the idle
-clock of the sessions and warm the sandbox backend so the first reset is fast.
+clock of the sessions and warm the sandbox backend so the first reset is fast (if it has
+anything to prepare: ``envs/capabilities.WarmsUp``).
 Stop: stop the idle clock, refuse new sessions, end every session (parked ones too:
 episodes end, trajectories are flushed), then close the runtime if the app built it.
 """
@@ -13,6 +14,7 @@ import asyncio
 
 from fastapi import FastAPI
 
+from analyst_env.envs.capabilities import warm_up
 from analyst_env.server.auth import redact_tokens_in_logs
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.sessions import Sessions
@@ -39,7 +41,7 @@ def install_lifecycle(
         sessions.start_reaper()
 
     async def warm_backend() -> None:
-        await asyncio.get_running_loop().run_in_executor(None, runtime.backend.warm_up)
+        await asyncio.get_running_loop().run_in_executor(None, warm_up, runtime.backend)
 
     async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp), parked ones
         sessions.stop_reaper()
