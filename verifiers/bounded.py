@@ -66,6 +66,7 @@ from analyst_env.verifiers.score_pool import ScoringPool
 from analyst_env.verifiers.scorers import SCORERS, judge
 from analyst_env.verifiers.scoring_common import (
     ScoringLimits,
+    asking_reader,
     data_in_use,
     death_reason,
     failure_reason,
@@ -113,15 +114,11 @@ def _child(
         os.setpgid(0, 0)  # so the parent can kill anything this scoring started
         _limit_self(limits)
 
-        def read_file(name: str) -> bytes:
+        def ask(name: str) -> tuple[str, Any]:
             conn.send(("read", name))
-            kind, payload = conn.recv()
-            if kind == "ok":
-                return payload
-            if kind == "missing":
-                raise FileNotFoundError(payload)
-            raise OSError(payload)
+            return conn.recv()
 
+        read_file = asking_reader(ask)
         context = VerifyContext(task_files=task_files, read_file=read_file if can_read else None)
         verdict = judge(spec, submitted, gold, context, profile=limits.profile)
         conn.send(("done", (verdict.reward, dict(verdict.components), verdict.detail)))

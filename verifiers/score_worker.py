@@ -109,19 +109,16 @@ def _lift_limits() -> None:
 def _score(channel: _Channel, job: tuple) -> tuple[dict[str, Any], bool]:
     """One answer's reply, and whether it failed."""
     from analyst_env.verifiers.scorers import judge
-    from analyst_env.verifiers.scoring_common import failure_reason
+    from analyst_env.verifiers.scoring_common import asking_reader, failure_reason
     from analyst_env.verifiers.verdict import VerifyContext
 
     spec, submitted, gold, task_files, limits, can_read = job
 
-    def read_file(name: str) -> bytes:
+    def ask(name: str) -> tuple[str, Any]:
         channel.send({"read": name})
-        kind, payload = channel.recv()
-        if kind == "ok":
-            return payload
-        if kind == "missing":
-            raise FileNotFoundError(payload)
-        raise OSError(payload)
+        return channel.recv()
+
+    read_file = asking_reader(ask)
 
     try:
         _set_limits(limits.memory_mb, limits.cpu_s)

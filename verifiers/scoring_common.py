@@ -83,6 +83,21 @@ def serve_read(read_file: Callable[[str], bytes] | None, name: Any) -> tuple[str
         return ("error", f"{name}: {type(exc).__name__}: {exc}")
 
 
+def asking_reader(ask: Callable[[str], tuple[str, Any]]) -> Callable[[str], bytes]:
+    """A scoring process's ``read_file``: ``ask(name)`` gets the server's
+    :func:`serve_read` tuple; a refusal is raised as the scorer expects."""
+
+    def read_file(name: str) -> bytes:
+        kind, payload = ask(name)
+        if kind == "ok":
+            return payload
+        if kind == "missing":
+            raise FileNotFoundError(payload)
+        raise OSError(payload)
+
+    return read_file
+
+
 def failure_reason(exc: BaseException, limits: ScoringLimits) -> str:
     """The verdict's detail for a scorer that raised ``exc``."""
     if isinstance(exc, MemoryError):
