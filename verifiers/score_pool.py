@@ -230,9 +230,12 @@ class ScoringPool:
         except _Timeout:
             worker.kill()
             return Verdict(0.0, {}, f"scoring took longer than {limits.timeout_s:g} s; not scored")
-        except (_Dead, ValueError, TypeError, KeyError):
+        except _Dead:
             worker.kill()
             return Verdict(0.0, {}, death_reason(worker.proc.returncode, limits))
+        except (ValueError, TypeError, KeyError):  # not JSON, or not a verdict's shape
+            worker.kill()
+            return Verdict(0.0, {}, "the scoring worker sent a malformed reply; not scored")
 
     def _start_in_background(self) -> None:
         with self._lock:

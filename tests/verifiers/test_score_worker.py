@@ -7,8 +7,11 @@ also import ``tests/worker_scorers.py``, the misbehaving scorers.
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -115,6 +118,54 @@ def test_files_are_read_through_the_server(pool):
     assert score(pool, "worker_reads", "a.txt", read_file=read).reward == 1.0
     missing = score(pool, "worker_reads", "b.txt", read_file=read)
     assert missing.reward == 0.0 and "FileNotFoundError" in missing.detail
+
+
+class _Planted:
+    """Unpickled, it would create the file it names: what an agent's ``result.pkl`` could hold."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_looking_file_is_only_bytes_to_the_scorer(pool, tmp_path):
+    planted = tmp_path / "planted"
+    payload = pickle.dumps(_Planted(str(planted)))
+    verdict = score(pool, "worker_reads", "result.pkl", read_file=lambda name: payload)
+    assert verdict.reward == 0.0 and not planted.exists()  # compared as bytes, never loaded
+
+
+ROGUE_WORKER = """
+import base64, json, struct, sys
+out = sys.stdout.buffer
+def send(body):
+    out.write(struct.pack(">I", len(body)) + body)
+    out.flush()
+send(json.dumps({"ready": {"numeric": "analyst_env.verifiers.scorers:numeric"}}).encode())
+sys.stdin.buffer.read(4)
+send(base64.b64decode(sys.argv[1]))  # a pickle, not JSON
+"""
+
+
+def test_the_server_never_unpickles_what_a_worker_sends(tmp_path):
+    """A worker has parsed the agent's files: if a scorer bug let an answer take it over,
+    its replies must still be data to the server."""
+    planted = tmp_path / "planted"
+    rogue = ScoringPool()
+    rogue.command = [
+        sys.executable,
+        "-c",
+        ROGUE_WORKER,
+        base64.b64encode(pickle.dumps(_Planted(str(planted)))).decode(),
+    ]
+    rogue.warm()
+    job = (VerifierSpec(name="numeric"), "1", 1, {}, MINUTE, False)
+    verdict = rogue.score(job, MINUTE, time.monotonic() + 60, None)
+    assert verdict is not None and verdict.reward == 0.0 and not planted.exists()
+    assert "malformed reply" in verdict.detail
+    rogue.close()
 
 
 def test_a_busy_worker_never_holds_up_another_scoring(pool, tmp_path):
