@@ -175,6 +175,7 @@ class ScoringPool:
         self._scorers: dict[str, str] | None = None  # what a worker has; None before the first
         self._generation = 0  # close() moves it on: workers of an older one are not kept
         self.started = 0  # workers started so far (tests and benchmarks read it)
+        self.scored = 0  # scorings given to a worker so far
         self.failed_starts = 0
 
     def runs(self, name: str, fn: Any) -> bool:
@@ -208,6 +209,8 @@ class ScoringPool:
         if worker is None:
             self._start_in_background()
             return None
+        with self._lock:
+            self.scored += 1
         try:
             return self._run(worker, job, limits, deadline, read_file)
         finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import worker_scorers
+from support import call
 
 from analyst_env.task_format import VerifierSpec
 from analyst_env.verifiers.bounded import SCORING_POOL, score_bounded
@@ -249,3 +250,19 @@ def test_a_worker_runs_a_scorer_only_if_the_server_has_the_same_one():
     assert SCORING_POOL.runs("sql_execution", SCORERS["sql_execution"])
     assert not SCORING_POOL.runs("sql_execution", worker_scorers.worker_pid)  # replaced here
     assert not SCORING_POOL.runs("worker_pid", worker_scorers.worker_pid)  # not in its imports
+
+
+def test_an_episode_s_sql_answer_is_scored_by_a_worker(env, runtime):
+    task = runtime.task("tiny-sqlite")
+    spec = VerifierSpec(name="sql_execution", params={"db": "shop.sqlite"})
+    runtime._by_id[task.id] = task.model_copy(update={"verifier": spec, "answer": "SELECT 9"})
+    try:
+        SCORING_POOL.warm()
+        before = SCORING_POOL.scored
+        env.reset(task_id=task.id)
+        assert call(env, "final_answer", answer="SELECT 4 + 5").reward == 1.0
+        env.reset(task_id=task.id)
+        assert call(env, "final_answer", answer="SELECT 8").reward == 0.0
+        assert SCORING_POOL.scored == before + 2
+    finally:
+        runtime._by_id[task.id] = task
