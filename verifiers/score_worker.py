@@ -9,7 +9,8 @@ the server (``verifiers/score_pool.py``), under the same limits a forked child h
 * memory: ``RLIMIT_DATA`` is set, for each answer, ``memory_mb`` above what the worker
   holds when the answer arrives (a ``MemoryError`` is a 0 with the reason);
 * CPU: the soft ``RLIMIT_CPU`` is set, for each answer, ``cpu_s`` above the CPU the worker
-  has used so far; past it the kernel's ``SIGXCPU`` ends the worker;
+  has used so far (rounded up to a whole second, so an answer may get up to a second more
+  than in a forked child); past it the kernel's ``SIGXCPU`` ends the worker;
 * wall time: enforced by the server, which kills the worker's process group.
 
 **An answer cannot change a later answer's reward.** The answer and the agent's files are
