@@ -57,6 +57,14 @@ class _Dead(Exception):
     pass
 
 
+def _ready(fd: int, events: int, timeout_s: float) -> bool:
+    """Whether ``fd`` is ready (or closed) within ``timeout_s``: ``poll``, not ``select``,
+    which refuses descriptors past 1024 (a server holding many sessions has them)."""
+    poller = select.poll()
+    poller.register(fd, events)
+    return bool(poller.poll(max(1, int(timeout_s * 1000))))
+
+
 class _Worker:
     """One worker process and its two pipes."""
 
@@ -86,7 +94,7 @@ class _Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Timeout
-            if not select.select([], [self._in], [], remaining)[1]:
+            if not _ready(self._in, select.POLLOUT, remaining):
                 continue
             try:
                 data = data[os.write(self._in, data) :]
@@ -110,7 +118,7 @@ class _Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Timeout
-            if not select.select([self._out], [], [], remaining)[0]:
+            if not _ready(self._out, select.POLLIN, remaining):
                 continue
             chunk = os.read(self._out, min(left, 1 << 20))
             if not chunk:

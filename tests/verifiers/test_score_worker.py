@@ -266,3 +266,16 @@ def test_an_episode_s_sql_answer_is_scored_by_a_worker(env, runtime):
         assert SCORING_POOL.scored == before + 2
     finally:
         runtime._by_id[task.id] = task
+
+
+def test_a_server_holding_over_1024_descriptors_still_scores_in_workers():
+    """A server with many sessions has descriptors past ``select``'s 1024."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    pool = ScoringPool(imports=["worker_scorers"], paths=[TESTS])
+    try:
+        assert score(pool, "worker_pid").reward == 1.0
+        assert pool._idle[0].proc.stdout.fileno() > 1024
+    finally:
+        pool.close()
+        for fd in held:
+            os.close(fd)
