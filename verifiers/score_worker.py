@@ -44,6 +44,8 @@ import pickle
 import resource
 import struct
 import sys
+import threading
+import time
 from typing import Any, BinaryIO
 
 HEADER = struct.Struct(">I")
@@ -155,6 +157,14 @@ def serve(channel: _Channel, retire_after: int, retire_growth_mb: int) -> None:
         os.environ.update(environ)
 
 
+def _exit_with_server(parent: int) -> None:
+    """End this worker once the server that started it is gone, even mid-answer (a scorer
+    asleep on a file would otherwise outlive a server that was killed)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Score answers for the server (module doc).")
     parser.add_argument("--path", action="append", default=[], help="add to sys.path")
@@ -168,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(2, 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
+    threading.Thread(target=_exit_with_server, args=(os.getppid(),), daemon=True).start()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would otherwise dump core
     sys.path.extend(args.path)
     from analyst_env.verifiers import SCORERS

@@ -279,3 +279,42 @@ def test_a_server_holding_over_1024_descriptors_still_scores_in_workers():
         pool.close()
         for fd in held:
             os.close(fd)
+
+
+KILLED_SERVER = """
+import os, sys, threading, time
+sys.path.insert(0, {tests!r})
+from analyst_env.task_format import VerifierSpec
+from analyst_env.verifiers.score_pool import ScoringPool
+from analyst_env.verifiers.scoring_common import ScoringLimits
+pool = ScoringPool(imports=["worker_scorers"], paths=[{tests!r}])
+pool.warm()
+print(pool._idle[0].proc.pid, flush=True)
+job = (VerifierSpec(name="worker_wait_for"), {never!r}, None, {{}}, ScoringLimits(), False)
+deadline = time.monotonic() + 600
+threading.Thread(target=pool.score, args=(job, ScoringLimits(), deadline, None)).start()
+time.sleep(1)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_a_worker_busy_when_the_server_is_killed_does_not_outlive_it(tmp_path):
+    import subprocess
+
+    script = KILLED_SERVER.format(tests=TESTS, never=str(tmp_path / "never"))
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    worker = int(out.stdout.split()[0])
+    gone_by = time.monotonic() + 30
+    while time.monotonic() < gone_by and _alive(worker):
+        time.sleep(0.2)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
