@@ -5,7 +5,8 @@ Start: accept sessions again (an app served again after a shutdown, as tests and
 clock of the sessions and warm the sandbox backend so the first reset is fast (if it has
 anything to prepare: ``envs/capabilities.WarmsUp``).
 Stop: stop the idle clock, refuse new sessions, end every session (parked ones too:
-episodes end, trajectories are flushed), then close the runtime if the app built it.
+episodes end, trajectories are flushed), stop the idle scoring workers (they start again
+on demand: ``verifiers/score_pool.py``), then close the runtime if the app built it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from analyst_env.server.auth import redact_tokens_in_logs
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.sessions import Sessions
 from analyst_env.server.ws_endpoint import SessionSockets
+from analyst_env.verifiers.bounded import SCORING_POOL
 
 
 def install_lifecycle(
@@ -48,6 +50,7 @@ def install_lifecycle(
         sockets.draining = True
         sockets.parking.clear()
         await sessions.close_all()
+        await asyncio.get_running_loop().run_in_executor(None, SCORING_POOL.close)
 
     async def close_runtime() -> None:
         runtime.close()
