@@ -18,30 +18,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from analyst_env.datasets import Task
-from analyst_env.datasets.procedural import solution_plan, solutions
+from analyst_env.datasets.procedural import solutions
+from analyst_env.datasets.procedural.solution_files import solution_for
 from analyst_env.evaluation.engine import run_episode
 from analyst_env.task_format import ToolCall
 from analyst_env.trainers.trajectory_export import to_sft
 
 Row = dict[str, Any]
-
-
-def solution_for(task: Task, style: str | None = None) -> tuple[str, list[ToolCall]]:
-    """(style, tool calls) of ``task``'s worked solution, built from the plan in its folder.
-
-    Raises:
-        solutions.NoSolution: the task has no plan, or its template no solution yet.
-    """
-    folder = Path(next(iter(task.files.values()))).parent if task.files else None
-    plan = solution_plan.read(folder) if folder is not None else None
-    if plan is None:
-        raise solutions.NoSolution(f"task {task.id} has no plan (not a procedural task?)")
-    style = style or solutions.style_for(task.id)
-    return style, solutions.build(plan, style)
 
 
 def _records(task: Task, frames: list[tuple[str, dict]], steps: list[ToolCall], row: Row) -> list:
@@ -166,4 +152,4 @@ def timed(run: Callable[[], list[Row]]) -> tuple[list[Row], float]:
     return rows, time.perf_counter() - started
 
 
-__all__ = ["replay", "replay_many", "solution_for", "summary", "timed"]
+__all__ = ["replay", "replay_many", "summary", "timed"]

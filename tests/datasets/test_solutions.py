@@ -4,6 +4,7 @@ is named, not crashed on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,31 @@ def test_the_sql_style_looks_through_the_sql_tool():
     assert look.arguments["query"] == "SELECT COUNT(*) AS n_rows FROM t_2024_sales"
     two_dbs = {"fact": ["a.sqlite", "orders"], "dim": ["b.sqlite", "customers"]}
     assert solutions_sql.look(two_dbs) is None  # which database is main is not certain
+
+
+def test_generate_with_solutions_writes_programs_that_solve_the_frozen_files(tmp_path, capsys):
+    """Each line of solutions.jsonl, run in its task's frozen folder, earns that task's gold;
+    the file is outside every task, so ``tasks:DIR`` loads and serves the tasks as before."""
+    from analyst_env.cli import main
+    from analyst_env.datasets.procedural.solution_files import SOLUTIONS_FILE
+    from analyst_env.datasets.procedural.taskdir import load_task_dir
+    from analyst_env.task_format import ToolCall
+
+    out = tmp_path / "set"
+    args = ["generate", "--count", "8", "--seed", "7", "--out", str(out), "--with-solutions"]
+    assert main([*args, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    lines = [json.loads(line) for line in (out / SOLUTIONS_FILE).read_text().splitlines()]
+    assert summary["solutions"] == len(lines) >= 5
+    assert summary["solutions"] + sum(summary["without_solution"].values()) == 8
+    tasks = load_task_dir(out).by_id()
+    for line in lines:
+        task = tasks[line["task_id"]]
+        assert line["style"] in solutions.STYLES and line["level"] == task.metadata["level"]
+        steps = [ToolCall(**step) for step in line["steps"]]
+        folder = out / "files" / task.id
+        answer = solutions.answer_from(run_cells(steps, folder))
+        assert score(task.verifier, answer, task.answer) == 1.0, (task.id, answer)
+    for task in tasks.values():
+        assert not any(SOLUTIONS_FILE in path for path in task.files.values())
+        assert "add_and_execute_code_cell" not in json.dumps(task.public_view())
