@@ -1,5 +1,6 @@
-"""``analyst-env export sft``: worked solutions replayed on a real server on loopback, kept only
-at reward 1.0, in the chat format ``export trajectories --format sft`` and the adapters use.
+"""Worked solutions on a real server on loopback: ``analyst-env export sft`` keeps replays only at
+reward 1.0, in the chat format ``export trajectories --format sft`` and the adapters use, and
+``validate``'s ``solution`` check fails a task whose solution does not score 1.0.
 
 The in-process run starts the server the way ``validate`` does; the ``--url`` runs use one
 server of ``procedural:7`` from ``tests/support.py``. Solutions of seed 8 replayed there meet
@@ -8,20 +9,31 @@ other data under the same task ids, so they must be dropped, not written.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from support import procedural_server
 
 from analyst_env import cli
+from analyst_env.datasets.procedural import solution_plan
+from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.evaluation.validation import report, summary, validate_task
 from analyst_env.prompts import SYSTEM_PROMPT
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """One live server of procedural:7 for the ``--url`` tests."""
-    with procedural_server(tmp_path_factory.mktemp("served"), 7, 6) as (url, _runtime):
-        yield url
+def live(tmp_path_factory):
+    """One live server of procedural:7 for the ``--url`` and ``validate`` tests: (url, dataset)."""
+    with procedural_server(tmp_path_factory.mktemp("served"), 7, 6) as (url, runtime):
+        (dataset,) = [d for d in runtime.unbounded if isinstance(d, ProceduralDataset)]
+        yield url, dataset
+
+
+@pytest.fixture
+def served(live):
+    return live[0]
 
 
 @pytest.fixture
@@ -86,7 +98,7 @@ def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
 
 def test_a_server_given_by_url_replays_the_sql_style(dirs, served, capsys):
     code, summary, records = export(
-        capsys, dirs / "sql", "--dataset", "procedural:7", "--count", "5", "--start", "20",
+        capsys, dirs / "sql", "--dataset", "procedural:7", "--count", "3", "--start", "20",
         "--style", "sql", "--url", served,
     )  # fmt: skip
     assert code == 0 and summary["dropped"] == [] and records
@@ -112,3 +124,28 @@ def test_replays_that_score_below_one_are_dropped_and_named(dirs, served, capsys
 def test_export_sft_needs_a_procedural_dataset(dirs, capsys):
     assert cli.main(["export", "sft", "--dataset", "starter", "--count", "2"]) == 2
     assert "procedural:SEED" in capsys.readouterr().err
+
+
+def test_validate_replays_the_worked_solution_of_each_task(live):
+    url, dataset = live
+    tasks = [dataset.task("train", i) for i in (0, 2)]  # 0 has a solution, 2 not yet
+    rows = [asyncio.run(validate_task(url, task)) for task in tasks]
+    assert [row["solution"] for row in rows] == [1.0, None]
+    assert all(row["status"] == "pass" for row in rows), rows
+    result = report("procedural:7", rows)
+    assert result["solutions"] == {"replayed": 1, "scored_1": 1, "without_solution": 1}
+    assert "solutions=1/1" in summary(result)
+
+
+def test_a_plan_that_does_not_fit_its_files_fails_the_solution_check(live):
+    url, dataset = live
+    task = dataset.task("train", 5)
+    folder = Path(next(iter(task.files.values()))).parent
+    plan = solution_plan.read(folder)
+    assert plan is not None
+    plan["cols"]["m1"] = "no_such_column"
+    solution_plan.write(folder, plan)
+    row = asyncio.run(validate_task(url, task))
+    assert row["status"] == "fail" and row["oracle"] == 1.0 and row["solution"] == 0.0
+    (failure,) = row["failures"]
+    assert failure["check"] == "solution" and "scored 0.0" in failure["reason"]
