@@ -7,7 +7,8 @@ sandbox, never copied from the gold. The builder dispatches on the query's op
 (see ``query``); a template whose op has no solution yet raises
 :class:`NoSolution` naming it, so a new category is reported, not crashed on.
 
-Covered: every op of ``query`` answered in words (``COVERED_OPS``); not yet the
+Covered: every op of ``query`` answered in words (``COVERED_OPS``; a ``findings`` task's
+two sub-queries, then the sentence its rubric checks); not yet the
 workbook answers (``table``, ``pivot_table``, ``column``: the result-workbook and
 excel-edit categories). Styles: ``pandas`` (cells only), ``mixed`` (a shell look at the files,
 then cells) and ``sql`` (a ``run_sql`` look at the raw table, the files tidied in pandas, the
@@ -27,9 +28,9 @@ STYLES = ("pandas", "mixed", "sql")
 COVERED_OPS = (
     *("count", "agg", "missing", "raw", "group", "percentile", "iqr", "corr", "welch", "zcount"),
     *("iqr_outliers", "growth", "rolling_max", "daily_jump", "top_per_group", "group_topn_mean"),
-    *("running_share", "cohort", "funnel_both", "set_only"),
+    *("running_share", "cohort", "funnel_both", "set_only", "finding"),
 )
-COVERED_ANSWERS = ("number", "integer", "text", "set", "list", "pair")
+COVERED_ANSWERS = ("number", "integer", "text", "set", "list", "pair", "finding")
 
 
 class NoSolution(Exception):
@@ -137,6 +138,9 @@ def _compute(plan: dict, sql: bool = False) -> str:
     name, *a = op
     if sql and name != "group" and (in_sql := solutions_sql.scalar(plan)) is not None:
         return in_sql
+    if name == "finding":  # two sub-queries over the same rows: the change, then the leader
+        change, leader = (_compute({**plan, "query": {**plan["query"], "op": o}}, sql) for o in a)
+        return f"{change}\ngrowth = answer\n{leader}\nleader = answer"
     if name == "count":
         return "answer = len(df)"
     if name == "missing":
@@ -315,6 +319,12 @@ def _print(plan: dict) -> str:
     if style in ("set", "list"):
         body = "sorted(map(str, answer))" if style == "set" else "[str(v) for v in answer]"
         return f"print(json.dumps({body}))"
+    if style == "finding":  # the sentence the rubric checks: direction, percentage, leader
+        return (
+            "verb = 'fell' if growth < 0 else 'rose'\n"
+            "print(f'The monthly total {verb} by {round(abs(growth), 1):.1f}%, "
+            "and {leader} has the highest total.')"
+        )
     if style == "pair":
         c = plan["cols"]
         return (
