@@ -162,8 +162,10 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
 
 
 def add_export_parser(sub) -> None:
-    """Register ``export harbor|trajectories`` on the top-level subparsers."""
-    export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
+    """Register ``export harbor|trajectories|sft`` on the top-level subparsers."""
+    export = sub.add_parser(
+        "export", help="Export tasks for Harbor, recorded trajectories, or worked solutions (SFT)"
+    )
     what = export.add_subparsers(dest="what", required=True)
     harbor = what.add_parser(
         "harbor", help="One Harbor task directory per task, graded by our scorer"
