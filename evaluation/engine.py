@@ -12,7 +12,7 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from analyst_env.client.analyst_client import AnalystEnv
@@ -120,6 +120,28 @@ async def run_episode(
             if key in metadata:
                 row[key] = metadata[key]
         return await ended(row)
+
+
+async def each_bounded(
+    items: Iterable[Any],
+    run: Callable[[Any], Awaitable[dict[str, Any]]],
+    concurrency: int,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``await run(item)`` for every item, ``concurrency`` at a time; the rows in item order,
+    each handed to ``on_result`` as it finishes (a progress bar)."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: Any) -> dict[str, Any]:
+        async with gate:
+            row = await run(item)
+        if on_result is not None:
+            on_result(row)
+        return row
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 async def evaluate(

@@ -15,7 +15,6 @@ dropped, and why.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from analyst_env.datasets import Task
 from analyst_env.datasets.procedural import solutions
 from analyst_env.datasets.procedural.solution_files import solution_for
-from analyst_env.evaluation.engine import run_episode
+from analyst_env.evaluation.engine import each_bounded, run_episode
 from analyst_env.task_format import ToolCall
 from analyst_env.trainers.trajectory_export import to_sft
 
@@ -101,18 +100,9 @@ async def replay_many(
     on_result: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Replay every task's solution, ``concurrency`` at a time; rows in task order."""
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(task: Task) -> Row:
-        async with gate:
-            row = await replay(base_url, task, headers, style)
-        if on_result is not None:
-            on_result(row)
-        return row
-
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
+    return await each_bounded(
+        tasks, lambda task: replay(base_url, task, headers, style), concurrency, on_result
+    )
 
 
 def summary(rows: list[Row], seconds: float) -> dict[str, Any]:

@@ -63,7 +63,7 @@ from analyst_env.datasets.quarantine import (
     initial_state_checkable,
     quarantine_reason,
 )
-from analyst_env.evaluation.engine import run_episode
+from analyst_env.evaluation.engine import each_bounded, run_episode
 from analyst_env.evaluation.gold_leaks import Frames, scan_runs
 from analyst_env.evaluation.solution_replay import replay as replay_solution
 from analyst_env.task_format import ToolCall
@@ -230,18 +230,9 @@ async def validate(
     on_result: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Validate every task, ``concurrency`` tasks at a time; rows in task order."""
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(task: Task) -> Row:
-        async with gate:
-            row = await validate_task(base_url, task, headers)
-        if on_result is not None:
-            on_result(row)
-        return row
-
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
+    return await each_bounded(
+        tasks, lambda task: validate_task(base_url, task, headers), concurrency, on_result
+    )
 
 
 def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
