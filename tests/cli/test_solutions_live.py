@@ -79,17 +79,20 @@ def check_record(record: dict) -> None:
 
 def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
     out = dirs / "export"
-    code, summary, records = export(capsys, out, "--dataset", "procedural:7", "--count", "6")
+    code, summary, records = export(
+        capsys, out, "--dataset", "procedural:7", "--count", "4", "--start", "1"
+    )
     assert code == 0 and summary["dropped"] == []
-    assert summary["kept"] == len(records) == summary["replayed"] >= 4
-    assert summary["tasks"] == 6 and sum(summary["uncovered_by_category"].values()) == 6 - len(
+    assert summary["kept"] == len(records) == summary["replayed"] >= 3
+    assert summary["tasks"] == 4 and sum(summary["uncovered_by_category"].values()) == 4 - len(
         records
     )
     for record in records:
         check_record(record)
     assert len({r["style"] for r in records}) >= 2
     assert set(summary["turns_by_level"]) <= {"easy", "medium", "hard"}
-    mixed = [r for r in records if r["style"] == "mixed"]
+    mixed = [r for r in records if r["style"] == "mixed"]  # its `ls -la` shows the sandbox
+    assert mixed
     assert all(
         r["messages"][2]["tool_calls"][0]["function"]["name"] == "execute_shell_command"
         for r in mixed
