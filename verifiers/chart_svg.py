@@ -190,8 +190,9 @@ def _fit(points: list[tuple[float, str]]) -> Fit | None:
     if var == 0:
         return None
     slope = sum((p - mp) * (v - mv) for p, v in pts) / var
-    if any(abs(mv + slope * (p - mp) - v) > 1e-6 * max(1.0, abs(v)) for p, v in pts):
-        return None  # non-linear (log) or inconsistent tick labels
+    span = max(v for _, v in pts) - min(v for _, v in pts)
+    if any(abs(mv + slope * (p - mp) - v) > 1e-6 * span for p, v in pts):
+        return None  # non-linear (log) or inconsistent tick labels (pixels have 6 decimals)
     return lambda p: mv + slope * (p - mp)
 
 
