@@ -10,7 +10,7 @@ text is ignored; the oracle is one Python cell that draws the gold series with
 matplotlib and saves it.
 
 Text stays text in the SVG only with matplotlib's ``svg.fonttype = 'none'``: the
-sandbox's kernels start with it (``envs.kernel.image_specs.MPL_RC``), and the
+sandbox's kernels start with it (``envs.kernel.image_specs.apply_mpl_rc``), and the
 request says so too, since a task may be run elsewhere (a Harbor export). A series
 that cannot be scored fairly is dropped: a tie in a sorted order, labels whose A to
 Z order depends on letter case, fewer than two marks, an empty histogram.

@@ -19,6 +19,7 @@ import pytest
 
 from analyst_env.datasets.procedural.generator import Dropped, attempt
 from analyst_env.datasets.procedural.templates import load_all
+from analyst_env.evaluation.gold_leaks import gold_values
 from analyst_env.task_format import Task
 from analyst_env.verifiers import VerifyContext
 from analyst_env.verifiers.adversarial import probe_task
@@ -87,6 +88,8 @@ def test_the_oracle_figure_scores_one_and_wrong_figures_zero(name, tmp_path):
         assert task.verifier.name == "chart_figure" and task.oracle_steps
         assert task.answer["figure"] in task.instruction and task.metadata["category"] == "charts"
         assert _score(task, _episode(task, tmp_path / f"null-{n}")) == 0.0
+        looked_for = gold_values(task)  # validate's leak scan: the series, not what is asked
+        assert not {"chart.svg", task.answer["kind"], task.answer["xlabel"]} & looked_for
 
         done = _episode(task, tmp_path / f"oracle-{n}")
         _run(task.oracle_steps[0].arguments["code"], done)

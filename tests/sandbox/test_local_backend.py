@@ -93,7 +93,7 @@ def test_matplotlib_figure_becomes_png(sandbox: LocalSandbox) -> None:
 
 
 def test_a_saved_svg_keeps_its_text_as_text(sandbox: LocalSandbox) -> None:
-    """Kernels start with svg.fonttype 'none' (image_specs.MPL_RC): a chart task's figure
+    """Kernels start with svg.fonttype 'none' (image_specs.apply_mpl_rc): a chart task's figure
     can be read back from its tick labels without the agent having to know the setting."""
     result = sandbox.run_cell(
         "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['North'], [3])\n"
