@@ -110,6 +110,18 @@ def test_matplotlib_figure_becomes_png(sandbox: LocalSandbox) -> None:
     assert [list(o) for o in result.outputs] == [["image/png"]]
 
 
+def test_a_saved_svg_keeps_its_text_as_text(sandbox: LocalSandbox) -> None:
+    """Kernels start with svg.fonttype 'none' (image_specs.apply_mpl_rc): a chart task's figure
+    can be read back from its tick labels without the agent having to know the setting."""
+    result = sandbox.run_cell(
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['North'], [3])\n"
+        "fig.savefig('chart.svg')\nplt.close(fig)",
+        timeout_s=20,
+    )
+    assert result.success, result
+    assert b">North</text>" in sandbox.get_file("chart.svg")
+
+
 def test_stdout_and_stderr_are_captured(sandbox: LocalSandbox) -> None:
     result = sandbox.run_cell(
         "import sys, os\nprint('out')\nprint('err', file=sys.stderr)\nos.system('echo c-level')",
