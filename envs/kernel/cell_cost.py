@@ -30,7 +30,7 @@ def cell_cpu_us(mode: str, cells: int) -> float:
 
     warnings.simplefilter("ignore")  # IPython warns when its output cache wraps
     shell = build_shell()
-    if mode == "every-formatter":
+    if mode == "every-formatter" and shell.display_formatter is not None:
         for formatter in shell.display_formatter.formatters.values():
             formatter.enabled = True
     for _ in range(300):
