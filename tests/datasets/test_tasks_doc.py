@@ -34,3 +34,19 @@ def test_the_readme_coverage_table_is_the_one_in_the_docs():
     docs = _coverage_rows(DOC.read_text(encoding="utf-8"))
     assert len(docs) == 2 + len(CATEGORIES)
     assert _coverage_rows(README.read_text(encoding="utf-8")) == docs
+
+
+EXAMPLES = DOC.parent / "task-examples.md"
+
+
+def test_the_examples_page_is_the_one_the_generator_prints():
+    """docs/task-examples.md: one task per category with its worked solution, as the code makes
+    them (a changed template, wording or solution shows up here)."""
+    from analyst_env.datasets.procedural.examples import render
+
+    page = render()
+    assert page.count("\n## ") == len(CATEGORIES)
+    assert EXAMPLES.read_text(encoding="utf-8") == page, (
+        "docs/task-examples.md is out of date: "
+        "python -m analyst_env.datasets.procedural.examples > docs/task-examples.md"
+    )
