@@ -16,9 +16,9 @@ returning its uid to the pool happen on the same background thread.
 ``protections()`` reports which protections are active; ``isolation="auto"``
 picks the strongest mode the process can use (see ``isolation``). Linux only.
 
-Its parts: ``zygotes`` (one per image), ``slots`` (directories and uids),
-``kernel_supply`` with ``kernel_orders`` and ``activation`` (starting a sandbox:
-an order, a standby or a fork, and the task files into the kernel),
+Its parts: ``zygotes`` (one per image, one per core once a burst came), ``slots``
+(directories and uids), ``kernel_supply`` with ``kernel_orders`` and ``activation``
+(starting a sandbox: an order, a standby or a fork, and the task files into the kernel),
 ``slot_workers`` with ``standby_pool`` (orders, standbys and teardown, on the
 background threads) and ``protection_report`` (with the declared ``capabilities``).
 Beyond ``SandboxBackend`` it has the optional parts of ``envs.capabilities`` that only
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
 
 log = logging.getLogger(__name__)
-_WORKERS = 2
+_WORKERS_PER_ZYGOTE = 2
 
 
 class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
@@ -108,6 +108,9 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             cgroups cannot be verified (``fail_closed.check_limits``). ``None``: as
             ``ANALYST_ENV_PER_PROCESS_LIMITS`` says (so builds' import checks and every
             worker follow the server's choice).
+        zygotes_per_image: Zygotes forking an image's kernels at once at most; the
+            first boots on first use, the others on the first burst of resets
+            (``zygotes``). ``None``: one per core.
 
     Raises:
         ValueError: Invalid mode or sizing, or the server's Python lives where the
@@ -135,6 +138,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         boot_timeout_s: float = 120.0,
         hidden_paths: tuple[str, ...] | None = None,
         per_process_limits: bool | None = None,
+        zygotes_per_image: int | None = None,
     ) -> None:
         if standbys < 0 or (max_standbys or 0) < 0 or max_slots < 1:
             raise ValueError("standbys and max_standbys must be >= 0 and max_slots >= 1")
@@ -216,6 +220,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             on_boot=lambda image: log.info(
                 "local sandbox zygote for %r ready; protections: %s", image, self.protections()
             ),
+            per_image=zygotes_per_image,
         )
         self._sandboxes: set[LocalSandbox] = set()
         self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
@@ -232,16 +237,17 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self._live: collections.Counter[str] = collections.Counter()  # episodes running, per image
         self._forgotten: set[str] = set()  # baked images whose zygote stops once their episodes end
         self._demand: dict[str, StandbyDemand] = {}  # each image's pool size, from its bursts
-        # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
-        # grace period, ~12 ms of waiting), the other warms or tears down.
+        # Two workers per zygote an image may have: while one waits on its zygote's fork or
+        # a v1 cgroup move (an RCU grace period, ~12 ms of waiting), the other activates,
+        # warms or tears down.
         self._workers = [
             threading.Thread(
                 target=self._maintain,
-                args=(i == 0,),
+                args=(i % 2 == 0,),
                 name=f"local-sandbox-standbys-{i}",
                 daemon=True,
             )
-            for i in range(_WORKERS)
+            for i in range(_WORKERS_PER_ZYGOTE * self._zygotes.per_image)
         ]
         for worker in self._workers:
             worker.start()
@@ -380,4 +386,5 @@ def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
         uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
         per_process_limits=getattr(settings, "per_process_limits", None),
+        zygotes_per_image=getattr(settings, "zygotes", None),
     )
