@@ -1,17 +1,17 @@
 """``LocalSandboxBackend``: the embedded, Docker-free sandbox backend.
 
-Each image gets one warm zygote process, confined in a private root view (see
-``rootview``/``isolation``). Kernels are forked from it *ahead of time*: a
-background thread keeps ``standbys`` kernels per image already forked, isolated
-(own namespaces, per-slot uid, rlimits, seccomp), moved into their slot's
-cgroups and warmed up. ``start()`` does not wait for any of it: it places an
-order (``kernel_orders``) and returns, and a worker hands out a standby (or
-forks a kernel when none is ready) and passes it the task files (as file
-descriptors, copied into its tmpfs), the seed and the environment, about a
-millisecond plus the copy, while the episode's first turn is written; the first
-call waits for it if need be. ``close()`` kills the episode's whole tree with
-one ``cgroup.kill`` write; waiting for it to die, unmounting the slot and
-returning its uid to the pool happen on the same background thread.
+Each image gets a warm zygote process (one per core once a burst of resets came,
+``zygotes``), confined in a private root view (see ``rootview``/``isolation``). Kernels
+are forked from it *ahead of time*: background threads keep ``standbys`` kernels per
+image already forked, isolated (own namespaces, per-slot uid, rlimits, seccomp), moved
+into their slot's cgroups and warmed up. ``start()`` does not wait for any of it: it
+places an order (``kernel_orders``) and returns, and a worker hands out a standby (or
+forks a kernel when none is ready) and passes it the task files (as file descriptors,
+copied into its tmpfs), the seed and the environment, about a millisecond plus the copy,
+while the episode's first turn is written; the first call waits for it if need be.
+``close()`` kills the episode's whole tree with one ``cgroup.kill`` write; waiting for
+it to die, unmounting the slot and returning its uid to the pool happen on the same
+background thread.
 
 ``protections()`` reports which protections are active; ``isolation="auto"``
 picks the strongest mode the process can use (see ``isolation``). Linux only.
