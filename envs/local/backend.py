@@ -279,13 +279,17 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self.image_resolver = resolve
 
     def warm_up(self, image: str = "default") -> None:
-        """Start ``image``'s zygote now and begin keeping standbys for it.
+        """Start ``image``'s zygote now and begin keeping standbys for it. A server whose pool
+        grows to bursts (``max_standbys`` above ``standbys``) boots the image's other
+        zygotes now too, in the background: its first burst is forked by all of them.
 
         Raises:
             SandboxError: The image is unknown or its zygote failed to start.
         """
         self._check_image(image)
         self._zygotes.boot(image)
+        while self.max_standbys > self.standbys and self._zygotes.grow(image):
+            pass
         with self._lock:
             self._ready.setdefault(image, collections.deque())
             self._lock.notify_all()

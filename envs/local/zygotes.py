@@ -1,23 +1,23 @@
 """The local backend's zygotes: warm processes per image that fork its kernels.
 
 A zygote imports its image's modules once and forks every kernel of that image
-(``zygote_client``). One zygote answers one request at a time, and a fork copies
-its page tables (~5-10 ms of CPU): a burst of 256 resets served by one zygote
-waits for 256 forks one after another. So an image may have up to ``per_image``
-zygotes (one per core by default), each serving one request at a time, all at
-once. The first boots when the image is first used (on the caller's thread, so an
-image that cannot start fails that call); the others only when a burst of resets
-asks for them (``grow``), in the background while the first keeps forking, so an
-idle server holds one zygote per image and a server that saw a burst holds one
-per core. Every zygote is started the same way (``ZygoteProcess``), confined the
-same way and refused the same way: one that fails to boot is not added, and the
-image is served by the others.
+(``zygote_client``). One zygote answers one request at a time, and a fork copies its
+page tables (~5-10 ms of CPU): a burst of 256 resets served by one zygote waits for
+256 forks one after another. So an image may have up to ``per_image`` zygotes (one
+per core by default), each serving one request at a time, all at once. The first
+boots when the image is first used (on the caller's thread, so an image that cannot
+start fails that call); the others only when the backend asks (``grow``: on a burst
+of resets, or at warm-up where its pool grows to bursts), in the background while
+the first keeps forking, so an idle server holds one zygote per image and a server
+that saw a burst holds one per core. Every zygote is started the same way
+(``ZygoteProcess``), confined the same way and refused the same way: one that fails
+to boot is not added, and the image is served by the others.
 
-A zygote found dead is replaced (the first one on the next request; the others
-on the next burst); the slots it held lived in its namespace, so their kernels
-died with it (the backend discards them) and a slot reused on another zygote is
-created afresh there. A kernel restarted in its slot is forked by the zygote that
-holds the slot.
+A zygote found dead is dropped: the image's others serve on, a request that finds
+none boots one, and the next burst boots the rest. The slots it held lived in its
+namespace, so their kernels died with it (the backend discards them) and a slot
+reused on another zygote is created afresh there. A kernel restarted in its slot is
+forked by the zygote that holds the slot.
 """
 
 from __future__ import annotations

@@ -182,9 +182,9 @@ def test_a_second_zygote_that_cannot_boot_is_not_added(caplog) -> None:
 
         backend._zygotes._spec_of = refuse  # type: ignore[method-assign]
         assert backend._zygotes.grow("default")
-        assert wait_until(lambda: not backend._zygotes._booting.get("default"))
+        assert wait_until(lambda: "could not start another zygote" in caplog.text)
+        assert not backend._zygotes._booting.get("default")
         assert len(backend._zygotes.pids("default")) == 1
-        assert "could not start another zygote" in caplog.text
         sandbox = backend.start("default", files={})
         try:
             assert sandbox.run_cell("1 + 1", timeout_s=30).outputs == [{"text/plain": "2"}]
@@ -192,3 +192,22 @@ def test_a_second_zygote_that_cannot_boot_is_not_added(caplog) -> None:
             sandbox.close()
     finally:
         backend.close()
+
+
+def test_a_server_sized_for_bursts_boots_its_zygotes_at_warm_up() -> None:
+    backend = LocalSandboxBackend(standbys=0, max_standbys=8, zygotes_per_image=2)
+    try:
+        backend.warm_up()
+        # Booted in the background: warm_up returns once the first one is ready.
+        assert wait_until(lambda: len(backend._zygotes.live("default")) == 2)
+        first, second = backend._zygotes.pids("default")
+        assert first != second
+    finally:
+        backend.close()
+    fixed = LocalSandboxBackend(standbys=0, zygotes_per_image=2)
+    try:
+        fixed.warm_up()
+        assert len(fixed._zygotes.pids("default")) == 1, "a fixed pool boots more only on a burst"
+        assert not fixed._zygotes._booting.get("default")
+    finally:
+        fixed.close()
