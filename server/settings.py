@@ -116,6 +116,15 @@ class Settings(BaseModel):
             "'standbys')"
         ),
     )
+    zygotes: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description=(
+            "Local backend: zygotes forking one image's kernels at once at most (the first "
+            "boots on first use, the others on the first burst of resets; unset: one per core)"
+        ),
+    )
     uid_base: int | None = Field(
         default=None,
         ge=65_536,

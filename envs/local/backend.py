@@ -1,24 +1,24 @@
 """``LocalSandboxBackend``: the embedded, Docker-free sandbox backend.
 
-Each image gets one warm zygote process, confined in a private root view (see
-``rootview``/``isolation``). Kernels are forked from it *ahead of time*: a
-background thread keeps ``standbys`` kernels per image already forked, isolated
-(own namespaces, per-slot uid, rlimits, seccomp), moved into their slot's
-cgroups and warmed up. ``start()`` does not wait for any of it: it places an
-order (``kernel_orders``) and returns, and a worker hands out a standby (or
-forks a kernel when none is ready) and passes it the task files (as file
-descriptors, copied into its tmpfs), the seed and the environment, about a
-millisecond plus the copy, while the episode's first turn is written; the first
-call waits for it if need be. ``close()`` kills the episode's whole tree with
-one ``cgroup.kill`` write; waiting for it to die, unmounting the slot and
-returning its uid to the pool happen on the same background thread.
+Each image gets a warm zygote process (one per core once a burst of resets came,
+``zygotes``), confined in a private root view (see ``rootview``/``isolation``). Kernels
+are forked from it *ahead of time*: background threads keep ``standbys`` kernels per
+image already forked, isolated (own namespaces, per-slot uid, rlimits, seccomp), moved
+into their slot's cgroups and warmed up. ``start()`` does not wait for any of it: it
+places an order (``kernel_orders``) and returns, and a worker hands out a standby (or
+forks a kernel when none is ready) and passes it the task files (as file descriptors,
+copied into its tmpfs), the seed and the environment, about a millisecond plus the copy,
+while the episode's first turn is written; the first call waits for it if need be.
+``close()`` kills the episode's whole tree with one ``cgroup.kill`` write; waiting for
+it to die, unmounting the slot and returning its uid to the pool happen on the same
+background thread.
 
 ``protections()`` reports which protections are active; ``isolation="auto"``
 picks the strongest mode the process can use (see ``isolation``). Linux only.
 
-Its parts: ``zygotes`` (one per image), ``slots`` (directories and uids),
-``kernel_supply`` with ``kernel_orders`` and ``activation`` (starting a sandbox:
-an order, a standby or a fork, and the task files into the kernel),
+Its parts: ``zygotes`` (one per image, one per core once a burst came), ``slots``
+(directories and uids), ``kernel_supply`` with ``kernel_orders`` and ``activation``
+(starting a sandbox: an order, a standby or a fork, and the task files into the kernel),
 ``slot_workers`` with ``standby_pool`` (orders, standbys and teardown, on the
 background threads) and ``protection_report`` (with the declared ``capabilities``).
 Beyond ``SandboxBackend`` it has the optional parts of ``envs.capabilities`` that only
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
 
 log = logging.getLogger(__name__)
-_WORKERS = 2
+_WORKERS_PER_ZYGOTE = 2
 
 
 class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
@@ -108,6 +108,9 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             cgroups cannot be verified (``fail_closed.check_limits``). ``None``: as
             ``ANALYST_ENV_PER_PROCESS_LIMITS`` says (so builds' import checks and every
             worker follow the server's choice).
+        zygotes_per_image: Zygotes forking an image's kernels at once at most; the
+            first boots on first use, the others on the first burst of resets
+            (``zygotes``). ``None``: one per core.
 
     Raises:
         ValueError: Invalid mode or sizing, or the server's Python lives where the
@@ -135,6 +138,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         boot_timeout_s: float = 120.0,
         hidden_paths: tuple[str, ...] | None = None,
         per_process_limits: bool | None = None,
+        zygotes_per_image: int | None = None,
     ) -> None:
         if standbys < 0 or (max_standbys or 0) < 0 or max_slots < 1:
             raise ValueError("standbys and max_standbys must be >= 0 and max_slots >= 1")
@@ -216,6 +220,7 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
             on_boot=lambda image: log.info(
                 "local sandbox zygote for %r ready; protections: %s", image, self.protections()
             ),
+            per_image=zygotes_per_image,
         )
         self._sandboxes: set[LocalSandbox] = set()
         self._ready: dict[str, collections.deque[tuple[KernelHandle, KernelSlot, str]]] = {}
@@ -232,16 +237,17 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self._live: collections.Counter[str] = collections.Counter()  # episodes running, per image
         self._forgotten: set[str] = set()  # baked images whose zygote stops once their episodes end
         self._demand: dict[str, StandbyDemand] = {}  # each image's pool size, from its bursts
-        # Two workers: while one waits on the zygote's fork or a v1 cgroup move (an RCU
-        # grace period, ~12 ms of waiting), the other warms or tears down.
+        # Two workers per zygote an image may have: while one waits on its zygote's fork or
+        # a v1 cgroup move (an RCU grace period, ~12 ms of waiting), the other activates,
+        # warms or tears down.
         self._workers = [
             threading.Thread(
                 target=self._maintain,
-                args=(i == 0,),
+                args=(i % 2 == 0,),
                 name=f"local-sandbox-standbys-{i}",
                 daemon=True,
             )
-            for i in range(_WORKERS)
+            for i in range(_WORKERS_PER_ZYGOTE * self._zygotes.per_image)
         ]
         for worker in self._workers:
             worker.start()
@@ -273,13 +279,17 @@ class LocalSandboxBackend(KernelSupply, SlotWorkers, SandboxBackend):
         self.image_resolver = resolve
 
     def warm_up(self, image: str = "default") -> None:
-        """Start ``image``'s zygote now and begin keeping standbys for it.
+        """Start ``image``'s zygote now and begin keeping standbys for it. A server whose pool
+        grows to bursts (``max_standbys`` above ``standbys``) boots the image's other
+        zygotes now too, in the background: its first burst is forked by all of them.
 
         Raises:
             SandboxError: The image is unknown or its zygote failed to start.
         """
         self._check_image(image)
         self._zygotes.boot(image)
+        while self.max_standbys > self.standbys and self._zygotes.grow(image):
+            pass
         with self._lock:
             self._ready.setdefault(image, collections.deque())
             self._lock.notify_all()
@@ -380,4 +390,5 @@ def from_settings(settings: BackendSettings) -> LocalSandboxBackend:
         uid_base=settings.uid_base,
         hidden_paths=(str(cache_root()), str(settings.state_dir)),
         per_process_limits=getattr(settings, "per_process_limits", None),
+        zygotes_per_image=getattr(settings, "zygotes", None),
     )

@@ -87,9 +87,12 @@ class KernelSupply:
         self._check_image(image)
         order = KernelOrder(image, dict(files), open_task_files(files), seed, dict(env or {}))
         with self._lock:
-            queued = not self._closed and self._zygotes.serving(image) is not None
+            queued = not self._closed and self._zygotes.serving(image)
             if queued or may_block:
                 self._demand_of(image).began()
+            if queued and self._demand_of(image).burst_in_progress():
+                # Forks of a burst go to as many zygotes as there are cores (``zygotes``).
+                self._zygotes.grow(image)
             if queued:
                 self._orders.append(order)
                 self._orders_open += 1

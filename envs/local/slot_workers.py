@@ -256,8 +256,8 @@ class SlotWorkers:
         """Background worker: fill orders, refill standbys and tear down ended episodes, one job
         at a time.
 
-        Orders come first on both workers. Otherwise one worker prefers refilling, the
-        other tearing down, so a burst of resets gets kernels while a wave of ended
+        Orders come first on every worker. Otherwise half the workers prefer refilling,
+        the others tearing down, so a burst of resets gets kernels while a wave of ended
         episodes (say 1,000 closed at once) is still being cleaned up, and neither
         queue starves.
         """
@@ -315,13 +315,12 @@ class SlotWorkers:
     def _discard_orphaned_standbys(self, image: str) -> None:
         """Tear down the ready standbys of ``image`` whose zygote is gone (their kernels died with
         it)."""
-        serving = self._zygotes.serving(image)
+        live = self._zygotes.live(image)  # one liveness check, not one per standby
         with self._lock:
             ready = self._ready.get(image)
             if not ready:
                 return
-            # One liveness check, not one per standby: a pool holds hundreds in a burst.
-            orphaned = [s for s in ready if s[1].zygote is None or s[1].zygote is not serving]
+            orphaned = [s for s in ready if s[1].zygote is None or s[1].zygote not in live]
             for standby in orphaned:
                 ready.remove(standby)
         for kernel, slot, _ in orphaned:

@@ -2,10 +2,11 @@
 
 Importing numpy, pandas and duckdb and building an IPython shell takes about a
 second; forking a process that has already done it takes about 10 ms, and the
-children share its pages copy-on-write. The server starts one zygote per image
-with ``python -m analyst_env.envs.local.zygote`` (never ``os.fork`` from the
-server, which has threads) and talks to it over a ``SOCK_SEQPACKET`` control
-socket, one JSON message per request:
+children share its pages copy-on-write. The server starts a zygote per image
+(more on a burst of resets, ``zygotes``) with ``python -m
+analyst_env.envs.local.zygote`` (never ``os.fork`` from the server, which has
+threads) and talks to it over a ``SOCK_SEQPACKET`` control socket, one JSON
+message per request:
 
 * zygote → server, once warm and confined: ``{"op": "ready", "pid", "exposed"}``
 * server → zygote: ``{"op": "fork", "slot", "uid", "fresh", "sizing",
