@@ -9,6 +9,7 @@ several workers runs them once for all of them (``server/workers.py``).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from analyst_env.cli_checks import (
@@ -128,18 +129,28 @@ def _fail_closed_preflight(args: argparse.Namespace, settings, workers: int) -> 
 
 
 def _start_backend(settings):
-    """Make the sandbox backend and start warming it on a thread, before the server's imports.
+    """Make the sandbox backend and, given a core to spare, start warming it on a thread,
+    before the server's imports.
 
     The local zygote imports pandas, numpy and duckdb in its own process (about a
-    second) while this one imports openenv and fastapi (about a second): on two
-    cores the two overlap. Errors are left to the app's startup, which warms the
-    backend again (a no-op once warm) and reports them.
+    second) while this one imports openenv and fastapi (about a second): with a core
+    free the two overlap. Where every core has a server process of its own importing
+    (``serve --workers N`` with N the cores, the default) a zygote booting now only
+    slows the imports that ``/health`` waits for, so the warm-up is left to the app's
+    startup hook, which starts it without waiting for it (``server/lifecycle.py``;
+    ``/ready`` does wait). Errors are left to that hook too (it warms again: a no-op
+    once warm), which reports them and stops the server.
     """
+    import os
     import threading
 
     from analyst_env.envs.backends import make_backend
+    from analyst_env.server.peers import COUNT_ENV
+    from analyst_env.server.workers import cores_available
 
     backend = make_backend(settings)
+    if cores_available() <= int(os.environ.get(COUNT_ENV) or 1):
+        return backend
 
     def warm() -> None:
         try:
@@ -205,6 +216,8 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         log_config=log_config,
     )
     server = DrainingServer(config, app.state.sockets, settings.drain_timeout_s)
+    warm_up = app.state.warm_up  # not awaited at startup: its failure stops the server here
+    warm_up.on_failure = lambda: server.handle_exit(signal.SIGTERM, None)
     _freeze_startup_heap()
     if args.listen_fd is None:
         server.run()  # SIGTERM drains, then returns
@@ -217,6 +230,9 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         if siblings is not None:  # and on its own Unix socket, where its siblings ask
             sockets.append(siblings.listen())
         server.run(sockets=sockets)
+    if warm_up.status == "failed":
+        print(error_line(f"the sandbox backend failed to start: {warm_up.error}"), file=sys.stderr)
+        return 1
     return 0
 
 
