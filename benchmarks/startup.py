@@ -1,4 +1,4 @@
-"""``python -m analyst_env.benchmarks.startup``: ``analyst-env serve`` to ``/health``, then to ``/ready``.
+"""``python -m analyst_env.benchmarks.startup``: ``analyst-env serve`` to ``/health``, ``/ready``.
 
 ``analyst-env bench`` times one cold start of ``serve --workers 1`` among its other
 figures; this times several cold starts of ``serve`` as an operator runs it (default
@@ -6,7 +6,11 @@ workers: one per core, unless ``--workers``), each from the process's start to t
 first 200 of ``/health`` (liveness: the routes are served, the isolation checks passed)
 and to the first 200 of ``/ready`` (the sandbox backend's warm-up finished: a reset
 gets a kernel without waiting for a zygote to boot). Wall-clock time: on a shared
-machine the neighbours' load counts, so the load average is printed with the figures.
+machine the neighbours' load counts, so the load average is printed with the figures,
+and so is the CPU time the server's process tree had used by then (``health_cpu_s``,
+``ready_cpu_s``: every process of the tree, and the children it waited for), which
+the neighbours do not change: on a quiet machine of C cores, start-up takes at least
+that divided by C.
 """
 
 from __future__ import annotations
@@ -21,7 +25,21 @@ from pathlib import Path
 
 import httpx
 
-from analyst_env.benchmarks.servers import ServerProcess
+from analyst_env.benchmarks.servers import ServerProcess, process_tree
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used by ``pid``'s tree: each process's own and its waited-for children's."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return total * _TICK_S
 
 
 def _first_200(url: str, deadline: float) -> float:
@@ -37,17 +55,24 @@ def _first_200(url: str, deadline: float) -> float:
 
 
 def one_start(workers: int | None) -> dict[str, float]:
-    """Seconds from ``serve``'s start to a healthy ``/health`` and to a ready ``/ready``."""
+    """Seconds from ``serve``'s start to a healthy ``/health`` and to a ready ``/ready``, and
+    the CPU seconds the server's tree had used at each."""
     argv = [str(Path(sys.executable).with_name("analyst-env")), "serve", "--port", "{port}"]
     argv += ["--log-level", "warning"]
     if workers is not None:
         argv += ["--workers", str(workers)]
     started = time.perf_counter()
     with ServerProcess(argv) as server:
-        healthy = server.cold_start_s
+        healthy, health_cpu = server.cold_start_s, tree_cpu_s(server.running.pid)
         assert healthy is not None
         ready = _first_200(f"{server.url}/ready", started + 120) - started
-    return {"health_s": healthy, "ready_s": ready}
+        ready_cpu = tree_cpu_s(server.running.pid)
+    return {
+        "health_s": healthy,
+        "ready_s": ready,
+        "health_cpu_s": health_cpu,
+        "ready_cpu_s": ready_cpu,
+    }
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -69,6 +94,8 @@ def main() -> None:
         "workers": args.workers if args.workers is not None else "default",
         "health_s": summary([r["health_s"] for r in runs]),
         "ready_s": summary([r["ready_s"] for r in runs]),
+        "health_cpu_s": summary([r["health_cpu_s"] for r in runs]),
+        "ready_cpu_s": summary([r["ready_cpu_s"] for r in runs]),
         "each": [{k: round(v, 2) for k, v in r.items()} for r in runs],
         "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
