@@ -25,21 +25,8 @@ from pathlib import Path
 
 import httpx
 
-from analyst_env.benchmarks.servers import ServerProcess, process_tree
-
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds used by ``pid``'s tree: each process's own and its waited-for children's."""
-    total = 0
-    for p in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-    return total * _TICK_S
+from analyst_env.benchmarks.capacity import tree_cpu_s
+from analyst_env.benchmarks.servers import ServerProcess
 
 
 def _first_200(url: str, deadline: float) -> float:
