@@ -43,9 +43,9 @@ configuration needed); 'backends' lists the sandbox backends and what each still
 'tasks' lists datasets and their tasks; 'eval' plays a model or
 a scripted policy over a dataset; 'validate' checks that every task of a dataset is
 sound; 'generate' freezes procedural tasks into a folder; 'export' writes tasks for
-Harbor or recorded episodes as notebooks; 'envs' manages a server's sandbox
-environments; 'bench' and 'soak' measure and stress a server. Every 'serve' flag has an
-ANALYST_ENV_* environment variable twin (docs/configuration.md)."""
+Harbor, recorded episodes as notebooks, or worked solutions (replayed) as SFT data; 'envs'
+manages a server's sandbox environments; 'bench' and 'soak' measure and stress a server.
+Every 'serve' flag has an ANALYST_ENV_* environment variable twin (docs/configuration.md)."""
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib.util
 import socket
 from pathlib import Path
 
@@ -205,13 +204,13 @@ def check_port(host: str, port: int) -> None:
 
 def check_backend(name: str) -> None:
     """Raise ``UsageError`` for an unknown sandbox backend or one whose SDK is not installed."""
-    from analyst_env.envs.backend_catalog import BACKEND_CATALOG
+    from analyst_env.envs.backend_catalog import BACKEND_CATALOG, importable
     from analyst_env.envs.backends import BACKEND_REGISTRY
 
     if name not in BACKEND_REGISTRY:
         raise UsageError(BACKEND_REGISTRY.unknown(name))
     info = BACKEND_CATALOG.get(name)  # None for a plugin's backend
-    if info is not None and info.sdk and importlib.util.find_spec(info.sdk) is None:
+    if info is not None and info.sdk and not importable(info.sdk):
         raise UsageError(
             f"the {name} backend needs the optional package {info.sdk!r}: "
             f"pip install 'analyst-env[{info.extra}]'"

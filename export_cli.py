@@ -1,5 +1,9 @@
 """``analyst-env export``: tasks as Harbor task directories, recorded episodes as notebooks
-or SFT records.
+or SFT records, and worked solutions of procedural tasks as SFT records.
+
+``export sft`` replays each task's worked solution against a live server (one
+started in-process, or ``--url``) and keeps only the trajectories that scored
+1.0 (``evaluation/solution_replay.py``); the dropped ones are named.
 
 ``export harbor`` skips quarantined tasks (a broken upstream gold) unless asked, and
 bundles the grader into each task (``trainers/harbor_export.py``); ``export
@@ -16,14 +20,17 @@ from analyst_env.cli_checks import (
     UsageError,
     check_dataset,
     check_input_path,
+    check_server,
     error_line,
     settings_from_args,
 )
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``export harbor`` (task directories) and ``export trajectories`` (notebooks or SFT
-    records)."""
+    """``export harbor`` (task directories), ``export trajectories`` (notebooks or SFT
+    records) and ``export sft`` (worked solutions, replayed)."""
+    if args.what == "sft":
+        return cmd_export_sft(args)
     if args.what == "harbor":
         from analyst_env.datasets import load_dataset
         from analyst_env.trainers.harbor_export import export as export_harbor
@@ -74,9 +81,91 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_sft(args: argparse.Namespace) -> int:
+    """``export sft --dataset procedural:SEED --count N``: replayed worked solutions as JSONL."""
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from analyst_env.datasets import load_dataset
+    from analyst_env.datasets.procedural.dataset import KEEP_DIRS
+    from analyst_env.evaluation import solution_replay
+
+    check_dataset(args.dataset)
+    if not args.dataset.strip().startswith("procedural:"):
+        raise UsageError("export sft needs --dataset procedural:SEED (tasks with worked solutions)")
+    if args.count < 1 or args.start < 0 or args.concurrency < 1:
+        raise UsageError("--count and --concurrency must be at least 1 and --start at least 0")
+    if args.url:
+        check_server(args.url, args.token)
+    try:
+        dataset = load_dataset(args.dataset)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
+    if args.split not in dataset.splits():
+        raise UsageError(f"no split {args.split!r}; splits: {', '.join(dataset.splits())}")
+    dataset.keep_at_least(args.count + KEEP_DIRS)  # each plan is read after its task is made
+    tasks = [dataset.task(args.split, args.start + i) for i in range(args.count)]
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+    bar = tqdm(total=len(tasks), desc=f"export sft {args.dataset}", unit="task", file=sys.stderr)
+
+    def run(url: str) -> list[dict]:
+        return asyncio.run(
+            solution_replay.replay_many(
+                url,
+                tasks,
+                headers=headers,
+                style=args.style,
+                concurrency=args.concurrency,
+                on_result=lambda _: bar.update(1),
+            )
+        )
+
+    if args.url:
+        rows, seconds = solution_replay.timed(lambda: run(args.url))
+    else:
+        from analyst_env.server.app import build_app
+        from analyst_env.server.local_server import BackgroundServer
+        from analyst_env.server.runtime import Runtime
+
+        settings = settings_from_args(args)
+        settings = settings.model_copy(update={"max_sessions": args.concurrency + 2})
+        runtime = Runtime(settings, datasets=[dataset])
+        try:
+            with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+                rows, seconds = solution_replay.timed(lambda: run(url))
+        finally:
+            runtime.close()
+    bar.close()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    kept = [json.dumps(r["record"], ensure_ascii=False) for r in rows if "record" in r]
+    (out / "sft.jsonl").write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    result = solution_replay.summary(rows, seconds)
+    for drop in result["dropped"]:
+        print(
+            f"  dropped {drop['task_id']}: reward {drop['reward']} {drop['error']}", file=sys.stderr
+        )
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        uncovered = sum(result["uncovered_by_category"].values())
+        print(
+            f"wrote {result['kept']} trajectories to {out / 'sft.jsonl'}: {result['replayed']} "
+            f"replayed, {len(result['dropped'])} dropped (reward below 1.0), {uncovered} without "
+            f"a solution yet ({', '.join(result['uncovered_by_category']) or 'none'}); "
+            f"{result['trajectories_per_s']} trajectories/s"
+        )
+    return 1 if result["dropped"] else 0
+
+
 def add_export_parser(sub) -> None:
-    """Register ``export harbor|trajectories`` on the top-level subparsers."""
-    export = sub.add_parser("export", help="Export tasks for Harbor, or recorded trajectories")
+    """Register ``export harbor|trajectories|sft`` on the top-level subparsers."""
+    export = sub.add_parser(
+        "export", help="Export tasks for Harbor, recorded trajectories, or worked solutions (SFT)"
+    )
     what = export.add_subparsers(dest="what", required=True)
     harbor = what.add_parser(
         "harbor", help="One Harbor task directory per task, graded by our scorer"
@@ -129,3 +218,22 @@ def add_export_parser(sub) -> None:
         help="The server's state directory (default: ANALYST_ENV_STATE_DIR or the cache)",
     )
     traj.set_defaults(func=cmd_export)
+    sft = what.add_parser(
+        "sft",
+        help="Worked solutions of procedural tasks, replayed on a live server, as SFT chat records",
+    )
+    sft.add_argument("--dataset", required=True, help="procedural:SEED")
+    sft.add_argument("--count", type=int, required=True, help="How many tasks")
+    sft.add_argument("--split", default="train", help="Split to draw from (default train)")
+    sft.add_argument("--start", type=int, default=0, help="First index of the split (default 0)")
+    sft.add_argument(
+        "--style",
+        choices=["pandas", "mixed", "sql"],
+        help="One solution style for every task (default: each task's own, drawn from its id)",
+    )
+    sft.add_argument("--out", default="sft-export", help="Output directory (sft.jsonl inside)")
+    sft.add_argument("--url", help="Replay against this server (default: start one in-process)")
+    sft.add_argument("--token", help="Bearer token for --url")
+    sft.add_argument("--concurrency", type=int, default=4, help="Replays in flight (default 4)")
+    sft.add_argument("--json", action="store_true", help="Print the summary as one JSON object")
+    sft.set_defaults(func=cmd_export)

@@ -59,6 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         serve_args = args.argv[args.argv.index("serve") + 1 :]
         return supervise(serve_args, args.host, args.port, workers)
+    from analyst_env.envs.capabilities import protections_of
     from analyst_env.envs.sandbox import SandboxError
 
     try:
@@ -69,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ) as exc:  # unknown backend; SDK, credentials or service missing; a fail-closed refusal
         print(getattr(exc, "line", None) or error_line(exc), file=sys.stderr, flush=True)
         return USAGE_STATUS
-    info = backend.protections()
+    info = protections_of(backend)
     if info:  # the mode in force, named before anything is served
         line = (
             f"analyst-env: sandbox backend {backend.name}, isolation {info.get('isolation', '?')}"
@@ -139,12 +140,13 @@ def _start_backend(settings):
     slows the imports that ``/health`` waits for, so the warm-up is left to the app's
     startup hook, which starts it without waiting for it (``server/lifecycle.py``;
     ``/ready`` does wait). Errors are left to that hook too (it warms again: a no-op
-    once warm), which reports them and stops the server.
+    once warm), which reports them and stops the server (``warm_up_refusal``).
     """
     import os
     import threading
 
     from analyst_env.envs.backends import make_backend
+    from analyst_env.envs.capabilities import warm_up
     from analyst_env.server.peers import COUNT_ENV
     from analyst_env.server.workers import cores_available
 
@@ -154,12 +156,22 @@ def _start_backend(settings):
 
     def warm() -> None:
         try:
-            backend.warm_up()
+            warm_up(backend)
         except Exception:  # reported by the app's startup hook
             pass
 
     threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
     return backend
+
+
+def warm_up_refusal(backend, error: str) -> str:
+    """The one line ``serve`` exits with (status 2) when the backend's warm-up failed: an image
+    that cannot be served (a build the vendor rejected, an unreachable service, a zygote
+    that did not boot). No episode ran meanwhile: a reset waits for the same warm-up."""
+    reason = " ".join(error.split())
+    return error_line(
+        f"the {backend.name} sandbox backend could not warm up image 'default': {reason}"
+    )
 
 
 def _freeze_startup_heap() -> None:
@@ -231,8 +243,8 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
             sockets.append(siblings.listen())
         server.run(sockets=sockets)
     if warm_up.status == "failed":
-        print(error_line(f"the sandbox backend failed to start: {warm_up.error}"), file=sys.stderr)
-        return 1
+        print(warm_up_refusal(runtime.backend, warm_up.error), file=sys.stderr, flush=True)
+        return USAGE_STATUS
     return 0
 
 

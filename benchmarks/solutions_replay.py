@@ -2,9 +2,10 @@
 
 Makes tasks 0..N-1 of the train split (seed 11) in a scratch cache, builds each
 task's solution from its plan, runs the cells in a fresh namespace inside the
-task's folder and scores the printed answer with the task's own scorer. Not a
-live-server replay (that is still to do): it proves the cells compute the gold
-from the files, not that the sandbox runs them the same way.
+task's folder and scores the printed answer with the task's own scorer. It
+proves the cells compute the gold from the files, quickly; the live-server replay
+(the sandbox running them, the server scoring) is ``analyst-env export sft``
+(``evaluation/solution_replay.py``).
 """
 
 from __future__ import annotations

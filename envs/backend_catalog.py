@@ -88,6 +88,25 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="runloop",
         variables=("RUNLOOP_API_KEY",),
     ),
+    "azure": BackendInfo(
+        "an Azure Container Apps sandbox per warm slot, images as disk images; the runner is "
+        "reached by short requests (about two per message, docs/backend-azure.md)",
+        sdk="azure.containerapps.sandbox",
+        extra="azure",
+        variables=(
+            "AZURE_SUBSCRIPTION_ID",
+            "AZURE_RESOURCE_GROUP",
+            "AZURE_SANDBOX_GROUP",
+            "AZURE_SANDBOX_REGISTRY",
+            "AZURE_REGION",
+        ),
+    ),
+    "deno": BackendInfo(
+        "a Deno sandbox (Linux microVM) per warm slot, images as Deno snapshots",
+        sdk="deno_sandbox",
+        extra="deno",
+        variables=("DENO_DEPLOY_TOKEN",),
+    ),
 }
 
 
@@ -104,6 +123,14 @@ class Readiness:
         return self.installed and not self.missing
 
 
+def importable(module: str) -> bool:
+    """Whether ``module`` is installed (a dotted name whose parent package is missing is not)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def readiness(name: str) -> Readiness:
     """What backend ``name`` still needs here (looked up, never imported or contacted).
 
@@ -111,7 +138,7 @@ def readiness(name: str) -> Readiness:
         KeyError: No backend has that name.
     """
     info = BACKEND_CATALOG[name]
-    installed = info.sdk is None or importlib.util.find_spec(info.sdk) is not None
+    installed = info.sdk is None or importable(info.sdk)
     missing: list[str] = []
     if not installed:
         missing.append(f"pip install 'analyst-env[{info.extra}]'")

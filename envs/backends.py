@@ -25,6 +25,8 @@ BACKENDS: dict[str, str] = {
     "agent-sandbox": "analyst_env.envs.remote.agent_sandbox_backend:from_settings",
     "opensandbox": "analyst_env.envs.remote.opensandbox_backend:from_settings",
     "runloop": "analyst_env.envs.remote.runloop_backend:from_settings",
+    "azure": "analyst_env.envs.remote.azure_backend:from_settings",
+    "deno": "analyst_env.envs.remote.deno_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""

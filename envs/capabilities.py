@@ -1,15 +1,17 @@
 """What a sandbox backend declares it can do, and the optional parts only some backends have.
 
-Every backend implements ``SandboxBackend`` (``envs/sandbox.py``: start a sandbox, warm an
-image up, report its protections, close) and declares a ``BackendCapabilities``: facts about its
+Every backend implements ``SandboxBackend`` (``envs/sandbox.py``: start a sandbox, close) and
+declares a ``BackendCapabilities``: facts about its
 sandboxes that callers read instead of probing (does a variable survive the next cell,
 can a cell be interrupted, is there a network). The rest is optional: a backend has
 a part below only if it implements that protocol, and callers ask for it by capability
-(``isinstance(backend, KeepsStandbys)``), so a new backend (a thin link to a vendor's API)
-writes none of them as no-ops.
+(``isinstance(backend, KeepsStandbys)``, or ``warm_up``/``protections_of`` below), so a new
+backend (a thin link to a vendor's API) writes none of them as no-ops.
 
 | protocol | who has it |
 |---|---|
+| ``WarmsUp`` | local (boots a zygote), slot-runner backends (find or build an image, warm slots) |
+| ``ReportsProtections`` | local (isolation mode, limits, what start-up verified) |
 | ``StartsWithoutWaiting`` | local (orders a kernel once the zygote runs) |
 | ``KeepsStandbys`` | local (pre-forked standbys and kernel orders, for ``/metrics``) |
 | ``ServesBakedPackages`` | local (a baked recipe is a package directory its zygote imports) |
@@ -55,6 +57,52 @@ class BackendCapabilities:
     pause_resume: bool = False
     warm_pool: bool = False
     verify_commands: bool = False
+
+
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A backend with something to prepare before its first ``start`` (a zygote, an image, warm
+    slots). The server warms it once at start-up and refuses to serve if that fails."""
+
+    def warm_up(self, image: str = "default") -> None:
+        """Prepare ``image`` now so the first ``start`` is fast.
+
+        Raises:
+            SandboxError: The image cannot be served.
+        """
+        ...
+
+
+@runtime_checkable
+class ReportsProtections(Protocol):
+    """A backend that enforces protections itself and reports which ones its episodes get."""
+
+    def protections(self) -> dict[str, bool | str]:
+        """The protections in force (``isolation``, ``limits``, ``degraded``, ``verified``,
+        ``unconfined`` ...), as ``GET /sandbox`` and ``/metadata`` show them."""
+        ...
+
+
+def warm_up(backend: object, image: str = "default") -> None:
+    """Warm ``backend`` up for ``image`` if it has anything to prepare (``WarmsUp``)."""
+    if isinstance(backend, WarmsUp):
+        backend.warm_up(image)
+
+
+def protections_of(backend: object) -> dict[str, bool | str]:
+    """What ``backend`` reports of its protections; ``{}`` for one that reports none.
+
+    ``{}`` claims nothing: no ``isolation`` is shown and nothing counts as verified, so a
+    backend whose vendor owns isolation is never read as more protected than it is. What
+    must run confined asks ``reports_confinement`` instead of reading an empty report as safe.
+    """
+    return backend.protections() if isinstance(backend, ReportsProtections) else {}
+
+
+def reports_confinement(backend: object) -> bool:
+    """Whether ``backend`` reports protections and they do not say ``unconfined`` (fail closed:
+    a backend that reports nothing is not taken as confining anything)."""
+    return isinstance(backend, ReportsProtections) and not backend.protections().get("unconfined")
 
 
 @runtime_checkable

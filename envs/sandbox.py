@@ -9,11 +9,11 @@ Errors follow two channels. Model code that raises, loops or prints too much is
 *data*: it comes back inside ``CellResult``/``ShellResult``. Infrastructure that
 fails (the kernel died, the backend is unreachable) raises ``SandboxError``.
 
-``SandboxBackend`` is what every backend does: start a sandbox, warm an image up,
-report its protections, close, and declare its ``capabilities``
-(``envs/capabilities.py``). What only some backends have (starting without waiting,
-standbys, baked packages, building their own artifacts with a ``SandboxBaker``) is an
-optional protocol there, asked for with ``isinstance``. A sandbox subclasses
+``SandboxBackend`` is what every backend does: start a sandbox, close, and declare its
+``capabilities`` (``envs/capabilities.py``). What only some backends have (warming an
+image up, reporting the protections they enforce, starting without waiting, standbys,
+baked packages, building their own artifacts with a ``SandboxBaker``) is an optional
+protocol there, asked for by capability. A sandbox subclasses
 ``Sandbox`` for the defaults of ``helpers_defined``, ``stop_agent_processes`` and
 ``run_verifier`` (whose default refuses verification).
 """
@@ -239,22 +239,6 @@ class SandboxBackend(Protocol):
         Raises:
             SandboxError: The sandbox could not be started.
         """
-        ...
-
-    def warm_up(self, image: str = "default") -> None:
-        """Prepare ``image`` now (a zygote, warm slots) so the first ``start`` is fast.
-
-        The server calls it once at start-up; a backend with nothing to prepare returns.
-
-        Raises:
-            SandboxError: The image cannot be served.
-        """
-        ...
-
-    def protections(self) -> dict[str, bool | str]:
-        """The protections episodes get (``isolation``, ``degraded``, limits ...), as
-        ``GET /sandbox`` and ``/metadata`` show them; ``{}`` when the backend's vendor owns
-        isolation."""
         ...
 
     def close(self) -> None:

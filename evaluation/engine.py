@@ -12,7 +12,7 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from analyst_env.client.analyst_client import AnalystEnv
@@ -47,7 +47,7 @@ class _RecordingEnv(AnalystEnv):
 async def run_episode(
     base_url: str,
     task: Task,
-    answer: str,
+    answer: str | Callable[[str], str],
     headers: dict[str, str] | None,
     steps: Sequence[ToolCall] = (),
     *,
@@ -58,7 +58,9 @@ async def run_episode(
     Args:
         base_url: The server.
         task: The task to reset into (by id).
-        answer: The ``final_answer`` text.
+        answer: The ``final_answer`` text, or a function of what the last step showed (the
+            text the model would read) giving it: a worked solution's answer is what its last
+            cell printed in the sandbox, not a gold copied in.
         headers: Extra HTTP headers (a bearer token).
         steps: Tool calls made before the answer; the first that fails ends the run.
         record: If given, receives the data of every frame, labelled ``"reset"``,
@@ -89,9 +91,11 @@ async def run_episode(
             return await ended(
                 {"task_id": task.id, "reward": 0.0, "error": first.observation.message}
             )
+        shown = ""
         for i, step in enumerate(steps):
             env.label = f"step:{i}:{step.tool}"
             out = await env.call_tool(step.tool, **step.arguments)
+            shown = out.observation.text
             failed = out.observation.error is not None or (out.observation.result or {}).get(
                 "is_error"
             )
@@ -105,7 +109,7 @@ async def run_episode(
                     }
                 )
         env.label = "final_answer"
-        result = await env.final_answer(answer)
+        result = await env.final_answer(answer if isinstance(answer, str) else answer(shown))
         if result.observation.error is not None:
             return await ended(
                 {"task_id": task.id, "reward": 0.0, "error": result.observation.error.message}
@@ -116,6 +120,28 @@ async def run_episode(
             if key in metadata:
                 row[key] = metadata[key]
         return await ended(row)
+
+
+async def each_bounded(
+    items: Iterable[Any],
+    run: Callable[[Any], Awaitable[dict[str, Any]]],
+    concurrency: int,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``await run(item)`` for every item, ``concurrency`` at a time; the rows in item order,
+    each handed to ``on_result`` as it finishes (a progress bar)."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: Any) -> dict[str, Any]:
+        async with gate:
+            row = await run(item)
+        if on_result is not None:
+            on_result(row)
+        return row
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 async def evaluate(

@@ -68,12 +68,17 @@ def _atoms(value: Any) -> Iterator[Any]:
     """The atomic values inside a gold answer (dict keys and booleans excluded).
 
     A rubric gold (``verifiers/rubric.py``) gives its finding and its entity and number
-    values only: fact kinds, rival names and directions are not the answer."""
+    values only: fact kinds, rival names and directions are not the answer. A chart gold
+    (``verifiers/chart_match.py``) gives its series' values only: its file name, kind, axis
+    labels, group labels and histogram edges are what the task itself states."""
     if isinstance(value, dict) and isinstance(value.get("facts"), list):
         yield value.get("finding")
         for fact in value["facts"]:
             if isinstance(fact, dict) and fact.get("kind") in ("entity", "number"):
                 yield from _atoms(fact.get("value"))
+    elif isinstance(value, dict) and "figure" in value and "kind" in value:
+        for key in ("values", "points", "counts"):
+            yield from _atoms(value.get(key))
     elif isinstance(value, dict):
         for item in value.values():
             yield from _atoms(item)

@@ -16,7 +16,12 @@ A dataset is sound when, for each task, through the real server:
   refuse...) scores exactly 0, offline, under the ``strict`` profile;
 - **natural**: every natural correct form that module builds for the scorer
   (thousand separators, prose around the number, another order where order
-  does not matter...) scores exactly 1.
+  does not matter...) scores exactly 1;
+- **solution**: a procedural task's worked solution (``datasets/procedural/solutions``),
+  replayed on the server, scores exactly 1.0 with the answer its last cell printed
+  in the sandbox (:mod:`analyst_env.evaluation.solution_replay`, what ``export sft``
+  keeps). Tasks without one (not procedural, or a template with no solution yet)
+  are counted, not failed.
 
 The report counts, per scorer, the adversarial answers tried and the natural
 forms tried, and how many scored as they must.
@@ -58,12 +63,13 @@ from analyst_env.datasets.quarantine import (
     initial_state_checkable,
     quarantine_reason,
 )
-from analyst_env.evaluation.engine import run_episode
+from analyst_env.evaluation.engine import each_bounded, run_episode
 from analyst_env.evaluation.gold_leaks import Frames, scan_runs
+from analyst_env.evaluation.solution_replay import replay as replay_solution
 from analyst_env.task_format import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
 
-CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural", "quarantine")
+CHECKS = ("oracle", "null", "repeat", "leak", "adversarial", "natural", "solution", "quarantine")
 """Names of the checks, as the report names a failing one."""
 
 NULL_STEPS = [ToolCall(tool="list_files")]
@@ -153,6 +159,16 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
             }
 
     failures: list[dict[str, Any]] = _reward_failures(runs)
+    solution = await replay_solution(base_url, task, headers)
+    if "uncovered" not in solution and solution["reward"] != 1.0:
+        said = f" ({solution['error']})" if solution.get("error") else ""
+        failures.append(
+            {
+                "check": "solution",
+                "reason": f"the worked solution ({solution.get('style')}) scored "
+                f"{solution['reward']}, not 1.0{said}",
+            }
+        )
     leak, checked = scan_runs(task, frames)
     if leak is not None:
         failures.append({"check": "leak", "reason": leak})
@@ -161,6 +177,7 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
     row: Row = {
         "task_id": task.id,
         **{name: runs[name].get("reward") for name in plans},
+        "solution": None if "uncovered" in solution else solution["reward"],
         "leak": leak,
         "gold_values_checked": checked,
         "probes": dataclasses.asdict(probes),
@@ -170,7 +187,11 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
         row["reward_breakdown"] = {name: runs[name].get("reward_breakdown") for name in plans}
         for failure in failures:
             run = failure["check"] if failure["check"] in plans else "null"
-            failure["reward_breakdown"] = runs[run].get("reward_breakdown")
+            failure["reward_breakdown"] = (
+                solution.get("reward_breakdown")
+                if failure["check"] == "solution"
+                else runs[run].get("reward_breakdown")
+            )
     reason = quarantine_reason(task)  # the decision serving, eval and exports read
     if reason is not None:
         row["status"] = "broken_upstream"
@@ -209,18 +230,9 @@ async def validate(
     on_result: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Validate every task, ``concurrency`` tasks at a time; rows in task order."""
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(task: Task) -> Row:
-        async with gate:
-            row = await validate_task(base_url, task, headers)
-        if on_result is not None:
-            on_result(row)
-        return row
-
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
+    return await each_bounded(
+        tasks, lambda task: validate_task(base_url, task, headers), concurrency, on_result
+    )
 
 
 def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
@@ -250,6 +262,11 @@ def report(dataset: str, rows: list[Row]) -> dict[str, Any]:
             | {r["task_id"] for r in rows if r.get("served")}
         ),
         "scorers": summarize(ProbeResult(**r["probes"]) for r in rows if "probes" in r),
+        "solutions": {
+            "replayed": sum(r.get("solution") is not None for r in rows),
+            "scored_1": sum(r.get("solution") == 1.0 for r in rows),
+            "without_solution": sum(r.get("solution") is None for r in rows),
+        },
         "tasks": rows,
     }
 
@@ -293,6 +310,9 @@ def summary(result: dict[str, Any]) -> str:
         f"failed={failed_tasks} broken_upstream={len(result['broken_upstream'])} "
         f"served_but_quarantinable={len(result.get('served_but_quarantinable', []))}"
     )
+    solved = result.get("solutions") or {}
+    if solved.get("replayed"):
+        line += f" solutions={solved['scored_1']}/{solved['replayed']}"
     if result.get("quarantine"):
         line += (
             " (quarantined: " + ", ".join(f"{k} {v}" for k, v in result["quarantine"].items()) + ")"

@@ -40,6 +40,7 @@ from openenv.core.env_server.mcp_types import (  # noqa: E402
 )
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation  # noqa: E402
 
+from analyst_env.envs.capabilities import protections_of  # noqa: E402
 from analyst_env.envs.loop_bridge import (  # noqa: E402
     YieldsToLoop,
     offload,
@@ -283,7 +284,7 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
     def get_metadata(self) -> EnvironmentMetadata:
         from analyst_env import __version__
 
-        protections = self._runtime.backend.protections()
+        protections = protections_of(self._runtime.backend)
         description = DESCRIPTION
         if protections:
             active = ", ".join(f"{k}={v}" for k, v in protections.items())

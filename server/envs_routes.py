@@ -37,7 +37,12 @@ from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query
 
-from analyst_env.envs.capabilities import BakesArtifacts, ServesBakedPackages
+from analyst_env.envs.capabilities import (
+    BakesArtifacts,
+    ServesBakedPackages,
+    protections_of,
+    reports_confinement,
+)
 from analyst_env.envs.recipes.recipe import RecipeError
 from analyst_env.envs.recipes.service import (
     EnvironmentExists,
@@ -103,11 +108,19 @@ def mount_envs(app: FastAPI, runtime) -> EnvironmentService:
     settings = runtime.settings
 
     def builds_allowed() -> None:
-        if backend.protections().get("unconfined"):  # isolation none: fail_closed refuses builds
+        if protections_of(backend).get("unconfined"):  # isolation none: fail_closed refuses
             raise HTTPException(
                 403,
                 "sandbox-environment builds are off under isolation none (their import check "
                 "would run unconfined); restart with a real isolation (ANALYST_ENV_ISOLATION=auto)",
+            )
+        # Fail closed: a build made here, for a backend that claims no confinement for its check.
+        if not isinstance(backend, BakesArtifacts) and not reports_confinement(backend):
+            raise HTTPException(
+                403,
+                f"sandbox-environment builds are off on the {backend.name} backend: it neither "
+                "builds its own artifacts nor reports the protections the build's import check "
+                "would run under",
             )
         if not settings.token and not settings.allow_builds:
             raise HTTPException(

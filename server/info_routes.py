@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, RedirectResponse
 
+from analyst_env.envs.capabilities import protections_of
 from analyst_env.server.route_wrapping import remove_routes
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.web.routes import STATIC_DIR
@@ -19,8 +20,8 @@ from analyst_env.server.web.routes import STATIC_DIR
 def mount_info(app: FastAPI, runtime: Runtime) -> None:
     """Add ``/``, ``/favicon.ico``, ``/sandbox`` and our ``/health`` to ``app``."""
 
-    def protections() -> dict:
-        return runtime.backend.protections()
+    def protections() -> dict:  # {} for a backend whose vendor owns isolation: nothing claimed
+        return protections_of(runtime.backend)
 
     @app.get("/", include_in_schema=False)
     async def root(request: Request) -> RedirectResponse:

@@ -2,10 +2,11 @@
 
 Start: accept sessions again (an app served again after a shutdown, as tests and
 ``eval`` do), redact tokens in uvicorn's freshly configured loggers, start the idle
-clock of the sessions and start warming the sandbox backend (``BackendWarmUp``) so the
-first reset is fast.
+clock of the sessions and start warming the sandbox backend (``BackendWarmUp``; if it has
+anything to prepare: ``envs/capabilities.WarmsUp``) so the first reset is fast.
 Stop: stop the idle clock, refuse new sessions, end every session (parked ones too:
-episodes end, trajectories are flushed), then close the runtime if the app built it.
+episodes end, trajectories are flushed), stop the idle scoring workers (they start again
+on demand: ``verifiers/score_pool.py``), then close the runtime if the app built it.
 
 The warm-up (the local backend's zygote importing pandas, numpy and duckdb: a second or
 more of CPU) is not awaited: ``/health`` answers once the routes are served, which is
@@ -14,21 +15,25 @@ checked when the backend was made, before the app existed. ``/ready`` answers 50
 ``"starting"`` until the warm-up has finished. A reset that comes earlier waits for the
 same boot (the backend starts the kernel itself), so no episode ever runs before its
 image's zygote is up and confined; a warm-up that fails stops the server
-(``on_failure``), as a failed start did when start-up waited for it.
+(``on_failure``: ``serve`` exits 2 with one line), as a failed start did when start-up
+waited for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
 from fastapi import FastAPI
 
+from analyst_env.envs.capabilities import warm_up as warm_backend_up
 from analyst_env.server.auth import redact_tokens_in_logs
 from analyst_env.server.runtime import Runtime
 from analyst_env.server.sessions import Sessions
 from analyst_env.server.ws_endpoint import SessionSockets
+from analyst_env.verifiers.bounded import SCORING_POOL
 
 log = logging.getLogger("uvicorn.error")
 
@@ -60,7 +65,7 @@ class BackendWarmUp:
             self.status = "ready"
             return
         self.status = "failed"
-        self.error = f"{type(exc).__name__}: {exc}"
+        self.error = " ".join(str(exc).split()) or type(exc).__name__
         log.error("the sandbox backend failed to start: %s", self.error)
         if self.on_failure is not None:
             self.on_failure()
@@ -87,13 +92,14 @@ def install_lifecycle(
         sessions.start_reaper()
 
     async def warm_backend() -> None:
-        warm_up.start(runtime.backend.warm_up)
+        warm_up.start(functools.partial(warm_backend_up, runtime.backend))
 
     async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp), parked ones
         sessions.stop_reaper()
         sockets.draining = True
         sockets.parking.clear()
         await sessions.close_all()
+        await asyncio.get_running_loop().run_in_executor(None, SCORING_POOL.close)
 
     async def close_runtime() -> None:
         runtime.close()

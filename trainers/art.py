@@ -32,14 +32,14 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 
-__all__ = ["AnalystScenario", "EpisodeStartError", "make_rollout", "scenarios"]
+__all__ = ["AnalystScenario", "EpisodeStartError", "SplitOptions", "make_rollout", "scenarios"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,18 @@ class AnalystScenario:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+class SplitOptions(TypedDict, total=False):
+    """Which tasks of a split the scenarios (or rows) name, and how to reach the server:
+    ``trainers.trl.AnalystSpec``'s options, with its defaults. Every row builder
+    (``scenarios``, ``verl_rows``) takes them as ``**options`` and passes them on."""
+
+    dataset: str | None
+    seed: int
+    num_tasks: int | None
+    start: int
+    token: str | None
+
+
 class EpisodeStartError(RuntimeError):
     """The server could not start the episode (its sandbox or a setup hook failed).
 
@@ -73,29 +85,18 @@ class EpisodeStartError(RuntimeError):
 def scenarios(
     base_url: str,
     split: str = "train",
-    *,
-    dataset: str | None = None,
-    seed: int = 0,
-    num_tasks: int | None = None,
-    start: int = 0,
-    token: str | None = None,
+    **options: Unpack[SplitOptions],
 ) -> list[AnalystScenario]:
-    """One scenario per task of a split of the server (options as ``AnalystSpec``'s).
+    """One scenario per task of a split of the server (``options``: ``SplitOptions``, as
+    ``AnalystSpec`` takes them).
 
     A split made on demand (``procedural``) needs ``num_tasks``; its scenarios
     name places (split and index), so no task is made before its first reset.
     """
     from analyst_env.trainers.trl import AnalystSpec
 
-    spec = AnalystSpec(
-        base_url,
-        dataset=dataset,
-        split=split,
-        seed=seed,
-        num_tasks=num_tasks,
-        start=start,
-        token=token,
-    )
+    spec = AnalystSpec(base_url, split=split, **options)
+    seed = options.get("seed", 0)
     return [
         AnalystScenario(task_id=t["id"], seed=seed)
         if t["id"] is not None

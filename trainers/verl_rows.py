@@ -11,10 +11,13 @@ dataset expects; the server does the scoring, so ``ground_truth`` is empty.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from analyst_env.client.endpoints import split_urls
 from analyst_env.prompts import SYSTEM_PROMPT
+
+if TYPE_CHECKING:
+    from analyst_env.trainers.art import SplitOptions
 
 __all__ = ["AGENT_NAME", "dataset_rows", "export_parquet", "tool_dataset_rows"]
 
@@ -25,12 +28,7 @@ AGENT_NAME = "analyst_env"
 def dataset_rows(
     base_url: str,
     split: str = "train",
-    *,
-    dataset: str | None = None,
-    seed: int = 0,
-    num_tasks: int | None = None,
-    start: int = 0,
-    token: str | None = None,
+    **options: Unpack[SplitOptions],
 ) -> list[dict[str, Any]]:
     """veRL dataset rows for a split of the server, one per task (options as ``AnalystSpec``'s).
 
@@ -43,17 +41,8 @@ def dataset_rows(
     from analyst_env.trainers.art import scenarios
 
     rows = []
-    for i, s in enumerate(
-        scenarios(
-            base_url,
-            split,
-            dataset=dataset,
-            seed=seed,
-            num_tasks=num_tasks,
-            start=start,
-            token=token,
-        )
-    ):
+    start = options.get("start", 0)
+    for i, s in enumerate(scenarios(base_url, split, **options)):
         # veRL reads extra_info.index as the row's index; for a split made on demand it is
         # also the task's place (scenarios() lists start, start + 1, ...)
         index = s.index if s.index is not None else start + i
@@ -89,11 +78,7 @@ def tool_dataset_rows(
     split: str = "train",
     *,
     tool_names: list[str] | None = None,
-    dataset: str | None = None,
-    seed: int = 0,
-    num_tasks: int | None = None,
-    start: int = 0,
-    token: str | None = None,
+    **options: Unpack[SplitOptions],
 ) -> list[dict[str, Any]]:
     """veRL rows for ``tool_agent``: the task's instruction and file names in the prompt
     (the model sees no reset observation on this route), the episode in ``tools_kwargs``.
@@ -105,17 +90,10 @@ def tool_dataset_rows(
 
     from analyst_env.trainers.trl import ENV_NAME, AnalystSpec, fetch_tool_specs
 
+    token, start, seed = options.get("token"), options.get("start", 0), options.get("seed", 0)
     headers = {"Authorization": f"Bearer {token}"} if token else None
     names = tool_names or [s["name"] for s in fetch_tool_specs(base_url, headers)]
-    spec = AnalystSpec(
-        base_url,
-        dataset=dataset,
-        split=split,
-        seed=seed,
-        num_tasks=num_tasks,
-        start=start,
-        token=token,
-    )
+    spec = AnalystSpec(base_url, split=split, **options)
     tasks = spec.tasks()
     by_place = bool(tasks) and tasks[0]["id"] is None  # a split made on demand
     if by_place:  # its listing has places only: read the tasks themselves

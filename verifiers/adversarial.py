@@ -40,6 +40,7 @@ from analyst_env.verifiers.task_probes import probes_for
 from analyst_env.verifiers.verdict import VerifyContext
 
 PROBED = (
+    "chart_figure",
     "dabench",
     "dacode_csv",
     "dacode_text",

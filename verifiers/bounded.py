@@ -1,13 +1,12 @@
-"""Run a scorer in a forked process with memory, CPU-time and wall-time limits.
+"""Run a scorer in another process with memory, CPU-time and wall-time limits.
 
 Scoring reads what the agent produced: answer text, and files such as a
 ``result.xlsx`` or an output CSV. A 200,000-row workbook costs openpyxl half a
 minute and most of a gigabyte; a SQL answer can fetch gigabytes of blobs. Run
 in the server's process, that is the server's CPU and memory, and an exception
-there used to leave the episode open. Here the scorer runs in a child forked
-from the server (so every registered scorer and its imports are already
-there) with ``RLIMIT_DATA`` and ``RLIMIT_CPU`` set, and the parent kills it at
-the wall-time limit. Whatever goes wrong (a limit, a crash, an exception) is a
+there used to leave the episode open. Here the scorer runs in a process with
+``RLIMIT_DATA`` and ``RLIMIT_CPU`` set, and the server kills it at the
+wall-time limit. Whatever goes wrong (a limit, a crash, an exception) is a
 ``Verdict`` of 0.0 whose detail says what happened; this module never raises.
 
 **Short text answers are scored in process.** A fork costs ~23 ms (the
@@ -18,19 +17,27 @@ and their parsers are linear (``tests/verifiers/test_reward_hacking.py``
 holds each to well under a second on the nastiest 64 KiB answers), so an
 answer of at most ``ScoringLimits.in_process_max_bytes`` (1 KiB) costs them
 at most a few milliseconds and kilobytes: it is scored in the server's
-process. Every other scoring, and every longer answer, still runs in the
-bounded child.
+process.
 
-**A child stuck on an inherited lock is forked again.** The server is
+**Every other scoring goes to a long-lived worker.** A scoring worker
+(``verifiers/score_pool.py``, ``verifiers/score_worker.py``) is a clean
+interpreter with the scorers imported, scoring one answer at a time under the
+same limits, and replaced after any failure or limit; it costs no fork of the
+server per answer and inherits none of its locks. A scorer the worker does not
+have under the same ``module:qualname`` (one registered or replaced at run
+time in this process, a test's), and any scoring when no worker can start,
+runs in a child forked from the server instead, as below.
+
+**A forked child stuck on an inherited lock is forked again.** The server is
 multi-threaded: a fork copies every lock another thread held at that instant,
 locked, with no thread left to release it. SQLite takes an allocator mutex on
 every allocation, so a child forked while a server thread is inside SQLite (a
 reset previewing a task's database, a procedural task being written) blocks on
-its first query forever; measured, 12 % of forks did with two threads querying.
-A single-threaded process asleep on a futex can never be woken, so the parent
-checks the child (``/proc``: one thread, asleep in a futex wait, no CPU used
-since the last check) and, if it is stuck, kills it and forks again, up to
-:data:`FORK_ATTEMPTS` times within the same time limit.
+its first query forever; measured, 12 % of forks did with two threads
+querying. A single-threaded process asleep on a futex can never be woken, so
+the parent checks the child (``/proc``: one thread, asleep in a futex wait, no
+CPU used since the last check) and, if it is stuck, kills it and forks again,
+up to :data:`FORK_ATTEMPTS` times within the same time limit.
 
 The child cannot use the episode's sandbox connection itself, so
 ``VerifyContext.read_file`` in the child asks the parent over the pipe; the
@@ -52,33 +59,26 @@ import resource
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from analyst_env.task_format import VerifierSpec
-from analyst_env.verifiers.scorers import judge
+from analyst_env.verifiers.score_pool import ScoringPool
+from analyst_env.verifiers.scorers import SCORERS, judge
+from analyst_env.verifiers.scoring_common import (
+    ScoringLimits,
+    asking_reader,
+    data_in_use,
+    death_reason,
+    failure_reason,
+    serve_read,
+)
 from analyst_env.verifiers.verdict import Verdict, VerifyContext
 
+__all__ = ["IN_PROCESS_SCORERS", "SCORING_POOL", "ScoringLimits", "score_bounded"]
 
-@dataclass(frozen=True)
-class ScoringLimits:
-    """What one scoring may cost.
-
-    Attributes:
-        timeout_s: Wall time for the whole scoring, file reads and any recalculation included.
-        memory_mb: Heap the scoring process may add to what it inherited from the
-            server (and the limit of each program it starts, e.g. LibreOffice).
-        cpu_s: CPU seconds of the scoring process (its own, not its children's).
-        profile: The scoring profile, ``strict`` or ``official``.
-        in_process_max_bytes: Answers up to this size, to a scorer of
-            :data:`IN_PROCESS_SCORERS`, are scored without the child (0: never).
-    """
-
-    timeout_s: float = 180.0
-    memory_mb: int = 2048
-    cpu_s: int = 120
-    profile: str = "strict"
-    in_process_max_bytes: int = 1024
+SCORING_POOL = ScoringPool()
+"""The server's scoring workers (``verifiers/score_pool.py``); started on first use or by
+:meth:`~analyst_env.verifiers.score_pool.ScoringPool.warm`."""
 
 
 IN_PROCESS_SCORERS = frozenset(
@@ -94,24 +94,8 @@ def scored_in_process(spec: VerifierSpec, submitted: str, limits: ScoringLimits)
     return len(submitted.encode("utf-8", errors="surrogatepass")) <= limits.in_process_max_bytes
 
 
-def _data_in_use() -> int:
-    """This process's data segment now (``VmData``), bytes; 0 if unknown.
-
-    A forked child starts with the server's whole heap mapped, and RLIMIT_DATA
-    counts it, so the limit is set above what is already there.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def _limit_self(limits: ScoringLimits) -> None:
-    data = _data_in_use() + limits.memory_mb * 1024 * 1024
+    data = data_in_use() + limits.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_DATA, (data, data))
     cpu = max(1, int(limits.cpu_s))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -130,26 +114,16 @@ def _child(
         os.setpgid(0, 0)  # so the parent can kill anything this scoring started
         _limit_self(limits)
 
-        def read_file(name: str) -> bytes:
+        def ask(name: str) -> tuple[str, Any]:
             conn.send(("read", name))
-            kind, payload = conn.recv()
-            if kind == "ok":
-                return payload
-            if kind == "missing":
-                raise FileNotFoundError(payload)
-            raise OSError(payload)
+            return conn.recv()
 
+        read_file = asking_reader(ask)
         context = VerifyContext(task_files=task_files, read_file=read_file if can_read else None)
         verdict = judge(spec, submitted, gold, context, profile=limits.profile)
         conn.send(("done", (verdict.reward, dict(verdict.components), verdict.detail)))
-    except MemoryError:
-        _send_quietly(
-            conn, ("failed", f"the scorer ran out of memory (limit {limits.memory_mb} MiB)")
-        )
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a 0 with its reason
-        _send_quietly(
-            conn, ("failed", f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
-        )
+        _send_quietly(conn, ("failed", failure_reason(exc, limits)))
     finally:
         conn.close()
         os._exit(0)
@@ -210,9 +184,13 @@ def score_bounded(
                 profile=limits.profile,
             )
         except Exception as exc:  # noqa: BLE001 - the same 0 with its reason as in the child
-            return Verdict(0.0, {}, f"the scorer failed: {type(exc).__name__}: {str(exc)[:300]}")
+            return Verdict(0.0, {}, failure_reason(exc, limits))
     deadline = time.monotonic() + limits.timeout_s
     job = (spec, submitted, gold, dict(task_files or {}), limits, read_file is not None)
+    if _in_worker(spec.name):
+        verdict = SCORING_POOL.score(job, limits, deadline, read_file)
+        if verdict is not None:
+            return verdict
     for _ in range(FORK_ATTEMPTS):
         verdict = _score_in_child(job, limits, deadline, read_file)
         if verdict is not None:
@@ -223,6 +201,15 @@ def score_bounded(
         f"the scorer's process was stuck on a lock it inherited from the server "
         f"{FORK_ATTEMPTS} times; not scored",
     )
+
+
+def _in_worker(name: str) -> bool:
+    """Whether a scoring worker runs the same scorer as this process has under ``name``."""
+    try:
+        fn = SCORERS[name]
+    except KeyError:
+        return False  # unknown: the forked child's verdict says so
+    return SCORING_POOL.runs(name, fn)
 
 
 def _score_in_child(
@@ -247,7 +234,7 @@ def _score_in_child(
                 )
             if not parent.poll(min(remaining, STUCK_CHECK_S)):
                 if not proc.is_alive() and not parent.poll(0):
-                    return Verdict(0.0, {}, _death(proc, limits))
+                    return Verdict(0.0, {}, death_reason(proc.exitcode, limits))
                 if watch.stuck():
                     _kill(proc)
                     return None
@@ -256,10 +243,10 @@ def _score_in_child(
                 kind, payload = parent.recv()
             except (EOFError, OSError):
                 proc.join(5)
-                return Verdict(0.0, {}, _death(proc, limits))
+                return Verdict(0.0, {}, death_reason(proc.exitcode, limits))
             watch.reset()
             if kind == "read":
-                parent.send(_serve_read(read_file, payload))
+                parent.send(serve_read(read_file, payload))
             elif kind == "done":
                 reward, components, detail = payload
                 return Verdict(reward, components, detail)
@@ -308,30 +295,3 @@ def _futex_waiter_ticks(pid: int) -> int | None:
     if fields[0] != "S" or fields[17] != "1":
         return None
     return int(fields[11]) + int(fields[12])
-
-
-def _serve_read(read_file: Callable[[str], bytes] | None, name: Any) -> tuple[str, Any]:
-    if read_file is None or not isinstance(name, str):
-        return ("error", "no episode files to read")
-    try:
-        return ("ok", read_file(name))
-    except FileNotFoundError as exc:
-        return ("missing", str(exc) or name)
-    except Exception as exc:  # noqa: BLE001 - the scorer decides; it sees the reason
-        return ("error", f"{name}: {type(exc).__name__}: {exc}")
-
-
-def _death(proc, limits: ScoringLimits) -> str:
-    code = proc.exitcode
-    if code is not None and code < 0:
-        sig = signal.Signals(-code).name
-        if -code in (signal.SIGXCPU, signal.SIGKILL):
-            return (
-                f"the scorer was stopped by {sig} (CPU limit {limits.cpu_s} s or memory limit "
-                f"{limits.memory_mb} MiB)"
-            )
-        return f"the scorer died with {sig}"
-    return (
-        f"the scorer exited without a verdict (exit code {code}; memory limit "
-        f"{limits.memory_mb} MiB)"
-    )

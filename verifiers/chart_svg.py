@@ -1,18 +1,30 @@
-"""Reads a bar chart out of a matplotlib SVG file's structure, and scores it against gold.
+"""Reads a chart out of a matplotlib SVG file's structure: its type, its series, its axis labels.
 
 Why: a chart task is verified from what the figure draws, not from a picture and not from
-anything the agent says about it. Matplotlib's SVG backend (with ``svg.fonttype = 'none'``)
-writes each axes as ``<g id="axes_N">``, each bar as a rectangular ``<g id="patch_N">``
-path, and each tick as a ``<use>`` marker beside a ``<text>`` label. This module maps bar
-tops from pixels to data with the tick labels themselves (a least-squares fit over the
-y ticks), so a file whose labels say the right thing but whose bars are drawn elsewhere
-reads as the wrong data. It trusts nothing but that geometry: no gid, title or metadata
-claim counts. Parsing uses :mod:`xml.etree.ElementTree` on text capped in size; a figure
-it cannot read is simply wrong (0.0), never an error.
+anything the agent says about it. Matplotlib's SVG backend (with ``svg.fonttype = 'none'``,
+so text stays text) writes each axes as ``<g id="axes_N">``, each bar or histogram bin as a
+rectangular ``<g id="patch_N">`` path, each plotted line as a ``<g id="line2d_N">`` path,
+each scatter as a ``<g id="PathCollection_N">`` of ``<use>`` markers, and each tick as a
+``<use>`` marker beside a ``<text>`` label. This module maps pixels to data with the tick
+labels themselves (a least-squares line through the labelled ticks, refused unless every
+tick lies on it), so a file whose labels say the right thing but whose marks are drawn
+elsewhere reads as the wrong data. The chart type comes from that structure alone:
+
+- rectangles sharing one baseline edge: ``bar`` (gaps between them) or ``histogram``
+  (each bin's right edge the next one's left edge, on a numeric x axis); rectangles
+  sharing one left edge: ``barh``;
+- exactly one line: ``line``, each vertex named by the x tick at its position;
+- exactly one marker collection: ``scatter``, both coordinates through the ticks.
+
+Anything else (two series, bars and a line, no marks, a log axis, a vertex with no tick)
+is unreadable. It trusts nothing but geometry: no gid, title or metadata claim counts.
+Parsing is capped (characters, elements, nesting depth, no entity declarations); a figure
+it cannot read is simply wrong (0.0 in :mod:`~analyst_env.verifiers.chart_match`), never
+an error.
 
 Example:
-    >>> chart_score("<svg/>", {"categories": ["a"], "values": [1.0]})
-    0.0
+    >>> read_chart("<svg/>") is None
+    True
 """
 
 from __future__ import annotations
@@ -21,19 +33,31 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from analyst_env.verifiers.normalize import close, normalize_text, parse_number
+from analyst_env.verifiers.normalize import parse_number
 
 MAX_SVG_CHARS = 2_000_000
+MAX_ELEMENTS = 100_000
+MAX_DEPTH = 40
 _NUM = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+_EDGE = 1e-3  # pixels: two edges this close are the same edge (the SVG writes 6 digits)
+
+Fit = Callable[[float], float]
 
 
 @dataclass(frozen=True)
-class BarChart:
-    """What one axes draws: bars as (category label, value, fill), and the axis labels."""
+class Chart:
+    """What the only axes of a figure draws.
 
-    bars: tuple[tuple[str, float, str], ...]
+    ``labels`` name each bar (left to right; ``barh``: top to bottom) or line vertex;
+    ``xs`` are scatter x values or a histogram's bin edges; ``ys`` are bar values,
+    line values, scatter y values or bin counts.
+    """
+
+    kind: str
+    labels: tuple[str, ...]
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
     xlabel: str
     ylabel: str
 
@@ -42,48 +66,44 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _texts(group: ET.Element) -> list[ET.Element]:
-    return [e for e in group.iter() if _local(e.tag) == "text"]
-
-
-def _tick_points(axis: ET.Element, prefix: str) -> list[tuple[float, float, str]]:
-    """(x, y, label) of every tick marker in one ``matplotlib.axis_N`` group."""
-    out = []
-    for tick in axis:
-        if not tick.get("id", "").startswith(prefix):
-            continue
-        uses = [e for e in tick.iter() if _local(e.tag) == "use"]
-        texts = _texts(tick)
-        if uses and texts:
-            out.append(
-                (
-                    float(uses[0].get("x", "nan")),
-                    float(uses[0].get("y", "nan")),
-                    "".join(texts[0].itertext()),
-                )
-            )
-    return out
-
-
-def _rectangle(path_d: str) -> tuple[float, float, float, float] | None:
-    nums = [float(n) for n in _NUM.findall(path_d)]
-    if len(nums) != 8 or not path_d.rstrip().endswith("z"):
-        return None
-    xs, ys = nums[0::2], nums[1::2]
-    return min(xs), max(xs), min(ys), max(ys)
-
-
-def read_bar_chart(svg_text: str) -> BarChart | None:
-    """The bar chart in the only axes of ``svg_text``, or None if it is not exactly that."""
+def parse_capped(svg_text: str) -> ET.Element | None:
+    """The parsed root, or None past the caps (size, element count, depth) or on bad XML."""
     if len(svg_text) > MAX_SVG_CHARS or "<!ENTITY" in svg_text:
         return None
+    parser: ET.XMLPullParser = ET.XMLPullParser(events=("start", "end"))
+    depth = count = 0
+    root: ET.Element | None = None
     try:
-        return _read(ET.fromstring(svg_text))
-    except (ET.ParseError, ValueError):  # not XML, or a coordinate that is not a number
+        parser.feed(svg_text)
+        parser.close()
+        for event, element in parser.read_events():  # type: ignore[misc]  # (event, element)
+            if root is None and isinstance(element, ET.Element):
+                root = element
+            depth += 1 if event == "start" else -1
+            count += event == "start"
+            if depth > MAX_DEPTH or count > MAX_ELEMENTS:
+                return None
+    except ET.ParseError:
+        return None
+    return root
+
+
+def read_chart(svg_text: str) -> Chart | None:
+    """The chart in the only axes of ``svg_text``, or None unless it is one readable chart."""
+    root = parse_capped(svg_text)
+    if root is None:
+        return None
+    try:
+        return _read(root)
+    except ValueError:  # a coordinate that is not a number
         return None
 
 
-def _read(root: ET.Element) -> BarChart | None:
+def _direct(group: ET.Element, prefix: str) -> list[ET.Element]:
+    return [g for g in group if g.get("id", "").startswith(prefix)]
+
+
+def _read(root: ET.Element) -> Chart | None:
     axes = [
         g
         for g in root.iter()
@@ -92,44 +112,77 @@ def _read(root: ET.Element) -> BarChart | None:
     if len(axes) != 1:
         return None
     ax = axes[0]
-    axis_groups = [g for g in ax if g.get("id", "").startswith("matplotlib.axis_")]
+    axis_groups = _direct(ax, "matplotlib.axis_")
     if len(axis_groups) != 2:
         return None
-    xticks, yticks = _tick_points(axis_groups[0], "xtick_"), _tick_points(axis_groups[1], "ytick_")
-    ymap = _fit([(y, parse_number(label.replace("\u2212", "-"))) for _, y, label in yticks])
-    if ymap is None or not xticks:
-        return None
-    xlabel = _axis_label(axis_groups[0])
-    ylabel = _axis_label(axis_groups[1])
-    patches = [g for g in ax if g.get("id", "").startswith("patch_")]
-    bars = []
-    for patch in patches[1:]:  # the first patch is the axes background
-        paths = [e for e in patch if _local(e.tag) == "path"]
-        rect = _rectangle(paths[0].get("d", "")) if paths else None
-        if rect is None:
-            continue  # spines are two-point lines
-        x0, x1, y_top, y_bottom = rect
-        centre = (x0 + x1) / 2
-        label = min(xticks, key=lambda t: abs(t[0] - centre))[2]
-        near, far = sorted((ymap(y_top), ymap(y_bottom)), key=abs)
-        height = far - near  # signed: a bar below zero reads negative
-        fill = re.search(r"fill:\s*([^;\"]+)", paths[0].get("style", ""))
-        bars.append((label, height, fill.group(1).strip() if fill else ""))
-    if not bars:
-        return None
-    return BarChart(tuple(bars), xlabel, ylabel)
+    ticks = _tick_points(axis_groups[0], "xtick_"), _tick_points(axis_groups[1], "ytick_")
+    labels = _axis_label(axis_groups[0]), _axis_label(axis_groups[1])
+    rects = [r for r in map(_patch_rect, _direct(ax, "patch_")[1:]) if r is not None]
+    lines = [p for p in map(_line_points, _direct(ax, "line2d_")) if p]
+    marks = [p for p in map(_use_points, _direct(ax, "PathCollection_")) if p]
+    if sum(map(bool, (rects, lines, marks))) != 1 or len(lines) > 1 or len(marks) > 1:
+        return None  # nothing drawn, or several series or kinds at once (a hedge)
+    if rects:
+        return _bars(rects, ticks, labels)
+    if lines:
+        return _line(lines[0], ticks, labels)
+    return _scatter(marks[0], ticks, labels)
+
+
+def _tick_points(axis: ET.Element, prefix: str) -> list[tuple[float, float, str]]:
+    """(x, y, label) of every tick marker in one ``matplotlib.axis_N`` group."""
+    out = []
+    for tick in _direct(axis, prefix):
+        uses = [e for e in tick.iter() if _local(e.tag) == "use"]
+        texts = [e for e in tick.iter() if _local(e.tag) == "text"]
+        if uses and texts:
+            x, y = float(uses[0].get("x", "nan")), float(uses[0].get("y", "nan"))
+            out.append((x, y, "".join(texts[0].itertext()).strip()))
+    return out
 
 
 def _axis_label(axis: ET.Element) -> str:
-    direct = [g for g in axis if g.get("id", "").startswith("text_")]
+    direct = _direct(axis, "text_")
     return "".join(direct[-1].itertext()).strip() if direct else ""
 
 
-def _fit(points: list[tuple[float, float | None]]) -> Callable[[float], float] | None:
-    """pixel -> value as a least-squares line through the labelled ticks (None if < 2)."""
-    pts = [(p, v) for p, v in points if v is not None]
-    if len(pts) < 2:
+def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float, str] | None:
+    """(left, right, top, bottom, fill) of a filled rectangular patch (spines are not)."""
+    paths = [e for e in patch if _local(e.tag) == "path"]
+    if not paths:
         return None
+    d = paths[0].get("d", "")
+    nums = [float(n) for n in _NUM.findall(d)]
+    if len(nums) != 8 or not d.rstrip().endswith("z"):
+        return None
+    xs, ys = nums[0::2], nums[1::2]
+    fill = re.search(r"fill:\s*([^;\"]+)", paths[0].get("style", ""))
+    return min(xs), max(xs), min(ys), max(ys), fill.group(1).strip() if fill else ""
+
+
+def _line_points(group: ET.Element) -> list[tuple[float, float]]:
+    paths = [e for e in group if _local(e.tag) == "path"]
+    if not paths:
+        return []
+    nums = [float(n) for n in _NUM.findall(paths[0].get("d", ""))]
+    points = list(zip(nums[0::2], nums[1::2], strict=False))
+    return points if len(points) >= 2 else []
+
+
+def _use_points(group: ET.Element) -> list[tuple[float, float]]:
+    return [
+        (float(e.get("x", "nan")), float(e.get("y", "nan")))
+        for e in group.iter()
+        if _local(e.tag) == "use"
+    ]
+
+
+def _fit(points: list[tuple[float, str]]) -> Fit | None:
+    """pixel -> value as a least-squares line through the labelled ticks (None if < 2)."""
+    parsed = [(p, parse_number(s.replace("\u2212", "-"))) for p, s in points]
+    pts = [(p, v) for p, v in parsed if v is not None]
+    if len(pts) < 2 or len(pts) != len(points):
+        return None  # a tick that is no number: not a numeric axis
     n = len(pts)
     mp = sum(p for p, _ in pts) / n
     mv = sum(v for _, v in pts) / n
@@ -137,27 +190,81 @@ def _fit(points: list[tuple[float, float | None]]) -> Callable[[float], float] |
     if var == 0:
         return None
     slope = sum((p - mp) * (v - mv) for p, v in pts) / var
-    if any(abs(mv + slope * (p - mp) - v) > 1e-6 * max(1.0, abs(v)) for p, v in pts):
-        return None  # non-linear (log) or inconsistent tick labels
+    span = max(v for _, v in pts) - min(v for _, v in pts)
+    if any(abs(mv + slope * (p - mp) - v) > 1e-6 * span for p, v in pts):
+        return None  # non-linear (log) or inconsistent tick labels (pixels have 6 decimals)
     return lambda p: mv + slope * (p - mp)
 
 
-def chart_score(svg_text: str, gold: dict[str, Any], rel_tol: float = 0.01) -> float:
-    """1.0 when the figure is one bar series with gold's categories, in gold's order, with
-    gold's values (within ``rel_tol`` of the largest), and, if gold names them, its axis labels."""
-    chart = read_bar_chart(svg_text)
-    if chart is None or len({fill for *_, fill in chart.bars}) != 1:
-        return 0.0  # unreadable, or several series (a hedge)
-    cats = [normalize_text(c) for c in gold["categories"]]
-    if [normalize_text(label) for label, _, _ in chart.bars] != cats:
-        return 0.0
-    scale = max(abs(v) for v in gold["values"]) or 1.0
-    if not all(
-        close(got, want, abs_tol=rel_tol * scale)
-        for (_, got, _), want in zip(chart.bars, gold["values"], strict=True)
-    ):
-        return 0.0
-    for key, got in (("xlabel", chart.xlabel), ("ylabel", chart.ylabel)):
-        if gold.get(key) and normalize_text(got) != normalize_text(gold[key]):
-            return 0.0
-    return 1.0
+Ticks = tuple[list[tuple[float, float, str]], list[tuple[float, float, str]]]
+
+
+def _common(edges: list[tuple[float, float]], fit: Fit | None) -> float | None:
+    """The edge every (low, high) pair shares (the baseline), if any; a lone bar's is the
+    edge whose value is nearer 0."""
+    shared = [c for c in edges[0] if all(min(abs(a - c), abs(b - c)) < _EDGE for a, b in edges)]
+    if len(shared) == 2 and fit is not None:
+        return min(shared, key=lambda c: abs(fit(c)))
+    return shared[0] if shared else None
+
+
+def _bars(rects: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
+    if len({r[4] for r in rects}) != 1:
+        return None  # two fills: two series
+    xticks, yticks = ticks
+    yfit = _fit([(y, s) for _, y, s in yticks])
+    xfit = _fit([(x, s) for x, _, s in xticks])
+    base_y = _common([(r[2], r[3]) for r in rects], yfit)
+    if base_y is not None:
+        if yfit is None:
+            return None
+        rects = sorted(rects, key=lambda r: r[0])
+        values = tuple(
+            yfit(r[2] if abs(r[3] - base_y) < _EDGE else r[3]) - yfit(base_y) for r in rects
+        )
+        joined = all(abs(a[1] - b[0]) < _EDGE for a, b in zip(rects, rects[1:], strict=False))
+        if len(rects) > 1 and joined and xfit is not None:
+            edges = (*(xfit(r[0]) for r in rects), xfit(rects[-1][1]))
+            return Chart("histogram", (), edges, values, *labels)
+        names = _names([((r[0] + r[1]) / 2, (r[1] - r[0]) / 2) for r in rects], xticks, 0)
+        return None if names is None else Chart("bar", names, (), values, *labels)
+    base_x = _common([(r[0], r[1]) for r in rects], xfit)
+    if base_x is None or xfit is None:
+        return None
+    rects = sorted(rects, key=lambda r: r[2])  # top to bottom
+    values = tuple(xfit(r[1] if abs(r[0] - base_x) < _EDGE else r[0]) - xfit(base_x) for r in rects)
+    names = _names([((r[2] + r[3]) / 2, (r[3] - r[2]) / 2) for r in rects], yticks, 1)
+    return None if names is None else Chart("barh", names, (), values, *labels)
+
+
+def _names(
+    centres: list[tuple[float, float]], ticks: list[tuple[float, float, str]], axis: int
+) -> tuple[str, ...] | None:
+    """The tick label at each (centre, half-width) mark; None if a mark has no tick on it."""
+    out = []
+    for centre, half in centres:
+        near = [t for t in ticks if abs((t[0] if axis == 0 else t[1]) - centre) <= half]
+        if len(near) != 1:
+            return None
+        out.append(near[0][2])
+    return tuple(out)
+
+
+def _line(points: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
+    xticks, yticks = ticks
+    yfit = _fit([(y, s) for _, y, s in yticks])
+    names = _names([(x, 0.5) for x, _ in points], xticks, 0)
+    if yfit is None or names is None:
+        return None
+    return Chart("line", names, (), tuple(yfit(y) for _, y in points), *labels)
+
+
+def _scatter(points: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
+    xticks, yticks = ticks
+    xfit = _fit([(x, s) for x, _, s in xticks])
+    yfit = _fit([(y, s) for _, y, s in yticks])
+    if xfit is None or yfit is None:
+        return None
+    return Chart(
+        "scatter", (), tuple(xfit(x) for x, _ in points), tuple(yfit(y) for _, y in points), *labels
+    )

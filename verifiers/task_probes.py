@@ -16,6 +16,7 @@ import re
 import zipfile
 
 from analyst_env.task_format import Task
+from analyst_env.verifiers.chart_probes import chart_probes
 from analyst_env.verifiers.normalize import as_number, parse_number
 from analyst_env.verifiers.probe_answers import (
     JUNK,
@@ -112,6 +113,8 @@ def probes_for(task: Task) -> tuple[list[Probe], list[Probe]]:
     gold, oracle = task.answer, task.oracle_answer.strip()
     if name == "workbook_match":
         return workbook_probes(gold["workbook"], dict(task.files)), []
+    if name == "chart_figure" and isinstance(gold, dict):
+        return chart_probes(gold), []
     if name == "numeric" and (value := as_number(gold)) is not None and math.isnan(value):
         junk = [p for p in junk if not is_nan_text(p.answer)]  # "nan" is this gold's own answer
         adversarial: list[Probe] = []

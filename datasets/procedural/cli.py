@@ -3,7 +3,9 @@
 ``generate --count N --seed S [--split train|test|ood] [--start I] --out DIR``
 makes tasks ``I .. I + N - 1`` of the split from seed ``S`` and writes them as a
 task directory (``taskdir``) that ``serve --dataset tasks:DIR`` and ``validate
-tasks:DIR`` read. The seed itself is not written into the directory, only a
+tasks:DIR`` read. ``--with-solutions`` also writes ``solutions.jsonl``, each task's
+worked solution (``solution_files``), beside ``tasks.jsonl`` and outside every task.
+The seed itself is not written into the directory, only a
 digest of it, so a frozen set does not hand out the key to the rest of the space.
 
 A thousand tasks take half a minute, so a progress bar runs on stderr while they
@@ -43,6 +45,12 @@ def add_parser(sub) -> None:
         "--no-oracle-steps", action="store_true", help="Leave oracle_steps out of the records"
     )
     gen.add_argument(
+        "--with-solutions",
+        action="store_true",
+        help="Also write solutions.jsonl: each task's worked solution (the tool calls that "
+        "solve it from its files), for training data; never served",
+    )
+    gen.add_argument(
         "--json",
         action="store_true",
         help="Print the summary as one JSON object (for scripts) instead of a line of text",
@@ -56,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from analyst_env.datasets.procedural.dataset import ProceduralDataset
     from analyst_env.datasets.procedural.generator import GENERATOR_VERSION
     from analyst_env.datasets.procedural.sampling import take, timing
+    from analyst_env.datasets.procedural.solution_files import write_solutions
     from analyst_env.datasets.procedural.taskdir import TaskDirError, write_task_dir
 
     if args.count < 1 or args.start < 0:
@@ -89,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         }
         try:
             path = write_task_dir(tasks, out, meta, oracle_steps=not args.no_oracle_steps)
+            # while the tasks' cache folders (and their plans) still exist
+            solved = write_solutions(tasks, out) if args.with_solutions else None
         except (TaskDirError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -107,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         "dropped": stats["dropped"],
         "drop_rate": round(stats["drop_rate"], 4),
         "by_reason": stats["by_reason"],
+        **(solved or {}),
     }
     print(json.dumps(summary, sort_keys=True) if args.json else human_summary(summary))
     return 0
@@ -114,8 +126,14 @@ def run(args: argparse.Namespace) -> int:
 
 def human_summary(summary: dict) -> str:
     """One line a person reads at the end of ``generate``."""
-    return (
+    line = (
         f"wrote {summary['tasks']} tasks to {summary['wrote']} in {summary['seconds']:.1f} s "
         f"(p50 {summary['p50_ms']:.0f} ms, p99 {summary['p99_ms']:.0f} ms per task; "
         f"{summary['dropped']} of {summary['attempts']} draws dropped by their checks)"
     )
+    if "solutions" in summary:
+        missing = summary["without_solution"]
+        line += f"; {summary['solutions']} worked solutions in solutions.jsonl" + (
+            f" ({sum(missing.values())} without one: {', '.join(missing)})" if missing else ""
+        )
+    return line

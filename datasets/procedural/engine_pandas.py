@@ -181,6 +181,8 @@ def evaluate(q: Query, records: pd.DataFrame) -> Any:
         return table_rows([grouped(df, by, fn, role) for fn, role in columns])
     if name == "pivot_table":
         return pivot_rows(grouped(df, "pivot", a[0], a[1]))
+    if name == "hist":  # counts per bin: [low, high), the last bin [low, high]
+        return [int(n) for n in np.histogram(df[a[0]].dropna(), bins=list(a[1]))[0]]
     if name == "percentile":
         s = df[a[0]].dropna()
         return float(np.percentile(s, a[1])) if len(s) else None

@@ -7,6 +7,7 @@ missing values are read, how ties sort) shows up as a disagreement.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import statistics
@@ -210,6 +211,16 @@ def _column(rows: list[Record], role: str) -> list[float]:
     return [r[role] for r in rows if r[role] is not None]
 
 
+def _hist(xs: list[float], edges: list[float]) -> list[int]:
+    """Counts per bin: a value on an inner edge counts in the upper bin, the top edge in the
+    last."""
+    counts = [0] * (len(edges) - 1)
+    for x in xs:
+        if edges[0] <= x <= edges[-1]:
+            counts[min(bisect.bisect_right(edges, x) - 1, len(counts) - 1)] += 1
+    return counts
+
+
 def evaluate(q: Query, records: list[Record]) -> Any:
     rows = [r for r in records if r.get("attr") is not None] if uses_attr(q) else records
     rows = [r for r in rows if all(_keep(r, *f) for f in q["filters"])]
@@ -230,6 +241,8 @@ def evaluate(q: Query, records: list[Record]) -> Any:
         return table_rows([grouped(rows, by, fn, role) for fn, role in columns])
     if name == "pivot_table":
         return pivot_rows(grouped(rows, "pivot", a[0], a[1]))
+    if name == "hist":
+        return _hist(_column(rows, a[0]), list(a[1]))
     if name in ("percentile", "iqr", "zcount", "iqr_outliers"):
         xs = sorted(_column(rows, a[0]))
         if not xs:

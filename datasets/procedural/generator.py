@@ -25,6 +25,7 @@ import pandas as pd
 
 from analyst_env.datasets.procedural import (
     books,
+    charts,
     engine_pandas,
     engine_plain,
     files,
@@ -44,7 +45,8 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.datasets.shipped.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 8  # 8: open questions answered by a written finding (findings, rubric)
+GENERATOR_VERSION = 9  # 9: charts saved as SVG, verified from the figure (charts, chart_figure)
+# 8: open questions answered by a written finding (findings, rubric)
 # 6: questions and answer formats worded several ways (phrasing.py)
 # 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
@@ -146,9 +148,9 @@ def attempt(
     question = ask.question + (
         f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
     )
-    question += "." if ask.style in BOOK_STYLES else "?"
+    question += "." if ask.style in SAVED_STYLES else "?"
     wording = wording_rng(seed, split, index, tries)
-    if ask.style not in BOOK_STYLES:
+    if ask.style not in SAVED_STYLES:
         question = reword_question(question, wording)
     answer_format = wording.getstate()
     notes = " ".join(defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
@@ -163,6 +165,8 @@ def attempt(
             return _book_task(made, ask, query, describe, place, fact, dim, directory)
         except books.Unscorable as exc:
             raise Dropped(exc.reason) from None
+    if ask.style == "chart":
+        return _chart_task(made, ask, query, describe, place, (fact, dim), directory, ctx)
 
     def worded(gold: Any) -> tuple[Draft, str, tuple]:
         """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped
@@ -219,6 +223,8 @@ def _finding(gold: Any, question: str, describe: str, ctx: Ctx, wording: Any) ->
 
 BOOK_STYLES = ("workbook", "column")
 """Answer styles scored on a workbook the agent saves (``books``), not on its words."""
+SAVED_STYLES = (*BOOK_STYLES, "chart")
+"""Answer styles scored on a file the agent saves: asked in a sentence, never reworded."""
 
 
 @dataclass
@@ -313,3 +319,31 @@ def _book_task(
         book.oracle_steps,
         output=book.output,
     )
+
+
+def _chart_task(
+    made: Made,
+    ask: Ask,
+    query: dict,
+    head: str,
+    place: files.Placement,
+    tables: tuple[pd.DataFrame, pd.DataFrame | None],
+    directory: Path,
+    ctx: Ctx,
+) -> Task:
+    """A task answered by a saved figure: the series found by both engines from the files as
+    written, then the gold, request and oracle cell (``charts``)."""
+    d, mess = made.drawn.domain, made.drawn.mess
+    paths = files.write(place, *tables, directory)
+    series = _answer(query, *files.read_pandas(place, directory), d, mess, engine_pandas)
+    check = _answer(query, *files.read_plain(place, directory), d, mess, engine_plain)
+    if series is None:
+        raise Dropped("undefined-answer")
+    if not agree(series, check):
+        raise Dropped("engines-disagree")
+    try:
+        fig = charts.figure(ask, series, ctx)
+    except ValueError as exc:
+        raise Dropped(str(exc)) from None
+    instruction = f"{head}\n\n{fig.request}"
+    return made.task(instruction, paths, fig.answer, "done", charts.VERIFIER, fig.oracle_steps)

@@ -17,7 +17,9 @@ they agree. The rules below are also what the question's wording promises:
 - a ``table`` (a sheet of a workbook answer) has one row per group label,
   sorted by label, and one column per aggregate; a ``pivot_table`` has one row
   per ``g1`` label, one column per ``g2`` label (0 where no record has both)
-  and a ``Total`` column; a cell no value defines makes the table undefined.
+  and a ``Total`` column; a cell no value defines makes the table undefined;
+- a ``hist`` counts a measure's values per bin of given edges: a bin holds its
+  lower edge, the last bin its upper edge too (numpy's and matplotlib's rule).
 """
 
 from __future__ import annotations

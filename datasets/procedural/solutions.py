@@ -7,10 +7,13 @@ sandbox, never copied from the gold. The builder dispatches on the query's op
 (see ``query``); a template whose op has no solution yet raises
 :class:`NoSolution` naming it, so a new category is reported, not crashed on.
 
-Covered: every op of ``query`` answered in words (``COVERED_OPS``); not yet the
+Covered: every op of ``query`` answered in words (``COVERED_OPS``; a ``findings`` task's
+two sub-queries, then the sentence its rubric checks); not yet the
 workbook answers (``table``, ``pivot_table``, ``column``: the result-workbook and
-excel-edit categories). Styles: ``pandas`` (cells only) and ``mixed`` (a shell look at the files,
-then cells); the DuckDB SQL style is not written yet.
+excel-edit categories). Styles: ``pandas`` (cells only), ``mixed`` (a shell look at the files,
+then cells) and ``sql`` (a ``run_sql`` look at the raw table, the files tidied in pandas, the
+answer computed in DuckDB SQL over the tidy frame where ``solutions_sql`` has a SQL form for
+the op, in pandas otherwise).
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
+from analyst_env.datasets.procedural import solutions_sql
 from analyst_env.task_format import ToolCall
 
-STYLES = ("pandas", "mixed")
+STYLES = ("pandas", "mixed", "sql")
 COVERED_OPS = (
     *("count", "agg", "missing", "raw", "group", "percentile", "iqr", "corr", "welch", "zcount"),
     *("iqr_outliers", "growth", "rolling_max", "daily_jump", "top_per_group", "group_topn_mean"),
-    *("running_share", "cohort", "funnel_both", "set_only"),
+    *("running_share", "cohort", "funnel_both", "set_only", "finding"),
 )
-COVERED_ANSWERS = ("number", "integer", "text", "set", "list", "pair")
+COVERED_ANSWERS = ("number", "integer", "text", "set", "list", "pair", "finding")
 
 
 class NoSolution(Exception):
@@ -129,9 +133,14 @@ def _grouped(by: str, fn: str, role: str) -> str:
     return f"per = df.groupby({labels})[{role!r}].{method}.dropna()"
 
 
-def _compute(plan: dict) -> str:
+def _compute(plan: dict, sql: bool = False) -> str:
     op = plan["query"]["op"]
     name, *a = op
+    if sql and name != "group" and (in_sql := solutions_sql.scalar(plan)) is not None:
+        return in_sql
+    if name == "finding":  # two sub-queries over the same rows: the change, then the leader
+        change, leader = (_compute({**plan, "query": {**plan["query"], "op": o}}, sql) for o in a)
+        return f"{change}\ngrowth = answer\n{leader}\nleader = answer"
     if name == "count":
         return "answer = len(df)"
     if name == "missing":
@@ -164,7 +173,8 @@ def _compute(plan: dict) -> str:
     if name == "group":
         by, fn, role, reducer = a
         rname, *rargs = reducer
-        lines = [_grouped(by, fn, role), "print(per.sort_values(ascending=False).head(10))"]
+        per = solutions_sql.grouped(by, fn, role) if sql else _grouped(by, fn, role)
+        lines = [per, "print(per.sort_values(ascending=False).head(10))"]
         if rname in ("argmax", "argmin", "top", "bottom", "kth"):
             asc = rname in ("argmin", "bottom")
             k = 1 if rname in ("argmax", "argmin") else rargs[0]
@@ -309,6 +319,12 @@ def _print(plan: dict) -> str:
     if style in ("set", "list"):
         body = "sorted(map(str, answer))" if style == "set" else "[str(v) for v in answer]"
         return f"print(json.dumps({body}))"
+    if style == "finding":  # the sentence the rubric checks: direction, percentage, leader
+        return (
+            "verb = 'fell' if growth < 0 else 'rose'\n"
+            "print(f'The monthly total {verb} by {round(abs(growth), 1):.1f}%, "
+            "and {leader} has the highest total.')"
+        )
     if style == "pair":
         c = plan["cols"]
         return (
@@ -326,13 +342,18 @@ def build(plan: dict, style: str = "pandas") -> list[ToolCall]:
     """
     if style not in STYLES:
         raise ValueError(f"unknown solution style {style!r}; styles: {', '.join(STYLES)}")
-    compute, show = _compute(plan), _print(plan)  # raise NoSolution before anything is built
+    # raise NoSolution before anything is built
+    compute, show = _compute(plan, sql=style == "sql"), _print(plan)
     cell = "add_and_execute_code_cell"
     steps: list[ToolCall] = []
+    load = _load(plan)
     if style == "mixed":
         steps.append(ToolCall(tool="execute_shell_command", arguments={"command": "ls -la"}))
+    if style == "sql":
+        steps += [look] if (look := solutions_sql.look(plan)) is not None else []
+        load = "import duckdb\n" + load
     steps += [
-        ToolCall(tool=cell, arguments={"code": _load(plan)}),
+        ToolCall(tool=cell, arguments={"code": load}),
         ToolCall(tool=cell, arguments={"code": _clean(plan)}),
         ToolCall(tool=cell, arguments={"code": f"{compute}\n{show}"}),
     ]

@@ -7,6 +7,7 @@ Layout::
       tasks.jsonl       one task per line, the fields of ``datasets.task.Task``
       files/...         the tasks' input files (any layout: tasks.jsonl paths are relative to DIR)
       references/...    reference workbooks of workbook-scored tasks (never copied into a sandbox)
+      solutions.jsonl   optional: worked solutions (``generate --with-solutions``), never served
 
 Each line is a ``Task`` record: ``id``, ``instruction``, ``files`` (``{name in
 the working directory: path relative to DIR}``), ``answer``,

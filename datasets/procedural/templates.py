@@ -8,8 +8,8 @@ standard deviation, how percentiles interpolate). ``None`` means the drawn
 data does not suit it (too few groups); the generator then draws again.
 
 The category modules (``t_basic``, ``t_groups``, ``t_time``, ``t_stats``,
-``t_clean``, ``t_relations``, ``t_books``) hold the templates; this module holds the
-registry and the shared wording helpers.
+``t_clean``, ``t_relations``, ``t_books``, ``t_findings``, ``t_charts``) hold the
+templates; this module holds the registry and the shared wording helpers.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ CATEGORIES = (
     "excel-edit",
     "result-workbook",
     "findings",
+    "charts",
 )
 """The analysis categories templates are filed under (docs/tasks.md lists them with their
   templates)."""
@@ -121,7 +122,9 @@ class Ask:
 
     ``style`` is ``number``, ``integer``, ``text``, ``set``, ``list`` or ``pair`` for an
     answer in words; ``workbook`` for a sheet (``sheet`` says which); ``column`` for a
-    column added in place to the input workbook's records sheet.
+    column added in place to the input workbook's records sheet; ``chart`` for a figure
+    saved as SVG (``what`` names its kind, ``order`` a bar chart's order: ``desc`` or
+    ``label``).
     """
 
     question: str
@@ -202,6 +205,7 @@ def load_all() -> list[Template]:
     from analyst_env.datasets.procedural import (  # noqa: F401 (imported to register)
         t_basic,
         t_books,
+        t_charts,
         t_clean,
         t_findings,
         t_groups,

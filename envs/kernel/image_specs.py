@@ -14,6 +14,20 @@ from typing import Any
 
 MPL_BACKEND = "module://analyst_env.envs.kernel.mpl_backend"
 
+
+def apply_mpl_rc() -> None:
+    """Set the matplotlib settings every kernel starts with (zygote and remote runner).
+
+    ``svg.fonttype = "none"``: text in a saved SVG stays ``<text>`` (matplotlib's default
+    draws it as glyph paths), so a chart task's figure can be read back from its ticks and
+    labels (``verifiers.chart_svg``); an analyst's SVG is smaller and editable this way too.
+    A cell may change it; the chart task's request says so.
+    """
+    import matplotlib
+
+    matplotlib.rcParams["svg.fonttype"] = "none"
+
+
 _DEFAULT_WARM_UP = """
 import io
 import duckdb

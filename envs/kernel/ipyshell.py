@@ -182,9 +182,20 @@ class KernelShell(InteractiveShell):
         return self.record, count
 
 
+SHOWN_MIME_TYPES = ("text/plain", "text/html", "text/markdown", "image/png")
+"""The representations a cell's value is formatted into: what the model's text
+(``server/rendering.py``: plain text, markdown, a note per PNG) and the exported
+notebooks (plus HTML tables) use. IPython's other six formatters (SVG, PDF, JPEG,
+LaTeX, JSON, JavaScript) ran on every value for output nobody reads: about a
+third of a trivial cell's time in the kernel (BENCHMARKS.md, "Trivial cell").
+``display()`` of a raw bundle still carries any mime type."""
+
+
 def build_shell() -> KernelShell:
-    """Create the process-wide shell: history off, no colours in tracebacks."""
+    """Create the process-wide shell: history off, no colours in tracebacks, and
+    only the formatters of :data:`SHOWN_MIME_TYPES`."""
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "nocolor"
+    config.DisplayFormatter.active_types = list(SHOWN_MIME_TYPES)
     return KernelShell.instance(config=config)

@@ -46,7 +46,7 @@ from typing import Any
 import matplotlib
 
 from analyst_env.envs.kernel import procctl
-from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec
+from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec, apply_mpl_rc
 from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
 from analyst_env.envs.local import isolation, seccomp, slot_dirs
@@ -62,6 +62,7 @@ def prepare(image: ImageSpec) -> KernelShell:
         RuntimeError: Something left a thread running; forking would be unsafe.
     """
     matplotlib.use(MPL_BACKEND)
+    apply_mpl_rc()
     for module in image.preload:
         importlib.import_module(module)
     shell = build_shell()

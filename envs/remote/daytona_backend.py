@@ -29,15 +29,10 @@ from typing import TYPE_CHECKING, Any
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
-from analyst_env.envs.remote.relayed_runner import (
-    BUNDLE_PATH,
-    relay_command,
-    runner_bundle,
-    unpack_command,
-)
-from analyst_env.envs.remote.runner_link import RunnerClient
+from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
@@ -239,29 +234,29 @@ class DaytonaSandboxBackend(RunnerBackend):
         except self.sdk.DaytonaError as exc:
             raise SandboxError(f"Daytona could not create a sandbox: {exc}") from exc
         created = time.monotonic()
-        try:
-            sandbox.fs.upload_file(self._bundle, BUNDLE_PATH)
-            unpacked = sandbox.process.exec(unpack_command(), timeout=120)
-            if unpacked.exit_code != 0:
-                raise SandboxError(f"unpacking the runner failed: {unpacked.result[-500:]}")
-            sandbox.process.create_session(RUNNER_SESSION)
-            started = sandbox.process.execute_session_command(
-                RUNNER_SESSION,
-                self.sdk.SessionExecuteRequest(
-                    command=relay_command(recipe), run_async=True, suppress_input_echo=True
-                ),
+        process = sandbox.process
+
+        def run(command: str) -> tuple[int, str]:
+            done = process.exec(command, timeout=120)
+            return done.exit_code, done.result
+
+        def relay(command: str) -> QueueChannel:
+            process.create_session(RUNNER_SESSION)
+            request = self.sdk.SessionExecuteRequest(
+                command=command, run_async=True, suppress_input_echo=True
             )
-            channel = session_channel(sandbox.process, RUNNER_SESSION, started.cmd_id)
-            client = RunnerClient(channel, f"daytona sandbox {sandbox.id}")
-            client.wait_ready(self.boot_timeout_s)
-        except BaseException as exc:
-            try:
-                sandbox.delete()
-            except Exception:
-                pass
-            if isinstance(exc, self.sdk.DaytonaError):
-                raise SandboxError(f"Daytona sandbox {sandbox.id} could not start: {exc}") from exc
-            raise
+            started = process.execute_session_command(RUNNER_SESSION, request)
+            return session_channel(process, RUNNER_SESSION, started.cmd_id)
+
+        calls = SlotCalls(
+            f"Daytona sandbox {sandbox.id}",
+            sandbox.fs.upload_file,
+            run,
+            relay,
+            sandbox.delete,
+            self.sdk.DaytonaError,
+        )
+        client = start_relayed_runner(calls, recipe, self._bundle, self.boot_timeout_s)
         return Slot(client, sandbox.delete, meta={"created": created, "sandbox": sandbox})
 
     def _slot_usable(self, slot: Slot) -> bool:

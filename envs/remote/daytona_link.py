@@ -13,20 +13,15 @@ bytes; this module turns those lines back into the byte chunks a
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
+from analyst_env.envs.remote.line_relay import decoded_lines, encoded_lines
 
 _END = object()
-#: Runner input is sent in requests of at most this many bytes (before base64), so a large
-#: task file does not become one huge request body.
-INPUT_CHUNK_BYTES = 1 << 20
 
 
 class RunnerLines:
@@ -55,9 +50,8 @@ class RunnerLines:
             self._error = exc
         self._queue.put(_END)
 
-    def __iter__(self) -> Iterator[bytes]:
+    def _texts(self) -> Iterator[str]:
         threading.Thread(target=self._follow, name="daytona-runner-logs", daemon=True).start()
-        pending = ""
         while True:
             text = self._queue.get()
             if text is _END:
@@ -65,19 +59,10 @@ class RunnerLines:
                     raise ConnectionError(f"the Daytona log stream failed: {self._error}")
                 return
             # The daemon's log reader has been seen to pad messages with NUL bytes.
-            pending += text.replace("\x00", "")
-            *lines, pending = pending.split("\n")
-            for line in lines:
-                line = line.strip()
-                if not line:
-                    continue
-                if line.startswith(EXIT_MARKER):
-                    code = line[len(EXIT_MARKER) :].strip()
-                    raise ConnectionError(f"the sandbox runner exited with code {code}")
-                try:
-                    yield base64.b64decode(line, validate=True)
-                except binascii.Error:
-                    self._tail.add(f"(undecodable runner output: {line[:80]!r})\n".encode())
+            yield text.replace("\x00", "")
+
+    def __iter__(self) -> Iterator[bytes]:
+        return decoded_lines(self._texts(), self._tail.add)
 
 
 def session_channel(
@@ -93,8 +78,7 @@ def session_channel(
     tail = tail or StderrTail()
 
     def write(data: bytes) -> None:
-        for start in range(0, len(data), INPUT_CHUNK_BYTES):
-            line = encode_line(data[start : start + INPUT_CHUNK_BYTES])
+        for line in encoded_lines(data):
             process.send_session_command_input(session_id, command_id, line)
 
     def close() -> None:

@@ -181,14 +181,6 @@ class E2BSandboxBackend(SandboxBackend):
         """Whether ``out_dir``'s manifest records an E2B template."""
         return built_by(out_dir, self.name)
 
-    def warm_up(self, image: str = "default") -> None:
-        """Nothing to prepare: a template is built by the environment's build or the first
-        ``start`` of its image, and E2B keeps no warm sandboxes."""
-
-    def protections(self) -> dict[str, bool | str]:
-        """None reported: E2B owns isolation (a Firecracker microVM per episode)."""
-        return {}
-
     def baker(self) -> SandboxBaker:
         """Itself: E2B builds a template for each recipe."""
         return self

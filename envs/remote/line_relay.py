@@ -11,6 +11,8 @@ exits, the relay writes ``!exit <code>`` (base64 never contains ``!``) so the
 server learns it even where the vendor keeps the stream open, and exits too.
 The runner's stderr is passed through unchanged.
 
+The server's side of the same stream (``encoded_lines``, ``decoded_lines``) is here too,
+so every vendor link (``daytona_link``, ``runloop_link``) reads and writes it one way.
 This runs inside the image: standard library only.
 """
 
@@ -22,16 +24,51 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
 
 #: The line that ends the stream: the runner exited with the code that follows.
 EXIT_MARKER = "!exit"
 #: Runner output is read in chunks of at most this many bytes (one line each).
 CHUNK_BYTES = 48 * 1024
+#: Runner input is sent in lines of at most this many bytes (before base64), so a large
+#: task file does not become one huge request body.
+INPUT_CHUNK_BYTES = 1 << 20
 
 
 def encode_line(data: bytes) -> str:
     """One line of the text stream carrying ``data`` (ends with a newline)."""
     return base64.b64encode(data).decode("ascii") + "\n"
+
+
+def encoded_lines(data: bytes) -> Iterator[str]:
+    """``data`` for the runner's stdin as lines of at most ``INPUT_CHUNK_BYTES`` each (the
+    server's side: one vendor request a line)."""
+    for start in range(0, len(data), INPUT_CHUNK_BYTES):
+        yield encode_line(data[start : start + INPUT_CHUNK_BYTES])
+
+
+def decoded_lines(texts: Iterable[str], undecodable: Callable[[bytes], None]) -> Iterator[bytes]:
+    """The runner's output bytes from the relay's stdout, as a vendor delivers it (text in
+    pieces of any size; the server's side).
+
+    Raises:
+        ConnectionError: The relay reported that the runner exited.
+    """
+    pending = ""
+    for text in texts:
+        pending += text
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith(EXIT_MARKER):
+                code = line[len(EXIT_MARKER) :].strip()
+                raise ConnectionError(f"the sandbox runner exited with code {code}")
+            try:
+                yield base64.b64decode(line, validate=True)
+            except binascii.Error:
+                undecodable(f"(undecodable runner output: {line[:80]!r})\n".encode())
 
 
 def _pump_stdin(proc: subprocess.Popen) -> None:

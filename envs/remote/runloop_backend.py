@@ -25,15 +25,10 @@ from typing import TYPE_CHECKING, Any
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
-from analyst_env.envs.remote.relayed_runner import (
-    BUNDLE_PATH,
-    relay_command,
-    runner_bundle,
-    unpack_command,
-)
+from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.runloop_link import execution_channel
-from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
@@ -193,27 +188,23 @@ class RunloopSandboxBackend(RunnerBackend):
         def shutdown() -> None:
             devboxes.shutdown(devbox.id)
 
-        try:
-            devboxes.upload_file(devbox.id, path=BUNDLE_PATH, file=("runner.tar.gz", self._bundle))
-            unpacked = devboxes.execute_and_await_completion(
-                devbox.id, command=unpack_command(), optimistic_timeout=25
+        def upload(data: bytes, path: str) -> None:
+            devboxes.upload_file(devbox.id, path=path, file=("runner.tar.gz", data))
+
+        def run(command: str) -> tuple[int, str]:
+            done = devboxes.execute_and_await_completion(
+                devbox.id, command=command, optimistic_timeout=25
             )
-            if unpacked.exit_status != 0:
-                raise SandboxError(f"unpacking the runner failed: {(unpacked.stderr or '')[-500:]}")
-            started = devboxes.execute_async(
-                devbox.id, command=relay_command(recipe), attach_stdin=True
-            )
-            channel = execution_channel(self._client, devbox.id, started.execution_id)
-            client = RunnerClient(channel, f"runloop devbox {devbox.id}")
-            client.wait_ready(self.boot_timeout_s)
-        except BaseException as exc:
-            try:
-                shutdown()
-            except Exception:
-                pass
-            if isinstance(exc, self.sdk.RunloopError):
-                raise SandboxError(f"Runloop devbox {devbox.id} could not start: {exc}") from exc
-            raise
+            return done.exit_status, done.stderr or ""
+
+        def relay(command: str) -> QueueChannel:
+            started = devboxes.execute_async(devbox.id, command=command, attach_stdin=True)
+            return execution_channel(self._client, devbox.id, started.execution_id)
+
+        calls = SlotCalls(
+            f"Runloop devbox {devbox.id}", upload, run, relay, shutdown, self.sdk.RunloopError
+        )
+        client = start_relayed_runner(calls, recipe, self._bundle, self.boot_timeout_s)
         return Slot(client, shutdown, meta={"devbox": devbox})
 
 

@@ -11,39 +11,20 @@ channel (the slot is replaced) rather than risk a duplicated frame.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator
 from typing import Any
 
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
-
-#: Runner input is sent in requests of at most this many bytes (before base64).
-INPUT_CHUNK_BYTES = 1 << 20
+from analyst_env.envs.remote.line_relay import decoded_lines, encoded_lines
 
 
 def _runner_chunks(
     client: Any, devbox_id: str, execution_id: str, tail: StderrTail
 ) -> Iterator[bytes]:
     """Decode the relay's stdout lines from Runloop's SSE stream into runner bytes."""
-    pending = ""
     try:
         stream = client.devboxes.executions.stream_stdout_updates(execution_id, devbox_id=devbox_id)
-        for chunk in stream:
-            pending += chunk.output
-            *lines, pending = pending.split("\n")
-            for line in lines:
-                line = line.strip()
-                if not line:
-                    continue
-                if line.startswith(EXIT_MARKER):
-                    code = line[len(EXIT_MARKER) :].strip()
-                    raise ConnectionError(f"the sandbox runner exited with code {code}")
-                try:
-                    yield base64.b64decode(line, validate=True)
-                except binascii.Error:
-                    tail.add(f"(undecodable runner output: {line[:80]!r})\n".encode())
+        yield from decoded_lines((chunk.output for chunk in stream), tail.add)
     except ConnectionError:
         raise
     except Exception as exc:
@@ -64,8 +45,7 @@ def execution_channel(
     sender = client.with_options(max_retries=0)
 
     def write(data: bytes) -> None:
-        for start in range(0, len(data), INPUT_CHUNK_BYTES):
-            line = encode_line(data[start : start + INPUT_CHUNK_BYTES])
+        for line in encoded_lines(data):
             sender.devboxes.executions.send_std_in(execution_id, devbox_id=devbox_id, text=line)
 
     def close() -> None:

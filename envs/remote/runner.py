@@ -69,10 +69,11 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     """
     import matplotlib
 
-    from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND
+    from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, apply_mpl_rc
     from analyst_env.envs.kernel.ipyshell import build_shell
 
     matplotlib.use(MPL_BACKEND)
+    apply_mpl_rc()
     missing = []
     for module in preload:
         try:

@@ -136,11 +136,9 @@ class RunnerBackend(SandboxBackend):
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""
         return True
 
-    # ── SandboxBackend ─────────────────────────────────────────────────────
-    def protections(self) -> dict[str, bool | str]:
-        """None reported: the container runtime or the vendor owns isolation."""
-        return {}
-
+    # ── SandboxBackend, and WarmsUp (envs/capabilities.py) ─────────────────
+    # No protections report (ReportsProtections): the container runtime or the vendor owns
+    # isolation.
     def warm_up(self, image: str = "default") -> None:
         """Build or find ``image`` now and start keeping warm slots for it."""
         self._recipe(image)

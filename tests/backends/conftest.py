@@ -1,5 +1,5 @@
 """Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
-fake Daytona API.
+fake Daytona, Runloop and Deno APIs.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -23,6 +23,7 @@ except ImportError:
     pass
 
 import fake_agent_sandbox  # noqa: E402
+import fake_azure  # noqa: E402
 import fake_daytona  # noqa: E402
 import fake_e2b  # noqa: E402
 import fake_modal  # noqa: E402
@@ -66,6 +67,39 @@ def runloop_api():
     pytest.importorskip("runloop_api_client", reason="the runloop extra is not installed")
     with fake_runloop.FakeRunloop() as fake:
         yield fake
+
+
+@pytest.fixture(scope="session")
+def azure_api():
+    """The Azure Container Apps sandbox data plane faked on a loopback TLS port, its
+    certificate trusted by the SDK's transport (``REQUESTS_CA_BUNDLE``) while it runs."""
+    pytest.importorskip("azure.containerapps.sandbox", reason="the azure extra is not installed")
+    before = os.environ.get("REQUESTS_CA_BUNDLE")
+    with fake_azure.FakeAzureSandboxes() as fake:
+        os.environ["REQUESTS_CA_BUNDLE"] = fake.ca_bundle
+        try:
+            yield fake
+        finally:
+            if before is None:
+                os.environ.pop("REQUESTS_CA_BUNDLE", None)
+            else:
+                os.environ["REQUESTS_CA_BUNDLE"] = before
+
+
+def _deno_server():
+    pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
+    import fake_deno
+
+    return fake_deno.FakeDeno().start()
+
+
+@pytest.fixture
+def deno_api(_deno_server, monkeypatch):
+    """Deno's sandbox and console APIs faked on loopback ports (snapshots persist), with the
+    SDK's variables pointing at them."""
+    for name, value in _deno_server.env.items():
+        monkeypatch.setenv(name, value)
+    return _deno_server
 
 
 @pytest.fixture

@@ -33,8 +33,8 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-import uvicorn
 from fake_daytona_sandbox import Command, FakeSandbox
+from loopback_api import LoopbackApi
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -338,22 +338,11 @@ class FakeDaytona:
         return Starlette(routes=routes)
 
     def __enter__(self) -> FakeDaytona:
-        config = uvicorn.Config(
-            self._app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake Daytona API did not start")
-            time.sleep(0.02)
+        self._api = LoopbackApi(self._app(), self.port, "Daytona API")
+        self._api.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         for sandbox in self.sandboxes.values():
             sandbox.destroy()
-        self._server.should_exit = True
-        self._server.force_exit = True  # do not wait for hung or following connections
-        self._thread.join(timeout=10)
+        self._api.stop()

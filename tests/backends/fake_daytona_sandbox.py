@@ -26,18 +26,34 @@ MAPPED = ("/work", "/opt/analyst_env", "/tmp")
 _ids = itertools.count(1)
 
 
+def start_process(argv: list[str], cwd: str) -> subprocess.Popen:
+    """A sandbox's command as a local process in a session of its own, every stream a pipe (the
+    fake Runloop's executions run the same way)."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+def kill_process(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and everything in its session, and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
 class Command:
     """One session command: a local process and its prefixed log."""
 
     def __init__(self, argv: list[str], cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            start_new_session=True,
-        )
+        self.proc = start_process(argv, cwd)
         self.log = bytearray()
         self.lock = threading.Lock()
         streams = ((self.proc.stdout, STDOUT_PREFIX), (self.proc.stderr, STDERR_PREFIX))
@@ -58,12 +74,7 @@ class Command:
         return self.proc.poll() is not None and not any(r.is_alive() for r in self._readers)
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        kill_process(self.proc)
 
 
 class FakeSandbox:

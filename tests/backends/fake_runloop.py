@@ -30,8 +30,8 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-import uvicorn
-from fake_daytona_sandbox import FakeSandbox
+from fake_daytona_sandbox import FakeSandbox, kill_process, start_process
+from loopback_api import LoopbackApi
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -52,10 +52,7 @@ class Execution:
     def __init__(self, devbox_id: str, argv: list[str], cwd: str) -> None:
         self.id = f"exe-{next(_ids)}"
         self.devbox_id = devbox_id
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, start_new_session=True,
-        )  # fmt: skip
+        self.proc = start_process(argv, cwd)
         self.stdout = bytearray()
         self.stderr = bytearray()
         self.done = threading.Event()
@@ -82,12 +79,7 @@ class Execution:
         }  # fmt: skip
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        kill_process(self.proc)
 
 
 class FakeRunloop:
@@ -323,17 +315,8 @@ class FakeRunloop:
         return Starlette(routes=routes)
 
     def __enter__(self) -> FakeRunloop:
-        config = uvicorn.Config(
-            self._app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake Runloop API did not start")
-            time.sleep(0.02)
+        self._api = LoopbackApi(self._app(), self.port, "Runloop API")
+        self._api.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -341,6 +324,4 @@ class FakeRunloop:
             execution.kill()
         for box in self.boxes.values():
             box.destroy()
-        self._server.should_exit = True
-        self._server.force_exit = True
-        self._thread.join(timeout=10)
+        self._api.stop()

@@ -12,37 +12,31 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 from fake_agent_sandbox import FakeAgentSandboxCluster  # noqa: E402
-from measure_resets import _measure, _report  # noqa: E402
+from measure_resets import measure_warm_and_cold, task_files  # noqa: E402
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    scratch = tempfile.mkdtemp()
-    data = os.path.join(scratch, "sales.csv")
-    with open(data, "w") as f:
-        f.write("region,amount\n" + "west,1\n" * 1000)
-    files = {"sales.csv": data}
+    files = task_files()
 
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
     from analyst_env.envs.remote.runner_image import resolve_default
 
     os.environ.pop("KUBERNETES_SERVICE_HOST", None)
     with FakeAgentSandboxCluster() as cluster:
-        os.environ["KUBECONFIG"] = str(cluster.kubeconfig(Path(scratch) / "kubeconfig"))
-        warm = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=1)
-        warm.start("default", files={}).close()
-        time.sleep(10)
-        _report("agent-sandbox, fake cluster, warm slot", _measure(warm, files, n))
-        warm.close()
-        cold = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
-        _report("agent-sandbox, fake cluster, new claim", _measure(cold, files, max(3, n // 3)))
-        cold.close()
+        kubeconfig = Path(tempfile.mkdtemp()) / "kubeconfig"
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig(kubeconfig))
+
+        def agent_sandbox(warm: int) -> AgentSandboxBackend:
+            return AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=warm)
+
+        label = "agent-sandbox, fake cluster"
+        measure_warm_and_cold(label, agent_sandbox, files, n, cold="new claim")
 
 
 if __name__ == "__main__":

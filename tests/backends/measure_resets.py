@@ -15,6 +15,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -39,12 +41,32 @@ def _report(name: str, times: list[float]) -> None:
     )
 
 
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+def task_files() -> dict[str, str]:
+    """The one task file every measurement stages: a 1,000-row CSV."""
     data = os.path.join(tempfile.mkdtemp(), "sales.csv")
     with open(data, "w") as f:
         f.write("region,amount\n" + "west,1\n" * 1000)
-    files = {"sales.csv": data}
+    return {"sales.csv": data}
+
+
+def measure_warm_and_cold(
+    label: str, make: Callable[[int], Any], files: dict[str, str], n: int, cold: str = "new slot"
+) -> None:
+    """Report ``n`` resets on ``make(1)`` once its warm slot is up, then ``n // 3`` (at least 3)
+    on ``make(0)``, which starts a slot for each (``make(warm)`` builds the backend)."""
+    warm = make(1)
+    warm.start("default", files={}).close()
+    time.sleep(10)
+    _report(f"{label}, warm slot", _measure(warm, files, n))
+    warm.close()
+    each = make(0)
+    _report(f"{label}, {cold} each", _measure(each, files, max(3, n // 3)))
+    each.close()
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    files = task_files()
 
     from analyst_env.envs.local import LocalSandboxBackend
 
@@ -59,53 +81,35 @@ def main() -> None:
     from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
     from analyst_env.envs.remote.runner_image import resolve_default
 
-    warm = ModalSandboxBackend(
-        resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=1
-    )
-    warm.start("default", files={}).close()
-    time.sleep(10)
-    _report("modal, fake SDK, warm slot", _measure(warm, files, n))
-    warm.close()
-    cold = ModalSandboxBackend(
-        resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=0
-    )
-    _report("modal, fake SDK, new slot each", _measure(cold, files, max(3, n // 3)))
-    cold.close()
+    def modal(warm: int) -> ModalSandboxBackend:
+        return ModalSandboxBackend(
+            resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=warm
+        )
+
+    measure_warm_and_cold("modal, fake SDK", modal, files, n)
 
     if os.environ.get("ANALYST_ENV_TEST_DOCKER") == "1":
         from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
 
-        docker = DockerSandboxBackend(
-            resolve_default,
-            warm=1,
-            build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
-        )
-        docker.start("default", files={}).close()
-        time.sleep(10)
-        _report("docker (runc), warm slot", _measure(docker, files, n))
-        docker.close()
-        cold = DockerSandboxBackend(
-            resolve_default,
-            warm=0,
-            build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
-        )
-        _report("docker (runc), new container each", _measure(cold, files, max(3, n // 3)))
-        cold.close()
+        network = os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
+
+        def docker(warm: int) -> DockerSandboxBackend:
+            return DockerSandboxBackend(resolve_default, warm=warm, build_network=network)
+
+        measure_warm_and_cold("docker (runc)", docker, files, n, cold="new container")
 
     import fake_daytona
 
     from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
 
     with fake_daytona.FakeDaytona() as api:
-        for warm, label, count in ((1, "warm slot", n), (0, "new slot each", max(3, n // 3))):
-            daytona = DaytonaSandboxBackend(
+
+        def daytona(warm: int) -> DaytonaSandboxBackend:
+            return DaytonaSandboxBackend(
                 resolve_default, api_key=api.api_key, api_url=api.api_url, warm=warm
             )
-            if warm:
-                daytona.start("default", files={}).close()
-                time.sleep(10)
-            _report(f"daytona, fake API, {label}", _measure(daytona, files, count))
-            daytona.close()
+
+        measure_warm_and_cold("daytona, fake API", daytona, files, n)
 
     import fake_e2b
 
@@ -130,14 +134,13 @@ def _measure_opensandbox(files: dict[str, str], n: int) -> None:
     from analyst_env.envs.remote.runner_image import resolve_default
 
     with fake_opensandbox.FakeOpenSandbox() as fake:
-        warm = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=1)
-        warm.start("default", files={}).close()
-        time.sleep(10)
-        _report("opensandbox, real SDK, fake, warm", _measure(warm, files, n))
-        warm.close()
-        cold = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
-        _report("opensandbox, fake, new slot each", _measure(cold, files, max(3, n // 3)))
-        cold.close()
+
+        def opensandbox(warm: int) -> OpenSandboxBackend:
+            return OpenSandboxBackend(
+                resolve_default, domain=fake.domain, image="runner", warm=warm
+            )
+
+        measure_warm_and_cold("opensandbox, real SDK, fake", opensandbox, files, n)
 
 
 if __name__ == "__main__":

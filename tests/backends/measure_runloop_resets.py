@@ -9,34 +9,26 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 
 def main() -> None:
     import fake_runloop
-    from measure_resets import _measure, _report
+    from measure_resets import measure_warm_and_cold, task_files
 
     from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
     from analyst_env.envs.remote.runner_image import resolve_default
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    data = os.path.join(tempfile.mkdtemp(), "sales.csv")
-    with open(data, "w") as f:
-        f.write("region,amount\n" + "west,1\n" * 1000)
-    files = {"sales.csv": data}
     with fake_runloop.FakeRunloop() as api:
-        for warm, label, count in ((1, "warm slot", n), (0, "new devbox each", max(3, n // 3))):
-            backend = RunloopSandboxBackend(
+
+        def runloop(warm: int) -> RunloopSandboxBackend:
+            return RunloopSandboxBackend(
                 resolve_default, api_key=api.api_key, base_url=api.base_url, warm=warm
             )
-            if warm:
-                backend.start("default", files={}).close()
-                time.sleep(10)
-            _report(f"runloop, fake API, {label}", _measure(backend, files, count))
-            backend.close()
+
+        measure_warm_and_cold("runloop, fake API", runloop, task_files(), n, cold="new devbox")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import time
 import pytest
 from openenv.core import GenericEnvClient
 
+from analyst_env.envs.backend_catalog import importable
 from analyst_env.envs.backends import BACKENDS, make_backend
 from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
@@ -32,14 +33,14 @@ def test_registered_backends():
     assert {"local", "docker", "modal", "e2b", "daytona", "agent-sandbox", "opensandbox"} <= set(
         BACKENDS
     )
-    assert "runloop" in BACKENDS
+    assert "runloop" in BACKENDS and "deno" in BACKENDS
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"unknown sandbox backend 'nosuch'; "
-        r"available: agent-sandbox, .*daytona, docker, e2b, .*local, modal, opensandbox",
+        r"available: agent-sandbox, .*daytona, .*docker, e2b, .*local, modal, opensandbox",
     ):
         make_backend(Settings(backend="nosuch", state_dir=str(tmp_path)))
 
@@ -91,6 +92,14 @@ def test_settings_read_backend_fields_from_the_environment():
         ("daytona", {}, "needs credentials: set DAYTONA_API_KEY"),
         ("runloop", {}, "needs credentials: set RUNLOOP_API_KEY"),
         (
+            "azure",
+            {},
+            "needs its sandbox group and image registry: set AZURE_SUBSCRIPTION_ID"
+            if importable("azure.containerapps.sandbox")
+            else "needs the optional package 'azure.containerapps.sandbox'",  # not in dev
+        ),
+        ("deno", {}, "needs credentials: set DENO_DEPLOY_TOKEN"),
+        (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
             "cannot reach the Docker engine",
@@ -102,7 +111,9 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "ANALYST_ENV_"))
+        if not k.startswith(
+            ("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "DENO_", "ANALYST_ENV_")
+        )
     }
     started = time.monotonic()
     proc = subprocess.run(

@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+from relayed_episode import assert_the_uploaded_runner_serves, wait_for
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.artifacts import recipe_resolver
@@ -57,27 +58,14 @@ def test_an_episode_runs_the_uploaded_runner_in_a_sandbox_without_network(
 ):
     sandbox = backend.start("default", files={"data/sales.csv": csv_file}, seed=5, env={"K": "v"})
     fake = _fake_sandbox(daytona_api, sandbox)
-    result = sandbox.run_cell(
-        "import os, analyst_env, pandas as pd\nprint(os.environ['K'], analyst_env.__file__)\n"
-        "pd.read_csv('data/sales.csv').groupby('region').amount.sum()",
-        timeout_s=30,
-    )
-    assert result.error is None, result.error
-    name, package = result.stdout.split()
-    assert name == "v" and package.startswith(fake.root + "/opt/analyst_env/")
-    assert "west    12.0" in result.outputs[0]["text/plain"]
-    shell = sandbox.run_shell("wc -l < data/sales.csv", timeout_s=20)
-    assert shell.stdout.strip() == "4" and shell.exit_code == 0
+    assert_the_uploaded_runner_serves(sandbox, fake.root)
     body = fake.body
     assert body["networkBlockAll"] is True and body["autoDeleteInterval"] == 0
     assert body["labels"]["app"] == "analyst-env" and body["snapshot"] == backend.artifact_name(
         resolve_default("default")
     )
     sandbox.close()  # with no warm slot wanted, the slot's sandbox is deleted in the background
-    deadline = time.monotonic() + 20
-    while fake.state != "destroyed" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert fake.state == "destroyed" and not os.path.exists(fake.root)
+    assert wait_for(lambda: fake.state == "destroyed") and not os.path.exists(fake.root)
 
 
 @pytest.mark.skipif(

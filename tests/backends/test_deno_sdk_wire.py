@@ -1,7 +1,7 @@
 """What the real deno-sandbox SDK does over the wire, checked against tests/backends/fake_deno.py.
 
-No `deno` backend exists yet (docs/backend-deno.md). These tests pin the two facts a backend
-would rest on, so an SDK upgrade that changes them fails here loudly:
+The `deno` backend (envs/remote/deno_backend.py, deno_link.py) rests on two facts pinned
+here, so an SDK upgrade that changes them fails here loudly:
 1. `spawn(..., stdin_data=<open async generator>)` does not return until the generator ends, so
    a long-lived runner cannot be fed through its stdin with the public API;
 2. the public path does work: a runner spawned without stdin (spawn returns at once, stdout is a
@@ -18,7 +18,7 @@ import pytest
 
 deno_sandbox = pytest.importorskip("deno_sandbox")
 
-from tests.backends.fake_deno import FakeDeno  # noqa: E402
+from fake_deno import FakeDeno  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
-"""The same task gives the same observations on the local, Modal and E2B backends.
+"""The same task gives the same observations on every backend as on the local one.
 
 One scripted episode of a shipped ``starter`` CSV task (files, pandas, SQL,
 seeded numpy, an exception, a shell command, the notebook summary and the
-final answer) runs through ``AnalystEnvironment`` on each backend: the real
-local fork-server backend, the Modal backend on the fake Modal SDK (the real
-slot runner in a local process), and the E2B backend through the real E2B SDK
+final answer) runs through ``AnalystEnvironment`` on the real local fork-server
+backend, then on each backend of ``backend_cases.CASES`` (the table the contract
+uses): the vendors' real SDKs against their fakes, e.g. the Modal backend on the
+fake Modal SDK (the real slot runner in a local process) and the E2B backend
 against the fake sandbox services (a real ipykernel).
 
 Normalised before comparing, because they must differ: the episode id, and
@@ -16,14 +17,11 @@ value are still compared). Everything else must be equal, byte for byte.
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
+from backend_cases import CASES
 
 from analyst_env.datasets import load_dataset
-from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
-from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
-from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.models import CallToolAction
 from analyst_env.server.environment import AnalystEnvironment
 from analyst_env.server.runtime import Runtime
@@ -144,71 +142,22 @@ def test_local_episode_is_meaningful(local_observations):
     assert error_step["name"] == "KeyError"
 
 
-def test_modal_gives_identical_observations(local_observations, starter, modal_sdk):
-    backend = ModalSandboxBackend(
-        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
-    )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"local"}))
+def test_gives_identical_observations(name, local_observations, starter, request):
+    case = CASES[name](request)
+    runtime = Runtime(_settings(), backend=case.backend, datasets=[starter])
     try:
         observations = run_episode(runtime)
     finally:
         runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
-
-
-def test_opensandbox_gives_identical_observations(local_observations, starter, opensandbox_server):
-    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
-
-    backend = OpenSandboxBackend(
-        resolve_default, domain=opensandbox_server.domain, image="runner", warm=0
-    )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
-
-
-def test_e2b_gives_identical_observations(local_observations, starter, e2b_debug):
-    backend = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    got = normalise(observations, vendor_traceback=True)
-    want = normalise(local_observations, vendor_traceback=True)
+    got = normalise(observations, vendor_traceback=case.vendor_kernel)
+    want = normalise(local_observations, vendor_traceback=case.vendor_kernel)
     for step, (g, w) in enumerate(zip(got, want)):
         if g != w:
             _debug_dump(w, g)
-        assert g == w, f"step {step} differs"
+        assert g == w, f"step {step} differs on {name}"
     assert len(got) == len(want)
-    assert re.search(
-        r"KeyError", observations[5]["result"]["structured_content"]["error"]["traceback"]
-    )
-
-
-def test_agent_sandbox_gives_identical_observations(
-    local_observations, starter, agent_sandbox_cluster
-):
-    from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
-
-    backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
-    )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
+    assert "KeyError" in observations[5]["result"]["structured_content"]["error"]["traceback"]
 
 
 def _debug_dump(a, b):
@@ -222,36 +171,4 @@ def _debug_dump(a, b):
                 lineterm="",
             )
         )
-    )
-
-
-def test_daytona_gives_identical_observations(local_observations, starter, daytona_api):
-    from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
-
-    backend = DaytonaSandboxBackend(
-        resolve_default, api_key=daytona_api.api_key, api_url=daytona_api.api_url, warm=0
-    )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
-    )
-
-
-def test_runloop_gives_identical_observations(local_observations, starter, runloop_api):
-    from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
-
-    backend = RunloopSandboxBackend(
-        resolve_default, api_key=runloop_api.api_key, base_url=runloop_api.base_url, warm=0
-    )
-    runtime = Runtime(_settings(), backend=backend, datasets=[starter])
-    try:
-        observations = run_episode(runtime)
-    finally:
-        runtime.close()
-    assert normalise(observations, vendor_traceback=False) == normalise(
-        local_observations, vendor_traceback=False
     )

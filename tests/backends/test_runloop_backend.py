@@ -11,6 +11,7 @@ import os
 import time
 
 import pytest
+from relayed_episode import assert_the_uploaded_runner_serves, wait_for
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
@@ -45,26 +46,13 @@ def test_an_episode_runs_the_uploaded_runner_in_a_devbox_under_a_deny_all_policy
     sandbox = backend.start("default", files={"data/sales.csv": csv_file}, seed=5, env={"K": "v"})
     (devbox_id,) = [key for key in runloop_api.boxes if sandbox.label.endswith(key)]
     box, devbox = runloop_api.boxes[devbox_id], runloop_api.devboxes[devbox_id]
-    result = sandbox.run_cell(
-        "import os, analyst_env, pandas as pd\nprint(os.environ['K'], analyst_env.__file__)\n"
-        "pd.read_csv('data/sales.csv').groupby('region').amount.sum()",
-        timeout_s=30,
-    )
-    assert result.error is None, result.error
-    name, package = result.stdout.split()
-    assert name == "v" and package.startswith(box.root + "/opt/analyst_env/")
-    assert "west    12.0" in result.outputs[0]["text/plain"]
-    shell = sandbox.run_shell("wc -l < data/sales.csv", timeout_s=20)
-    assert shell.stdout.strip() == "4" and shell.exit_code == 0
+    assert_the_uploaded_runner_serves(sandbox, box.root)
     policy = runloop_api.policies[devbox["launch_parameters"]["network_policy_id"]]
     assert policy["egress"]["allow_all"] is False and not policy["egress"]["allowed_hostnames"]
     bp = runloop_api.blueprints[devbox["blueprint_id"]]
     assert bp["name"] == backend.artifact_name(resolve_default("default"))
     sandbox.close()  # with no warm slot wanted, the devbox is shut down in the background
-    deadline = time.monotonic() + 20
-    while devbox["status"] != "shutdown" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert devbox["status"] == "shutdown" and not os.path.exists(box.root)
+    assert wait_for(lambda: devbox["status"] == "shutdown") and not os.path.exists(box.root)
 
 
 def test_missing_credentials_are_one_line_refusals(monkeypatch):

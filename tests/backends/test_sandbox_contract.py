@@ -4,28 +4,31 @@ In the spirit of Gymnasium's ``check_env``: each backend (the local fork
 server, the slot runner behind the Modal backend on the fake Modal SDK, and
 E2B through its real SDK against the fake sandbox services) must give the
 same results for the same calls, with the exact texts the model reads. Where
-a vendor cannot do something (E2B has no interrupt), the case declares it and
-the test checks the documented fallback instead.
+a vendor cannot do something (E2B has no interrupt), the case declares it
+(``backend_cases.py``, the table of backends) and the test checks the documented
+fallback instead.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
+from backend_cases import CASES, Case
 
 from analyst_env.envs.capabilities import (
     BackendCapabilities,
     BakesArtifacts,
     KeepsStandbys,
+    ReportsProtections,
     ServesBakedPackages,
     StartsWithoutWaiting,
+    WarmsUp,
+    protections_of,
+    reports_confinement,
 )
-from analyst_env.envs.local import LocalSandboxBackend
-from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import (
     Sandbox,
     SandboxBackend,
@@ -43,93 +46,6 @@ KERNEL_DIED = (
     "The kernel process died (a crash, os._exit or the out-of-memory killer) and was "
     "restarted: variables are lost, files in the working directory are kept"
 )
-
-
-@dataclasses.dataclass
-class Case:
-    """One backend under the contract, and what its vendor can do."""
-
-    backend: SandboxBackend
-    interrupts: bool = True
-    """A cell over its limit is interrupted (variables kept); else its kernel restarts."""
-    reports_kernel_death: bool = True
-    """A kernel that exits mid-cell comes back as ``KernelDied`` with a fresh kernel."""
-    bakes_own_artifacts: bool = True
-    """The backend builds an image or template per recipe (``baker()``)."""
-    local_parts: bool = False
-    """Starts without waiting, keeps standbys and serves baked packages (the fork server)."""
-
-
-def _local(request: pytest.FixtureRequest) -> Case:
-    return Case(
-        LocalSandboxBackend(interrupt_grace_s=2), bakes_own_artifacts=False, local_parts=True
-    )
-
-
-def _runner(request: pytest.FixtureRequest) -> Case:
-    from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
-
-    sdk = request.getfixturevalue("modal_sdk")
-    backend = ModalSandboxBackend(resolve_default, token_id="a", token_secret="s", sdk=sdk, warm=0)
-    return Case(backend)
-
-
-def _e2b(request: pytest.FixtureRequest) -> Case:
-    pytest.importorskip("e2b", reason="the e2b extra is not installed")
-    from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
-
-    request.getfixturevalue("e2b_debug")
-    backend = E2BSandboxBackend(resolve_default, api_key=None, template="code-interpreter-v1")
-    return Case(backend, interrupts=False, reports_kernel_death=False)
-
-
-def _daytona(request: pytest.FixtureRequest) -> Case:
-    pytest.importorskip("daytona", reason="the daytona extra is not installed")
-    from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend
-
-    fake = request.getfixturevalue("daytona_api")
-    backend = DaytonaSandboxBackend(
-        resolve_default, api_key=fake.api_key, api_url=fake.api_url, warm=0
-    )
-    return Case(backend)
-
-
-def _runloop(request: pytest.FixtureRequest) -> Case:
-    pytest.importorskip("runloop_api_client", reason="the runloop extra is not installed")
-    from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
-
-    fake = request.getfixturevalue("runloop_api")
-    backend = RunloopSandboxBackend(
-        resolve_default, api_key=fake.api_key, base_url=fake.base_url, warm=0
-    )
-    return Case(backend)
-
-
-def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
-    pytest.importorskip("k8s_agent_sandbox", reason="the agent-sandbox extra is not installed")
-    from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
-
-    cluster = request.getfixturevalue("agent_sandbox_cluster")
-    return Case(AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0))
-
-
-def _opensandbox(request: pytest.FixtureRequest) -> Case:
-    from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
-
-    fake = request.getfixturevalue("opensandbox_server")
-    backend = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
-    return Case(backend)
-
-
-CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
-    "local": _local,
-    "runner": _runner,
-    "e2b": _e2b,
-    "daytona": _daytona,
-    "runloop": _runloop,
-    "agent-sandbox": _agent_sandbox,
-    "opensandbox": _opensandbox,
-}
 
 
 @pytest.fixture(params=sorted(CASES))
@@ -156,9 +72,12 @@ def test_optional_parts_are_declared(case):
     assert isinstance(backend, BakesArtifacts) == case.bakes_own_artifacts
     if isinstance(backend, BakesArtifacts):
         assert isinstance(backend.baker(), SandboxBaker)
-    assert isinstance(backend.protections(), dict)
-    for part in (StartsWithoutWaiting, KeepsStandbys, ServesBakedPackages):
+    for part in (StartsWithoutWaiting, KeepsStandbys, ServesBakedPackages, ReportsProtections):
         assert isinstance(backend, part) == case.local_parts, part.__name__
+    assert isinstance(backend, WarmsUp) == case.warms_up
+    report = protections_of(backend)
+    # A backend that reports nothing claims nothing: no isolation, never taken as confining.
+    assert bool(report.get("isolation")) == case.local_parts == reports_confinement(backend)
     if isinstance(backend, ServesBakedPackages):
         backend.forget_image("env-0000")  # an image it never served: nothing happens
         backend.use_image_resolver(lambda image: None)

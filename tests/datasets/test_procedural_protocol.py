@@ -77,6 +77,29 @@ def test_findings_oracle_scores_one_through_the_protocol(served):
     assert not bad, [(r["task_id"], r.get("failures"), r.get("gold_status")) for r in bad[:3]]
 
 
+def test_chart_oracle_scores_one_through_the_protocol(served):
+    """One chart task of each kind: the oracle cell, run in the sandbox's real kernel, saves an
+    SVG the chart_figure scorer reads back as the gold series (1.0); the null run saves none
+    (0.0). The kernel's own matplotlib settings keep the SVG's text as text."""
+    from analyst_env.datasets.procedural.attempt_draw import peek
+
+    url, runtime = served
+    tasks: dict[str, object] = {}
+    index = 0
+    while len(tasks) < 4 and index < 1500:
+        drawn = peek(SEED, "train", index)
+        family = drawn["family"]
+        if drawn["category"] == "charts" and family not in tasks:
+            task = runtime.select(task_id=None, split="train", index=index, seed=None)
+            if task.metadata["family"] == family:
+                tasks[family] = task
+        index += 1
+    assert len(tasks) == 4 and all(t.verifier.name == "chart_figure" for t in tasks.values())
+    rows = asyncio.run(validate(url, list(tasks.values()), concurrency=2))
+    bad = [r for r in rows if r["status"] != "pass"]
+    assert not bad, [(r["task_id"], r.get("failures"), r.get("gold_status")) for r in bad[:3]]
+
+
 async def _reset_by_index(url):
     async with AnalystEnv(base_url=url, message_timeout_s=120) as env:
         first = await env.reset(split="test", index=123456789012)

@@ -48,6 +48,9 @@ TERMS = {
     "interquartile",  # the interquartile range
     "recalculated",  # "the workbook is recalculated before it is checked"
     "summarise",  # British spelling, as the rest of the generator's text
+    "matplotlib",  # chart tasks: the plotting library
+    "svg",  # chart tasks: the matplotlib setting "svg.fonttype"
+    "fonttype",
 }
 """Words the generator itself writes that the American word list lacks."""
 
@@ -100,6 +103,8 @@ def _names(task: Task) -> set[str]:
     names = set(task.files)
     if isinstance(task.answer, dict) and task.answer.get("workbook"):
         names.add(task.answer["workbook"])  # the workbook the agent saves
+    if isinstance(task.answer, dict) and task.answer.get("figure"):
+        names.add(task.answer["figure"])  # the figure the agent saves
     for name, path in paths.items():
         preview = describe_file(name, path).preview
         assert "error" not in preview, (task.id, preview)

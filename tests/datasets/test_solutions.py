@@ -4,12 +4,13 @@ is named, not crashed on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from analyst_env.benchmarks.solutions_replay import run_cells
-from analyst_env.datasets.procedural import solution_plan, solutions
+from analyst_env.datasets.procedural import solution_plan, solutions, solutions_sql
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
 from analyst_env.verifiers import score
 
@@ -56,3 +57,60 @@ def test_an_unknown_op_is_named_not_crashed_on(made):
     }
     with pytest.raises(solutions.NoSolution, match="no solution for template chart_bar_new"):
         solutions.build(plan)
+
+
+def test_every_style_solves_the_same_tasks(made):
+    """pandas, mixed and DuckDB SQL each earn the gold from the files, not only the style a task's
+    id draws; the SQL style really computes in SQL where it has a form for the op."""
+    _, tasks = made
+    in_sql = 0
+    for task in tasks[:40]:
+        folder = Path(next(iter(task.files.values()))).parent
+        plan = solution_plan.read(folder)
+        assert plan is not None
+        if not solutions.covers(plan):
+            continue
+        for style in solutions.STYLES:
+            steps = solutions.build(plan, style)
+            answer = solutions.answer_from(run_cells(steps, folder))
+            assert score(task.verifier, answer, task.answer) == 1.0, (task.id, style, answer)
+        sql_cells = " ".join(s.arguments.get("code", "") for s in solutions.build(plan, "sql"))
+        in_sql += "duckdb.sql(" in sql_cells
+    assert in_sql >= 10, in_sql
+
+
+def test_the_sql_style_looks_through_the_sql_tool():
+    plan = {"fact": ["data/2024 Sales.csv", None], "dim": None}
+    look = solutions_sql.look(plan)
+    assert look is not None and look.tool == "run_sql"
+    assert look.arguments["query"] == "SELECT COUNT(*) AS n_rows FROM t_2024_sales"
+    two_dbs = {"fact": ["a.sqlite", "orders"], "dim": ["b.sqlite", "customers"]}
+    assert solutions_sql.look(two_dbs) is None  # which database is main is not certain
+
+
+def test_generate_with_solutions_writes_programs_that_solve_the_frozen_files(tmp_path, capsys):
+    """Each line of solutions.jsonl, run in its task's frozen folder, earns that task's gold;
+    the file is outside every task, so ``tasks:DIR`` loads and serves the tasks as before."""
+    from analyst_env.cli import main
+    from analyst_env.datasets.procedural.solution_files import SOLUTIONS_FILE
+    from analyst_env.datasets.procedural.taskdir import load_task_dir
+    from analyst_env.task_format import ToolCall
+
+    out = tmp_path / "set"
+    args = ["generate", "--count", "8", "--seed", "7", "--out", str(out), "--with-solutions"]
+    assert main([*args, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    lines = [json.loads(line) for line in (out / SOLUTIONS_FILE).read_text().splitlines()]
+    assert summary["solutions"] == len(lines) >= 5
+    assert summary["solutions"] + sum(summary["without_solution"].values()) == 8
+    tasks = load_task_dir(out).by_id()
+    for line in lines:
+        task = tasks[line["task_id"]]
+        assert line["style"] in solutions.STYLES and line["level"] == task.metadata["level"]
+        steps = [ToolCall(**step) for step in line["steps"]]
+        folder = out / "files" / task.id
+        answer = solutions.answer_from(run_cells(steps, folder))
+        assert score(task.verifier, answer, task.answer) == 1.0, (task.id, answer)
+    for task in tasks.values():
+        assert not any(SOLUTIONS_FILE in path for path in task.files.values())
+        assert "add_and_execute_code_cell" not in json.dumps(task.public_view())

@@ -1,11 +1,11 @@
 """Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B, Daytona,
-OpenSandbox or a cluster with Kubernetes Agent Sandbox.
+OpenSandbox, Runloop, Deno or a cluster with Kubernetes Agent Sandbox.
 
 The backend tests in ``tests/backends`` drive the vendors' SDKs against local fakes;
 this one needs the real service, so it runs only when asked (``ANALYST_ENV_TEST_DOCKER``,
 ``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_DAYTONA``,
-``ANALYST_ENV_TEST_AGENT_SANDBOX``, ``ANALYST_ENV_TEST_OPENSANDBOX``, ``ANALYST_ENV_TEST_RUNLOOP``
-set to 1) and when the
+``ANALYST_ENV_TEST_AGENT_SANDBOX``, ``ANALYST_ENV_TEST_OPENSANDBOX``, ``ANALYST_ENV_TEST_RUNLOOP``,
+``ANALYST_ENV_TEST_AZURE``, ``ANALYST_ENV_TEST_DENO`` set to 1) and when the
 vendor's credentials are set; otherwise it skips saying which. One episode goes through the
 protocol: reset (the first one builds or pulls the default image, hence the long timeouts),
 a cell, the oracle's ``final_answer`` scoring 1, and ``/health`` and
@@ -35,6 +35,17 @@ BACKENDS = {
     "agent-sandbox": ("ANALYST_ENV_TEST_AGENT_SANDBOX", ()),
     "opensandbox": ("ANALYST_ENV_TEST_OPENSANDBOX", ("OPEN_SANDBOX_DOMAIN",)),
     "runloop": ("ANALYST_ENV_TEST_RUNLOOP", ("RUNLOOP_API_KEY",)),
+    # The token from azure-identity (AZURE_CLIENT_* variables or az login); docs/backend-azure.md.
+    "azure": (
+        "ANALYST_ENV_TEST_AZURE",
+        (
+            "AZURE_SUBSCRIPTION_ID",
+            "AZURE_RESOURCE_GROUP",
+            "AZURE_SANDBOX_GROUP",
+            "AZURE_SANDBOX_REGISTRY",
+        ),
+    ),
+    "deno": ("ANALYST_ENV_TEST_DENO", ("DENO_DEPLOY_TOKEN",)),
 }
 
 

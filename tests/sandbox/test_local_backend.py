@@ -73,6 +73,24 @@ def test_dataframe_value_has_text_and_html(sandbox: LocalSandbox) -> None:
     assert "<table" in bundle["text/html"]
 
 
+def test_values_are_formatted_only_into_the_shown_types(sandbox: LocalSandbox) -> None:
+    # Formatting into types nobody reads was a third of a trivial cell; a raw bundle
+    # passed to display() still keeps whatever the cell put in it.
+    code = (
+        "class Both:\n"
+        "    def _repr_html_(self): return '<b>x</b>'\n"
+        "    def _repr_latex_(self): return '$x$'\n"
+        "    def _repr_json_(self): return {'x': 1}\n"
+        "display({'text/latex': '$y$'}, raw=True)\n"
+        "Both()"
+    )
+    result = sandbox.run_cell(code, timeout_s=10)
+    assert result.success
+    raw, value = result.outputs
+    assert raw == {"text/latex": "$y$"}
+    assert set(value) == {"text/plain", "text/html"} and value["text/html"] == "<b>x</b>"
+
+
 def test_display_outputs_in_order(sandbox: LocalSandbox) -> None:
     result = sandbox.run_cell("display('first'); display({'k': 1}); 'last'", timeout_s=10)
     assert [o["text/plain"] for o in result.outputs] == ["'first'", "{'k': 1}", "'last'"]
@@ -90,6 +108,18 @@ def test_matplotlib_figure_becomes_png(sandbox: LocalSandbox) -> None:
     # A figure left open is shown after the cell.
     result = sandbox.run_cell("plt.figure(); plt.bar([1], [2]);", timeout_s=20)
     assert [list(o) for o in result.outputs] == [["image/png"]]
+
+
+def test_a_saved_svg_keeps_its_text_as_text(sandbox: LocalSandbox) -> None:
+    """Kernels start with svg.fonttype 'none' (image_specs.apply_mpl_rc): a chart task's figure
+    can be read back from its tick labels without the agent having to know the setting."""
+    result = sandbox.run_cell(
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.bar(['North'], [3])\n"
+        "fig.savefig('chart.svg')\nplt.close(fig)",
+        timeout_s=20,
+    )
+    assert result.success, result
+    assert b">North</text>" in sandbox.get_file("chart.svg")
 
 
 def test_stdout_and_stderr_are_captured(sandbox: LocalSandbox) -> None:

@@ -81,7 +81,7 @@ class ServeProcess:
             try:  # healthy, and past its backend's warm-up (as a client waiting on /ready is)
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
                     status = httpx.get(f"{self.url}/ready", timeout=2).json().get("status")
-                    if status != "starting":
+                    if status not in ("starting", "failed"):  # failed: it exits (status 2)
                         return self
             except (httpx.HTTPError, ValueError):
                 pass

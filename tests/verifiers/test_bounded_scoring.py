@@ -1,5 +1,9 @@
 """Scoring is bounded: the answer-size cap, a child process with limits, and files read safely.
 
+The scorers registered here (and ``tests/worker_scorers.py``'s) exist in this process only, so
+they are scored in a forked child: these tests hold the fork path; ``test_score_worker.py``
+holds the long-lived workers.
+
 A final_answer must cost the server a small, fixed amount whatever the agent
 submits or leaves in its working directory, and must always end the episode.
 """
@@ -11,6 +15,7 @@ import sqlite3
 import threading
 import time
 
+import worker_scorers  # noqa: F401 - registers the misbehaving scorers, in this process only
 from support import call
 
 from analyst_env.server.episode import Limits
@@ -26,33 +31,15 @@ from analyst_env.verifiers.bounded import (
 )
 
 
-@register("test_hog_memory")
-def _hog_memory(submitted, gold):
-    blocks = []
-    while True:
-        blocks.append(bytearray(64 * 1024 * 1024))
-
-
-@register("test_spin")
-def _spin(submitted, gold):
-    while True:
-        pass
-
-
 @register("test_raise")
 def _raise(submitted, gold):
     raise RuntimeError("scorer bug")
 
 
-@register("test_reads")
-def _reads(submitted, gold, *, context):
-    return float(context.read_file(submitted) == b"ok")
-
-
 def test_a_scorer_that_eats_memory_scores_0_and_the_server_keeps_its_memory():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     verdict = score_bounded(
-        VerifierSpec(name="test_hog_memory"), "x", None, ScoringLimits(memory_mb=256)
+        VerifierSpec(name="worker_hog_memory"), "x", None, ScoringLimits(memory_mb=256)
     )
     assert verdict.reward == 0.0 and "memory" in verdict.detail
     assert (
@@ -62,7 +49,9 @@ def test_a_scorer_that_eats_memory_scores_0_and_the_server_keeps_its_memory():
 
 def test_a_scorer_that_never_returns_is_stopped_at_the_wall_time_limit():
     started = time.monotonic()
-    verdict = score_bounded(VerifierSpec(name="test_spin"), "x", None, ScoringLimits(timeout_s=1.5))
+    verdict = score_bounded(
+        VerifierSpec(name="worker_spin"), "x", None, ScoringLimits(timeout_s=1.5)
+    )
     assert verdict.reward == 0.0 and "longer than 1.5 s" in verdict.detail
     assert time.monotonic() - started < 10
 
@@ -82,12 +71,12 @@ def test_files_are_read_through_the_parent():
 
     assert (
         score_bounded(
-            VerifierSpec(name="test_reads"), "a.txt", None, ScoringLimits(), read_file=read
+            VerifierSpec(name="worker_reads"), "a.txt", None, ScoringLimits(), read_file=read
         ).reward
         == 1.0
     )
     missing = score_bounded(
-        VerifierSpec(name="test_reads"), "b.txt", None, ScoringLimits(), read_file=read
+        VerifierSpec(name="worker_reads"), "b.txt", None, ScoringLimits(), read_file=read
     )
     assert missing.reward == 0.0 and "FileNotFoundError" in missing.detail
 
@@ -114,7 +103,7 @@ def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):
 
 def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
     task = runtime.task("tiny-csv")
-    file_task = task.model_copy(update={"verifier": VerifierSpec(name="test_reads")})
+    file_task = task.model_copy(update={"verifier": VerifierSpec(name="worker_reads")})
     runtime._by_id[task.id] = file_task
     try:
         env.reset(task_id=task.id)

@@ -11,7 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from analyst_env.verifiers.chart_svg import chart_score, read_bar_chart  # noqa: E402
+from analyst_env.verifiers.chart_match import chart_score  # noqa: E402
+from analyst_env.verifiers.chart_svg import read_chart  # noqa: E402
 
 GOLD = {
     "categories": ["North", "South", "East"],
@@ -38,9 +39,9 @@ def _labels(ax) -> None:  # type: ignore[no-untyped-def]
 
 def test_the_right_bar_chart_scores_one_and_reads_back_its_values() -> None:
     svg = _svg(lambda ax: (ax.bar(GOLD["categories"], GOLD["values"]), _labels(ax)))
-    chart = read_bar_chart(svg)
+    chart = read_chart(svg)
     assert chart is not None
-    assert [round(v, 2) for _, v, _ in chart.bars] == GOLD["values"]
+    assert [round(v, 2) for v in chart.ys] == GOLD["values"]
     assert chart_score(svg, GOLD) == 1.0
 
 
@@ -99,10 +100,10 @@ def test_an_edited_file_is_read_for_what_it_shows_and_inconsistent_ticks_are_ref
     doubled = svg
     for tick in ("60", "50", "40", "30", "20", "10"):  # descending: no value is relabelled twice
         doubled = doubled.replace(f">{tick}</text>", f">{int(tick) * 2}</text>")
-    chart = read_bar_chart(doubled)
-    assert chart is not None and [round(v, 6) for _, v, _ in chart.bars] == [120.0, 80.0, 100.0]
+    chart = read_chart(doubled)
+    assert chart is not None and [round(v, 6) for v in chart.ys] == [120.0, 80.0, 100.0]
     one_tick = svg.replace(">60</text>", ">120</text>")
-    assert read_bar_chart(one_tick) is None
+    assert read_chart(one_tick) is None
     assert chart_score(one_tick, GOLD) == 0.0
 
 
