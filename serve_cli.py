@@ -9,6 +9,7 @@ several workers runs them once for all of them (``server/workers.py``).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from analyst_env.cli_checks import (
@@ -62,7 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from analyst_env.envs.sandbox import SandboxError
 
     try:
-        backend, warming = _start_backend(settings)
+        backend = _start_backend(settings)
     except (
         ValueError,
         SandboxError,
@@ -91,10 +92,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         backend.close()
         raise
     try:
-        refusal = warming.result()
-        if refusal:
-            print(refusal, file=sys.stderr, flush=True)
-            return USAGE_STATUS
         return _serve(args, settings, runtime)
     finally:
         runtime.close()
@@ -133,53 +130,48 @@ def _fail_closed_preflight(args: argparse.Namespace, settings, workers: int) -> 
 
 
 def _start_backend(settings):
-    """Make the sandbox backend and start warming it on a thread, before the server's imports;
-    the backend and the warm-up's outcome (``WarmUp``).
+    """Make the sandbox backend and, given a core to spare, start warming it on a thread,
+    before the server's imports.
 
     The local zygote imports pandas, numpy and duckdb in its own process (about a
-    second) while this one imports openenv and fastapi (about a second): on two
-    cores the two overlap.
+    second) while this one imports openenv and fastapi (about a second): with a core
+    free the two overlap. Where every core has a server process of its own importing
+    (``serve --workers N`` with N the cores, the default) a zygote booting now only
+    slows the imports that ``/health`` waits for, so the warm-up is left to the app's
+    startup hook, which starts it without waiting for it (``server/lifecycle.py``;
+    ``/ready`` does wait). Errors are left to that hook too (it warms again: a no-op
+    once warm), which reports them and stops the server (``warm_up_refusal``).
     """
+    import os
+    import threading
+
     from analyst_env.envs.backends import make_backend
+    from analyst_env.envs.capabilities import warm_up
+    from analyst_env.server.peers import COUNT_ENV
+    from analyst_env.server.workers import cores_available
 
     backend = make_backend(settings)
-    return backend, WarmUp(backend)
+    if cores_available() <= int(os.environ.get(COUNT_ENV) or 1):
+        return backend
 
-
-class WarmUp:
-    """The backend's warm-up (``envs/capabilities.warm_up``: nothing for a backend with nothing to
-    prepare), run on a thread while the server is built.
-
-    ``result()`` waits for it and gives the one line a failure is refused with, or ``""``:
-    an image that cannot be served (a build the vendor rejected, an unreachable service)
-    stops ``serve`` with that line and status 2 before anything is served, rather than
-    with the app's startup traceback and uvicorn's status 3.
-    """
-
-    def __init__(self, backend) -> None:
-        import threading
-
-        self._backend = backend
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="backend-warm-up", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from analyst_env.envs.capabilities import warm_up
-
+    def warm() -> None:
         try:
-            warm_up(self._backend)
-        except Exception as exc:  # every failure is the refusal line's
-            self._failure = exc
+            warm_up(backend)
+        except Exception:  # reported by the app's startup hook
+            pass
 
-    def result(self) -> str:
-        self._thread.join()
-        if self._failure is None:
-            return ""
-        reason = " ".join(str(self._failure).split()) or type(self._failure).__name__
-        return error_line(
-            f"the {self._backend.name} sandbox backend could not warm up image 'default': {reason}"
-        )
+    threading.Thread(target=warm, name="backend-warm-up", daemon=True).start()
+    return backend
+
+
+def warm_up_refusal(backend, error: str) -> str:
+    """The one line ``serve`` exits with (status 2) when the backend's warm-up failed: an image
+    that cannot be served (a build the vendor rejected, an unreachable service, a zygote
+    that did not boot). No episode ran meanwhile: a reset waits for the same warm-up."""
+    reason = " ".join(error.split())
+    return error_line(
+        f"the {backend.name} sandbox backend could not warm up image 'default': {reason}"
+    )
 
 
 def _freeze_startup_heap() -> None:
@@ -236,6 +228,8 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         log_config=log_config,
     )
     server = DrainingServer(config, app.state.sockets, settings.drain_timeout_s)
+    warm_up = app.state.warm_up  # not awaited at startup: its failure stops the server here
+    warm_up.on_failure = lambda: server.handle_exit(signal.SIGTERM, None)
     _freeze_startup_heap()
     if args.listen_fd is None:
         server.run()  # SIGTERM drains, then returns
@@ -248,6 +242,9 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         if siblings is not None:  # and on its own Unix socket, where its siblings ask
             sockets.append(siblings.listen())
         server.run(sockets=sockets)
+    if warm_up.status == "failed":
+        print(warm_up_refusal(runtime.backend, warm_up.error), file=sys.stderr, flush=True)
+        return USAGE_STATUS
     return 0
 
 

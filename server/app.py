@@ -10,8 +10,8 @@
   ``/mcp`` (``http_mcp.py``), and OpenEnv's ``/reset`` and ``/step`` with checks in
   front (``http_reset.py``, ``step_action.py``), all on those sessions;
 * ``/web``, ``/envs``, ``/metrics``, ``/``, ``/sandbox``, ``/health`` (``info_routes.py``),
-  ``/ready`` (``readiness.py``), the start and stop hooks (``lifecycle.py``), the
-  optional bearer token and the OpenAPI error statuses.
+  ``/ready`` (``readiness.py``), the start and stop hooks and the backend's warm-up
+  (``lifecycle.py``), the optional bearer token and the OpenAPI error statuses.
 
 ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first access from
 ``ANALYST_ENV_*`` variables.
@@ -38,7 +38,7 @@ from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
 from analyst_env.server.http_reset import install_http_reset  # noqa: E402
 from analyst_env.server.info_routes import mount_info  # noqa: E402
-from analyst_env.server.lifecycle import install_lifecycle  # noqa: E402
+from analyst_env.server.lifecycle import BackendWarmUp, install_lifecycle  # noqa: E402
 from analyst_env.server.mcp_rpc import McpRpc  # noqa: E402
 from analyst_env.server.metrics import mount_metrics  # noqa: E402
 from analyst_env.server.openapi_errors import document_errors  # noqa: E402
@@ -97,8 +97,9 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     mount_envs(app, runtime)  # /envs: sandbox environments (recipes, builds), bound at reset
     mount_metrics(app, runtime)  # /metrics for Prometheus (after /envs: it counts builds)
     mount_info(app, runtime)  # /, /favicon.ico, /sandbox, /health
-    mount_readiness(app, sessions, sockets, settings.max_sessions, siblings)
-    install_lifecycle(app, runtime, sessions, sockets, owns_runtime=owns_runtime)
+    warm_up = app.state.warm_up = BackendWarmUp()  # started, not awaited, at startup
+    mount_readiness(app, sessions, sockets, settings.max_sessions, siblings, warm_up)
+    install_lifecycle(app, runtime, sessions, sockets, warm_up, owns_runtime=owns_runtime)
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
     document_errors(app)  # 401 and 404 in the OpenAPI schema, where routes answer them

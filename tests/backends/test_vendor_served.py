@@ -96,7 +96,8 @@ def test_serve_refuses_to_start_without_usable_credentials(name, key, request, t
 
 def test_serve_refuses_with_one_line_when_the_backend_cannot_warm_up(tmp_path):
     """The default image's snapshot fails to build: ``serve`` names that in one line and exits
-    2 before serving, as its other start refusals do (not the app's startup traceback)."""
+    2 before any episode runs (``/health`` may have answered: the warm-up is not on its
+    path), as its other start refusals do (not the app's startup traceback)."""
     pytest.importorskip("daytona", reason="the daytona extra is not installed")
     with fake_daytona.FakeDaytona() as fake:  # its own: the shared one has the snapshot built
         fake.faults.build_failure = "pip install failed: no matching distribution"

@@ -78,10 +78,12 @@ class ServeProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
-            try:
+            try:  # healthy, and past its backend's warm-up (as a client waiting on /ready is)
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
+                    status = httpx.get(f"{self.url}/ready", timeout=2).json().get("status")
+                    if status not in ("starting", "failed"):  # failed: it exits (status 2)
+                        return self
+            except (httpx.HTTPError, ValueError):
                 pass
             time.sleep(0.1)
         self.stop()
