@@ -86,6 +86,7 @@ def azure_api():
                 os.environ["REQUESTS_CA_BUNDLE"] = before
 
 
+@pytest.fixture(scope="session")
 def _deno_server():
     pytest.importorskip("deno_sandbox", reason="the deno extra is not installed")
     import fake_deno
