@@ -12,12 +12,15 @@ message per request:
 * server → zygote: ``{"op": "fork", "slot", "uid", "fresh", "sizing",
   "output_limit_bytes"}``; with ``fresh`` the zygote first creates the slot
   (a tmpfs owned by the slot uid, see ``slot_dirs.make_slot``)
-* zygote → server: ``{"pid", "workdir"}`` with two file descriptors attached
+* zygote → server: ``{"slot", "pid", "workdir"}`` with two file descriptors attached
   (``SCM_RIGHTS``): the server's end of the kernel's socketpair and a pidfd for
   the kernel, so the server can signal it without pid-reuse races; or
   ``{"failure"}``.
 * server → zygote: ``{"op": "release", "slot"}`` once the slot's processes
-  are dead: the slot's tmpfs is unmounted → ``{}``.
+  are dead: the slot's tmpfs is unmounted → ``{"slot"}``.
+
+Every reply names the slot it answers for: the server checks it, so a reply taken
+by the wrong request (two requests in flight on one zygote) is refused, never used.
 
 Before serving, the zygote confines itself (``isolation.enter_zygote``: user
 namespace where needed, the private root view) and builds the seccomp filter
@@ -134,7 +137,7 @@ class Zygote:
                 request = json.loads(data)
                 if request.get("op") == "release":
                     slot_dirs.remove_slot(self.mode, self.host_root, request["slot"])
-                    self.control.send(b"{}")
+                    self.control.send(json.dumps({"slot": request["slot"]}).encode())
                 else:
                     self._fork(request)
         for pid in self.kernels:
@@ -149,8 +152,7 @@ class Zygote:
                 )
             spec = {**spec, "slot_dir": slot_dir, "workdir": os.path.join(slot_dir, "work")}
         except OSError as exc:
-            failure = {"failure": {"type": type(exc).__name__, "message": f"slot setup: {exc}"}}
-            self.control.send(json.dumps(failure).encode())
+            self._refuse(spec["slot"], exc, f"slot setup: {exc}")
             return
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -158,8 +160,7 @@ class Zygote:
         except OSError as exc:
             parent_end.close()
             child_end.close()
-            failure = {"failure": {"type": type(exc).__name__, "message": str(exc)}}
-            self.control.send(json.dumps(failure).encode())
+            self._refuse(spec["slot"], exc, str(exc))
             return
         if pid == 0:
             signal.set_wakeup_fd(-1)
@@ -175,11 +176,16 @@ class Zygote:
         self.kernels.add(pid)
         pidfd = os.pidfd_open(pid)
         try:
-            reply = json.dumps({"pid": pid, "workdir": spec["workdir"]}).encode()
+            reply = json.dumps({"slot": spec["slot"], "pid": pid, "workdir": spec["workdir"]})
+            reply = reply.encode()
             socket.send_fds(self.control, [reply], [parent_end.fileno(), pidfd])
         finally:
             parent_end.close()
             os.close(pidfd)
+
+    def _refuse(self, slot: str, exc: OSError, message: str) -> None:
+        failure = {"type": type(exc).__name__, "message": message}
+        self.control.send(json.dumps({"slot": slot, "failure": failure}).encode())
 
     def _drain_wakeups(self) -> None:
         try:

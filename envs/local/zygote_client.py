@@ -188,7 +188,7 @@ class ZygoteProcess:
             self._control.send(json.dumps(spec).encode())
         except OSError as exc:
             raise ZygoteDied(f"zygote for image {self.image!r} is gone: {exc}") from exc
-        reply, fds = self._receive(self._request_timeout_s)
+        reply, fds = self._receive(self._request_timeout_s, spec["slot"])
         if "failure" in reply:
             for fd in fds:
                 os.close(fd)
@@ -217,9 +217,17 @@ class ZygoteProcess:
             self._control.send(json.dumps({"op": "release", "slot": slot}).encode())
         except OSError as exc:
             raise ZygoteDied(f"zygote for image {self.image!r} is gone: {exc}") from exc
-        self._receive(self._request_timeout_s)
+        self._receive(self._request_timeout_s, slot)
 
-    def _receive(self, timeout_s: float) -> tuple[dict[str, Any], list[int]]:
+    def _receive(
+        self, timeout_s: float, slot: str | None = None
+    ) -> tuple[dict[str, Any], list[int]]:
+        """The zygote's next reply; with ``slot``, it must be the reply about that slot.
+
+        Raises:
+            ZygoteDied: No reply, or a reply about another slot: the zygote and this
+                client are out of step, and its replies can no longer be trusted.
+        """
         self._control.settimeout(timeout_s)
         try:
             data, fds, _, _ = socket.recv_fds(self._control, _MAX_REPLY_BYTES, 2)
@@ -230,7 +238,15 @@ class ZygoteProcess:
                 f"zygote for image {self.image!r} exited (status {self._proc.poll()}); "
                 "see the server's stderr"
             )
-        return json.loads(data), fds
+        reply = json.loads(data)
+        if slot is not None and reply.get("slot") != slot:
+            for fd in fds:
+                os.close(fd)
+            raise ZygoteDied(
+                f"zygote for image {self.image!r} answered about slot {reply.get('slot')!r} "
+                f"when asked about {slot!r}: out of step, not used again"
+            )
+        return reply, fds
 
     def stop(self) -> None:
         """Close the control socket (the zygote then kills its kernels and exits). Idempotent."""

@@ -212,10 +212,7 @@ class Zygotes:
                     self._booting[image] = 1
                     break
                 self._lock.wait()
-        zygote = self._start(image)  # raises: nothing was added
-        with self._lock:
-            self._busy.add(zygote)
-        return zygote
+        return self._start(image, lend=True)  # raises: nothing was added
 
     def _wait_for_locked(self, image: str, zygote: ZygoteProcess) -> bool:
         """Wait until ``zygote`` is free and take it; False if it no longer serves ``image``."""
@@ -248,8 +245,10 @@ class Zygotes:
         zygote.stop()
 
     # ── booting ─────────────────────────────────────────────────────────────
-    def _start(self, image: str) -> ZygoteProcess:
-        """Boot a zygote for ``image`` (``_booting`` counts it) and add it to the image's list.
+    def _start(self, image: str, *, lend: bool) -> ZygoteProcess:
+        """Boot a zygote for ``image`` (``_booting`` counts it) and add it to the image's list;
+        with ``lend``, lent to the caller in the same step, before any waiting request can see
+        it free (two requests on one zygote would take each other's replies).
 
         Raises:
             SandboxError: The image is unknown or the zygote failed to start.
@@ -271,13 +270,15 @@ class Zygotes:
         with self._lock:
             self._booting[image] -= 1
             self._by_image.setdefault(image, []).append(zygote)
+            if lend:
+                self._busy.add(zygote)
             self._lock.notify_all()
         self._on_boot(image)
         return zygote
 
     def _boot_extra(self, image: str) -> None:
         try:
-            zygote = self._start(image)
+            zygote = self._start(image, lend=False)
         except Exception as exc:
             log.warning("could not start another zygote for %r: %s", image, exc)
             return

@@ -6,15 +6,19 @@ resets boots more (``Zygotes.grow``), up to ``zygotes_per_image``.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support import wait_dead
 
 from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
 from analyst_env.envs.local.isolation import Sizing
+from analyst_env.envs.local.zygote_client import ZygoteDied, ZygoteProcess
 from analyst_env.envs.sandbox import SandboxError
 
 # What a kernel can see of its own confinement; the same wherever it was forked.
@@ -211,3 +215,67 @@ def test_a_server_sized_for_bursts_boots_its_zygotes_at_warm_up() -> None:
         assert not fixed._zygotes._booting.get("default")
     finally:
         fixed.close()
+
+
+def test_resets_on_a_cold_image_each_get_their_own_kernel(monkeypatch) -> None:
+    """Resets that arrive while the image's first zygote boots wait for it, then take it one
+    at a time: none may talk to it while the request that booted it does (their replies would
+    cross, and a kernel would be handed out under another slot's name). The booting request
+    holds on after the boot until another one asks the zygote to fork (or 1 s passes, which is
+    what happens when the zygote is rightly lent to the booting request alone)."""
+    asked = threading.Event()
+    in_flight: dict[int, int] = {}
+    most_at_once = 0
+    counting = threading.Lock()
+    fork = ZygoteProcess.fork
+
+    def counting_fork(self, spec):
+        nonlocal most_at_once
+        asked.set()
+        with counting:
+            in_flight[self.host_pid] = in_flight.get(self.host_pid, 0) + 1
+            most_at_once = max(most_at_once, in_flight[self.host_pid])
+        try:
+            return fork(self, spec)
+        finally:
+            with counting:
+                in_flight[self.host_pid] -= 1
+
+    monkeypatch.setattr(ZygoteProcess, "fork", counting_fork)
+    backend = LocalSandboxBackend(standbys=0, sizing=Sizing(disk_mb=2), zygotes_per_image=1)
+    booted = backend._zygotes._on_boot
+    backend._zygotes._on_boot = lambda image: (asked.wait(1), booted(image))  # type: ignore[method-assign]
+    sandboxes: list[LocalSandbox] = []
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            sandboxes = list(pool.map(lambda _: backend.start("default", files={}), range(6)))
+        assert most_at_once == 1, f"{most_at_once} requests were in flight on one zygote at once"
+        for sandbox in sandboxes:
+            placement = sandbox._socket_link.order.wait(60)
+            result = sandbox.run_cell("import os; os.getcwd()", timeout_s=30)
+            assert result.outputs == [{"text/plain": repr(placement.workdir)}], placement.slot
+            assert placement.workdir.endswith(f"/{placement.slot.name}/work")
+    finally:
+        for sandbox in sandboxes:
+            sandbox.close()
+        backend.close()
+
+
+def test_a_reply_about_another_slot_is_refused(tmp_path) -> None:
+    """A reply is only used by the request it answers: one about another slot (a request
+    whose reply nobody read) means client and zygote are out of step, and the zygote is
+    refused as if it had died, never trusted with the wrong kernel."""
+    zygote = ZygoteProcess("default", host_root=str(tmp_path))
+    try:
+        request = {
+            "op": "fork",
+            "uid": None,
+            "fresh": True,
+            "sizing": Sizing(disk_mb=2).to_json(),
+            "output_limit_bytes": 1 << 20,
+        }
+        zygote._control.send(json.dumps({**request, "slot": "e1"}).encode())  # reply unread
+        with pytest.raises(ZygoteDied, match="about slot 'e1' when asked about 'e2'"):
+            zygote.fork({**request, "slot": "e2"})
+    finally:
+        zygote.stop()
