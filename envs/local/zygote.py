@@ -176,9 +176,9 @@ class Zygote:
         self.kernels.add(pid)
         pidfd = os.pidfd_open(pid)
         try:
-            reply = json.dumps({"slot": spec["slot"], "pid": pid, "workdir": spec["workdir"]})
-            reply = reply.encode()
-            socket.send_fds(self.control, [reply], [parent_end.fileno(), pidfd])
+            reply = {"slot": spec["slot"], "pid": pid, "workdir": spec["workdir"]}
+            fds = [parent_end.fileno(), pidfd]
+            socket.send_fds(self.control, [json.dumps(reply).encode()], fds)
         finally:
             parent_end.close()
             os.close(pidfd)
