@@ -83,7 +83,7 @@ def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
     out = dirs / "export"
     code, summary, records = export(
         capsys, out, "--dataset", "procedural:7", "--count", "4", "--start", "2"
-    )  # generator 9: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
+    )  # generator 10: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
     assert code == 0 and summary["dropped"] == [] and summary["uncovered_by_category"] == {}
     assert summary["tasks"] == summary["kept"] == len(records) == summary["replayed"] == 4
     for record in records:
@@ -139,7 +139,7 @@ def test_validate_replays_the_worked_solution_of_each_task(live):
     assert "solutions=2/2" in summary(result)
 
 
-SAVED_TASKS = {  # procedural:7 (generator 9), train: up to two tasks of each template
+SAVED_TASKS = {  # procedural:7 (generator 10), train: up to two tasks of each template
     "book_monthly": (74, 202),
     "book_pivot": (21, 30),
     "book_summary_attr": (12, 290),
