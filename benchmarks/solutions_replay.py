@@ -2,7 +2,8 @@
 
 Makes tasks 0..N-1 of the train split (seed 11) in a scratch cache, builds each
 task's solution from its plan, runs the cells in a fresh namespace inside the
-task's folder and scores the printed answer with the task's own scorer. It
+task's files and scores the printed answer with the task's own scorer (a workbook or chart
+it saves is read from that copy, as the server reads it from the sandbox). It
 proves the cells compute the gold from the files, quickly; the live-server replay
 (the sandbox running them, the server scoring) is ``analyst-env export sft``
 (``evaluation/solution_replay.py``).
@@ -14,6 +15,7 @@ import collections
 import contextlib
 import io
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -21,7 +23,9 @@ from pathlib import Path
 
 from analyst_env.datasets.procedural import solution_plan, solutions
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
-from analyst_env.verifiers import score
+from analyst_env.task_format import Task, ToolCall
+from analyst_env.verifiers import judge
+from analyst_env.verifiers.verdict import VerifyContext
 
 
 def run_cells(steps: list, folder: Path) -> str:
@@ -39,6 +43,22 @@ def run_cells(steps: list, folder: Path) -> str:
     finally:
         os.chdir(here)
     return out
+
+
+def solved(task: Task, steps: list[ToolCall], scratch: Path) -> float:
+    """The reward of ``steps`` run in a fresh copy of ``task``'s files in ``scratch`` (an edit
+    in place must not touch the task's own files); a saved file is read from the copy."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    for name, path in task.files.items():
+        (scratch / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, scratch / name)
+    answer = solutions.answer_from(run_cells(steps, scratch))
+
+    def read_file(name: str) -> bytes:
+        return (scratch / name).read_bytes()
+
+    context = VerifyContext(task_files=dict(task.files), read_file=read_file)
+    return judge(task.verifier, answer, task.answer, context).reward
 
 
 def main(n: int) -> dict:
@@ -60,9 +80,9 @@ def main(n: int) -> dict:
                 uncovered[task.metadata["category"]] += 1
                 continue
             t0 = time.perf_counter()
-            answer = solutions.answer_from(run_cells(steps, folder))
+            reward = solved(task, steps, Path(tmp) / "episode")
             replay_s += time.perf_counter() - t0
-            if score(task.verifier, answer, task.answer) == 1.0:
+            if reward == 1.0:
                 passed += 1
                 turns[task.metadata["level"]].append(len(steps) + 1)  # + final_answer
             else:

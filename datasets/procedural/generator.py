@@ -45,7 +45,8 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.datasets.shipped.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 9  # 9: charts saved as SVG, verified from the figure (charts, chart_figure)
+GENERATOR_VERSION = 10  # 10: the plan records a saved answer's sheet or chart (solutions)
+# 9: charts saved as SVG, verified from the figure (charts, chart_figure)
 # 8: open questions answered by a written finding (findings, rubric)
 # 6: questions and answer formats worded several ways (phrasing.py)
 # 5: articles and plurals from inflect ("stays", "an `agent_id`")

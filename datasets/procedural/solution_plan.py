@@ -46,6 +46,21 @@ def make(template: Any, domain: Any, ask: Any, query: dict, place: Placement, me
         "mess": mess.names(),
         "fact": [place.fact_file, place.fact_table],
         "dim": [place.dim_file, place.dim_table] if place.dim_file else None,
+        "sheet": _sheet(ask.sheet),
+        "chart": {"kind": ask.what, "order": ask.order} if ask.style == "chart" else None,
+    }
+
+
+def _sheet(sheet: Any) -> dict | None:
+    """A workbook answer's sheet as the instruction states it: name, label header, the value
+    columns' headers and roundings (``*``: one column per ``g2`` label, then ``Total``)."""
+    if sheet is None:
+        return None
+    return {
+        "name": sheet.name,
+        "label": sheet.label[0],
+        "columns": [[name, decimals] for name, _, decimals in sheet.columns],
+        "in_place": sheet.in_place,
     }
 
 

@@ -8,12 +8,12 @@ sandbox, never copied from the gold. The builder dispatches on the query's op
 :class:`NoSolution` naming it, so a new category is reported, not crashed on.
 
 Covered: every op of ``query`` answered in words (``COVERED_OPS``; a ``findings`` task's
-two sub-queries, then the sentence its rubric checks); not yet the
-workbook answers (``table``, ``pivot_table``, ``column``: the result-workbook and
-excel-edit categories). Styles: ``pandas`` (cells only), ``mixed`` (a shell look at the files,
-then cells) and ``sql`` (a ``run_sql`` look at the raw table, the files tidied in pandas, the
-answer computed in DuckDB SQL over the tidy frame where ``solutions_sql`` has a SQL form for
-the op, in pandas otherwise).
+two sub-queries, then the sentence its rubric checks), and the answers saved as files: a
+workbook (``solutions_books``: result-workbook and excel-edit) and a figure
+(``solutions_charts``: charts), whose last cell saves the file. Styles: ``pandas`` (cells
+only), ``mixed`` (a shell look at the files, then cells) and ``sql`` (a ``run_sql`` look at
+the raw table, the files tidied in pandas, the answer computed in DuckDB SQL over the tidy
+frame where ``solutions_sql`` has a SQL form for the op, in pandas otherwise).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from analyst_env.datasets.procedural import solutions_sql
+from analyst_env.datasets.procedural import solutions_books, solutions_charts, solutions_sql
 from analyst_env.task_format import ToolCall
 
 STYLES = ("pandas", "mixed", "sql")
@@ -116,15 +116,10 @@ _AGG = {
     "median": "s.median()",
     "std": "s.std(ddof=1)",
 }
-_LABELS = {
-    "month": "df['date'].dt.strftime('%Y-%m')",
-    "quarter": "df['date'].dt.year.astype(str) + '-Q' + df['date'].dt.quarter.astype(str)",
-    "pivot": "df['g1'] + '|' + df['g2']",
-}
 
 
 def _grouped(by: str, fn: str, role: str) -> str:
-    labels = _LABELS.get(by, f"df[{by!r}]")
+    labels = solutions_books.LABELS.get(by, f"df[{by!r}]")
     if fn == "count":
         return f"per = df.groupby({labels}).size().astype(float)"
     if fn == "nunique":
@@ -342,8 +337,7 @@ def build(plan: dict, style: str = "pandas") -> list[ToolCall]:
     """
     if style not in STYLES:
         raise ValueError(f"unknown solution style {style!r}; styles: {', '.join(STYLES)}")
-    # raise NoSolution before anything is built
-    compute, show = _compute(plan, sql=style == "sql"), _print(plan)
+    last = _last(plan, sql=style == "sql")  # raise NoSolution before anything is built
     cell = "add_and_execute_code_cell"
     steps: list[ToolCall] = []
     load = _load(plan)
@@ -353,11 +347,27 @@ def build(plan: dict, style: str = "pandas") -> list[ToolCall]:
         steps += [look] if (look := solutions_sql.look(plan)) is not None else []
         load = "import duckdb\n" + load
     steps += [
-        ToolCall(tool=cell, arguments={"code": load}),
-        ToolCall(tool=cell, arguments={"code": _clean(plan)}),
-        ToolCall(tool=cell, arguments={"code": f"{compute}\n{show}"}),
+        ToolCall(tool=cell, arguments={"code": code})
+        # a lookup column edits the file as written: nothing to tidy first
+        for code in ([load] if plan.get("style") == "column" else [load, _clean(plan)]) + [last]
     ]
     return steps
+
+
+def _last(plan: dict, sql: bool = False) -> str:
+    """The last cell: the answer computed and printed, or the workbook or figure saved."""
+    saved = _SAVED.get(plan.get("style", ""))
+    code = saved(plan, sql) if saved else f"{_compute(plan, sql)}\n{_print(plan)}"
+    if code is None:
+        raise NoSolution(f"no solution for template {plan['template']}: its plan names no file")
+    return code
+
+
+_SAVED: dict[str, Callable[[dict, bool], str | None]] = {
+    "workbook": solutions_books.cell,
+    "column": solutions_books.cell,
+    "chart": solutions_charts.cell,
+}
 
 
 def answer_from(printed: str) -> str:
@@ -368,8 +378,7 @@ def answer_from(printed: str) -> str:
 
 def covers(plan: dict) -> bool:
     try:
-        _compute(plan)
-        _print(plan)
+        _last(plan)
     except NoSolution:
         return False
     return True

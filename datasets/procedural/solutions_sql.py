@@ -33,7 +33,8 @@ SQL_OPS = ("count", "agg", "missing", "percentile", "iqr", "corr", "group", "fun
 """The ops whose answer the SQL style computes in SQL; the rest fall back to pandas."""
 
 
-def _col(name: str) -> str:
+def quote(name: str) -> str:
+    """``name`` as a DuckDB identifier."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -51,24 +52,24 @@ def scalar(plan: dict) -> str | None:
     if name == "count":
         return _one("SELECT COUNT(*) FROM df")
     if name == "missing":
-        return _one(f"SELECT COUNT(*) - COUNT({_col(a[0])}) FROM df")
+        return _one(f"SELECT COUNT(*) - COUNT({quote(a[0])}) FROM df")
     if name == "agg":
         fn, role = a
         if fn == "count":
             return _one("SELECT COUNT(*) FROM df")
         if fn == "nunique":
             return _one('SELECT COUNT(DISTINCT "key") FROM df')
-        return _one(f"SELECT {_AGG[fn].format(c=_col(role))} FROM df")
+        return _one(f"SELECT {_AGG[fn].format(c=quote(role))} FROM df")
     if name == "percentile":
-        return _one(f"SELECT quantile_cont({_col(a[0])}, {a[1] / 100!r}) FROM df")
+        return _one(f"SELECT quantile_cont({quote(a[0])}, {a[1] / 100!r}) FROM df")
     if name == "iqr":
         return _one(
             "SELECT quantile_cont({c}, 0.75) - quantile_cont({c}, 0.25) FROM df".format(
-                c=_col(a[0])
+                c=quote(a[0])
             )
         )
     if name == "corr":
-        return _one(f"SELECT corr({_col(a[0])}, {_col(a[1])}) FROM df")
+        return _one(f"SELECT corr({quote(a[0])}, {quote(a[1])}) FROM df")
     if name == "funnel_both":
         return _one(
             f'SELECT COUNT(*) FROM (SELECT "key" FROM df WHERE g2 = {_lit(a[0])} '
@@ -77,20 +78,25 @@ def scalar(plan: dict) -> str | None:
     return None
 
 
+def label(by: str) -> str:
+    """The SQL expression of a grouping's label: a role's column, a month, a quarter, a pair."""
+    return _LABELS.get(by, quote(by))
+
+
 def grouped(by: str, fn: str, role: str) -> str:
     """The cell line making ``per`` (label -> value, labels in order) with a GROUP BY."""
-    label = _LABELS.get(by, _col(by))
+    label_ = label(by)
     if fn == "count":
         value = "COUNT(*)"
     elif fn == "nunique":
         value = 'COUNT(DISTINCT "key")'
     elif fn == "sum":  # pandas sums a group of missing values to 0
-        value = f"COALESCE(SUM({_col(role)}), 0)"
+        value = f"COALESCE(SUM({quote(role)}), 0)"
     else:
-        value = _AGG[fn].format(c=_col(role))
+        value = _AGG[fn].format(c=quote(role))
     query = (
-        f"SELECT {label} AS label, CAST({value} AS DOUBLE) AS v FROM df "
-        f"WHERE {label} IS NOT NULL GROUP BY 1 ORDER BY 1"
+        f"SELECT {label_} AS label, CAST({value} AS DOUBLE) AS v FROM df "
+        f"WHERE {label_} IS NOT NULL GROUP BY 1 ORDER BY 1"
     )
     return f"per = duckdb.sql({query!r}).df().set_index('label')['v'].dropna()"
 
@@ -108,7 +114,7 @@ def look(plan: dict) -> ToolCall | None:
     files = [fact_file] + ([plan["dim"][0]] if plan["dim"] else [])
     sqlite = {f for f in files if f.endswith(".sqlite")}
     if fact_file.endswith(".sqlite") and sqlite == {fact_file}:
-        table = _col(fact_table)
+        table = quote(fact_table)
     elif fact_file.endswith(".csv") and not sqlite:
         table = _ident(PurePosixPath(fact_file).stem)
     else:
@@ -116,4 +122,4 @@ def look(plan: dict) -> ToolCall | None:
     return ToolCall(tool="run_sql", arguments={"query": f"SELECT COUNT(*) AS n_rows FROM {table}"})
 
 
-__all__ = ["SQL_OPS", "grouped", "look", "scalar"]
+__all__ = ["SQL_OPS", "grouped", "label", "look", "quote", "scalar"]

@@ -17,8 +17,10 @@ import pytest
 from support import procedural_server
 
 from analyst_env import cli
-from analyst_env.datasets.procedural import solution_plan
+from analyst_env.datasets.procedural import solution_plan, solutions
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.datasets.procedural.templates import load_all
+from analyst_env.evaluation.solution_replay import replay
 from analyst_env.evaluation.validation import report, summary, validate_task
 from analyst_env.prompts import SYSTEM_PROMPT
 
@@ -81,12 +83,9 @@ def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
     out = dirs / "export"
     code, summary, records = export(
         capsys, out, "--dataset", "procedural:7", "--count", "4", "--start", "2"
-    )  # generator 9: cohorts (sql), outliers (pandas), a workbook (no solution), window (mixed)
-    assert code == 0 and summary["dropped"] == []
-    assert summary["kept"] == len(records) == summary["replayed"] >= 3
-    assert summary["tasks"] == 4 and sum(summary["uncovered_by_category"].values()) == 4 - len(
-        records
-    )
+    )  # generator 10: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
+    assert code == 0 and summary["dropped"] == [] and summary["uncovered_by_category"] == {}
+    assert summary["tasks"] == summary["kept"] == len(records) == summary["replayed"] == 4
     for record in records:
         check_record(record)
     assert len({r["style"] for r in records}) >= 2
@@ -131,13 +130,59 @@ def test_export_sft_needs_a_procedural_dataset(dirs, capsys):
 
 def test_validate_replays_the_worked_solution_of_each_task(live):
     url, dataset = live
-    tasks = [dataset.task("train", i) for i in (0, 4)]  # 0 has a solution, 4 (a workbook) not
+    tasks = [dataset.task("train", i) for i in (0, 4)]  # 4 is a result workbook
     rows = [asyncio.run(validate_task(url, task)) for task in tasks]
-    assert [row["solution"] for row in rows] == [1.0, None]
+    assert [row["solution"] for row in rows] == [1.0, 1.0]
     assert all(row["status"] == "pass" for row in rows), rows
     result = report("procedural:7", rows)
-    assert result["solutions"] == {"replayed": 1, "scored_1": 1, "without_solution": 1}
-    assert "solutions=1/1" in summary(result)
+    assert result["solutions"] == {"replayed": 2, "scored_1": 2, "without_solution": 0}
+    assert "solutions=2/2" in summary(result)
+
+
+SAVED_TASKS = {  # procedural:7 (generator 10), train: up to two tasks of each template
+    "book_monthly": (74, 202),
+    "book_pivot": (21, 30),
+    "book_summary_attr": (12, 290),
+    "book_summary_g1": (321,),
+    "book_summary_g2": (4, 14),
+    "chart_bar_average": (18, 49),
+    "chart_bar_sorted": (16, 60),
+    "chart_histogram": (101, 145),
+    "chart_line_monthly": (105, 268),
+    "chart_scatter_averages": (35, 345),
+    "edit_lookup_column": (10, 274),
+    "edit_monthly_sheet": (50, 142),
+    "edit_summary_sheet": (62, 76),
+}
+
+
+def test_saved_workbooks_and_charts_score_one_on_the_server(live):
+    """Every template whose answer is a file (a result workbook, an edited input workbook, a
+    chart): its solutions, in turn in each style, save the file in a real sandbox and the
+    server's scorer, reading it from there, gives 1.0."""
+    url, dataset = live
+    saved = {
+        t.name for t in load_all() if t.category in ("result-workbook", "excel-edit", "charts")
+    }
+    assert set(SAVED_TASKS) == saved
+    picked = [(template, i) for template, ids in SAVED_TASKS.items() for i in ids]
+    tasks = [dataset.task("train", i) for _, i in picked]
+    assert [t.metadata["template"] for t in tasks] == [template for template, _ in picked]
+    gate = asyncio.Semaphore(3)
+
+    async def one(n: int, task) -> dict:
+        async with gate:
+            return await replay(url, task, style=solutions.STYLES[n % len(solutions.STYLES)])
+
+    async def every() -> list[dict]:
+        return list(await asyncio.gather(*(one(n, t) for n, t in enumerate(tasks))))
+
+    rows = asyncio.run(every())
+    assert [(r["task_id"], r["reward"]) for r in rows] == [(t.id, 1.0) for t in tasks], [
+        r.get("error") for r in rows
+    ]
+    for row in rows:
+        check_record(row["record"])
 
 
 def test_a_plan_that_does_not_fit_its_files_fails_the_solution_check(live):
