@@ -31,7 +31,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, quiet_build
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class AgentSandboxBackend(RunnerBackend):
         )
         self._pools: dict[str, str] = {}
         try:  # the default image's pool and template, so a refusal stops `serve` in one line
-            self._prepare_image("default", resolve("default"))
+            self._prepare_image("default", resolve("default"), quiet_build)
         except BackendUnavailable:
             raise
         except SandboxError as exc:
@@ -232,7 +232,7 @@ class AgentSandboxBackend(RunnerBackend):
 
         return self._api_call(f"reading {plural}/{name}", get)
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         pool_name = self.warm_pool if image == "default" else self.artifact_name(recipe)
         pool = self._get("sandboxwarmpools", pool_name)
         if pool is None:

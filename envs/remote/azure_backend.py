@@ -29,7 +29,7 @@ from analyst_env.envs.remote.azure_link import spooled_channel, start_command
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.relayed_runner import BUNDLE_PATH, runner_bundle, unpack_command
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class AzureSandboxBackend(RunnerBackend):
         building = [i for i in found if _state(i) not in (*_READY, "failed")]
         return (ready or building or found or [None])[0]
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         try:
             disk = self._lookup(name)

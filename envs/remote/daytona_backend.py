@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -125,7 +124,6 @@ class DaytonaSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
         self._snapshots: dict[str, str] = {}
         self._bundle = runner_bundle()
-        self._bake_log = threading.local()  # the build's log callback, while ``bake`` runs
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def _sized(self, recipe: Recipe) -> Recipe:
@@ -162,7 +160,7 @@ class DaytonaSandboxBackend(RunnerBackend):
         except self.sdk.DaytonaError as exc:
             raise SandboxError(f"Daytona could not look up snapshot {name}: {exc}") from exc
 
-    def _build(self, recipe: Recipe, name: str) -> Any:
+    def _build(self, recipe: Recipe, name: str, log: BuildLog) -> Any:
         """Have Daytona build ``name`` from the recipe's Dockerfile (minutes for a big recipe)."""
         with tempfile.TemporaryDirectory(prefix="analyst-env-daytona-") as folder:
             path = Path(folder) / "Dockerfile"
@@ -171,7 +169,6 @@ class DaytonaSandboxBackend(RunnerBackend):
         params = self.sdk.CreateSnapshotParams(
             name=name, image=image, resources=self._resources(recipe)
         )
-        log = getattr(self._bake_log, "write", None)
         try:
             return self._client.snapshot.create(params, on_logs=log, timeout=self.build_timeout_s)
         except self.sdk.DaytonaError as exc:
@@ -180,24 +177,9 @@ class DaytonaSandboxBackend(RunnerBackend):
                 raise SandboxError(f"Daytona could not build snapshot {name}: {exc}") from exc
             return failed
 
-    def bake(
-        self,
-        recipe: Recipe,
-        out_dir: Path,
-        *,
-        log: Callable[[str], None],
-        progress: Callable[[float], None],
-    ) -> None:
-        """``RunnerBackend.bake``, with Daytona's build output streamed into ``log``."""
-        self._bake_log.write = log
-        try:
-            super().bake(recipe, out_dir, log=log, progress=progress)
-        finally:
-            self._bake_log.write = None
-
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
-        snapshot = self._lookup(name) or self._build(recipe, name)
+        snapshot = self._lookup(name) or self._build(recipe, name, log)
         if _state(snapshot) == "inactive":  # Daytona deactivates snapshots left unused
             try:
                 snapshot = call_within(
@@ -210,7 +192,7 @@ class DaytonaSandboxBackend(RunnerBackend):
         deadline = time.monotonic() + self.build_timeout_s
         while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
             time.sleep(2.0)  # another server is building it
-            snapshot = self._lookup(name) or self._build(recipe, name)
+            snapshot = self._lookup(name) or self._build(recipe, name, log)
         state = _state(snapshot)
         if state in _FAILED:
             raise SandboxError(

@@ -23,7 +23,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.capabilities import BackendCapabilities
@@ -34,7 +33,7 @@ from analyst_env.envs.remote.deno_link import OpenSandbox, SdkLoop, fifo_channel
 from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, BuildFailed, bake_steps
 from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -117,7 +116,6 @@ class DenoSandboxBackend(RunnerBackend):
         self._failed: dict[str, str] = {}
         self._open: set[OpenSandbox] = set()  # slots' sandboxes, ended at the latest by close
         self._bundle = runner_bundle()
-        self._bake_log: Callable[[str], None] = lambda line: None
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def _call(self, coro: Any, what: str, timeout_s: float | None = None) -> Any:
@@ -134,40 +132,25 @@ class DenoSandboxBackend(RunnerBackend):
         return "analyst-env-" + runner_image.artifact_tag(recipe).replace(".", "-")
 
     # ── snapshots ──────────────────────────────────────────────────────────
-    def bake(
-        self,
-        recipe: Recipe,
-        out_dir: Path,
-        *,
-        log: Callable[[str], None],
-        progress: Callable[[float], None],
-    ) -> None:
-        """``RunnerBackend.bake``, with each build step and its output in ``log``."""
-        self._bake_log = log
-        try:
-            super().bake(recipe, out_dir, log=log, progress=progress)
-        finally:
-            self._bake_log = lambda line: None
-
     def _snapshot(self, name: str) -> Any:
         try:
             return self._call(self._deploy.snapshots.get(name), "Deno (snapshot lookup)")
         except self.sdk.HTTPStatusError as exc:
             raise SandboxError(f"Deno could not look up snapshot {name}: {exc}") from exc
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         if name in self._failed:
             raise SandboxError(self._failed[name])
         if self._snapshot(name) is None:
             try:
-                self._build(recipe, name)
+                self._build(recipe, name, log)
             except BuildFailed as exc:  # remembered; a service that did not answer is not
                 self._failed[name] = f"{exc}; fix the recipe, or restart the server to retry"
                 raise BuildFailed(self._failed[name]) from None
         self._snapshots[image] = name
 
-    def _build(self, recipe: Recipe, name: str) -> None:
+    def _build(self, recipe: Recipe, name: str, log: BuildLog) -> None:
         steps = bake_steps(recipe)
         volumes, slug = self._deploy.volumes, f"{name}-build"
         capacity = f"{math.ceil(recipe.disk_mb / 1024) if recipe.disk_mb else self.disk_gib}GiB"
@@ -181,7 +164,7 @@ class DenoSandboxBackend(RunnerBackend):
                 return self._await_other_build(name)
             raise SandboxError(f"Deno could not create build volume {slug}: {exc}") from exc
         try:
-            self._run_steps(name, volume["slug"], steps)
+            self._run_steps(name, volume["slug"], steps, log)
             self._snapshot_volume(volume["id"], name)
         except SandboxError:
             raise
@@ -191,9 +174,11 @@ class DenoSandboxBackend(RunnerBackend):
             try:
                 self._call(volumes.delete(volume["id"]), "Deno (build volume cleanup)")
             except Exception as exc:
-                self._bake_log(f"deno: could not delete build volume {slug}: {exc}")
+                log(f"deno: could not delete build volume {slug}: {exc}")
 
-    def _run_steps(self, name: str, volume: str, steps: list[tuple[str, str]]) -> None:
+    def _run_steps(
+        self, name: str, volume: str, steps: list[tuple[str, str]], log: BuildLog
+    ) -> None:
         deadline = time.monotonic() + self.build_timeout_s
         box = OpenSandbox(
             self._sdk_loop,
@@ -206,13 +191,13 @@ class DenoSandboxBackend(RunnerBackend):
         )
         try:
             for label, script in steps:
-                self._bake_log(f"deno: {label}: {script}")
+                log(f"deno: {label}: {script}")
                 try:
                     code, output = box.run(script, timeout_s=max(1.0, deadline - time.monotonic()))
                 except TimeoutError:
                     raise SandboxError(f"Deno snapshot {name} ran out of time at {label}") from None
                 for line in output.splitlines()[-40:]:
-                    self._bake_log(line)
+                    log(line)
                 if code != 0:
                     tail = "\n".join(output.strip().splitlines()[-8:])
                     raise BuildFailed(

@@ -28,7 +28,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.engine_image import ensure_image
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -169,7 +169,7 @@ class DockerSandboxBackend(RunnerBackend):
     def artifact_name(self, recipe: Recipe) -> str:
         return f"analyst-env:{runner_image.artifact_tag(recipe)}"
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         tag = self.artifact_name(recipe)
         ensure_image(self.docker, self.sdk, recipe, tag, build_network=self.build_network)
         self._tags[image] = tag

@@ -29,7 +29,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -137,7 +137,7 @@ class ModalSandboxBackend(RunnerBackend):
         """The published name of ``recipe``'s image."""
         return f"analyst-env:{runner_image.artifact_tag(recipe)}"
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         found = self.sdk.Image.from_name(name, client=self._client)
         try:

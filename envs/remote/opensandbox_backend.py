@@ -36,7 +36,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.engine_image import ensure_image
 from analyst_env.envs.remote.execd_pipe import EXECD_PORT, open_pipe
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class OpenSandboxBackend(RunnerBackend):
         """The image sandboxes of ``recipe`` run."""
         return self.fixed_image or f"analyst-env:{runner_image.artifact_tag(recipe)}"
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         tag = self.artifact_name(recipe)
         if self.fixed_image is None:
             ensure_image(

@@ -29,7 +29,7 @@ from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.runloop_link import execution_channel
-from analyst_env.envs.remote.slots import RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class RunloopSandboxBackend(RunnerBackend):
         building = [bp for bp in found if bp.status in _BUILDING]
         return (ready or building or found or [None])[0]
 
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         blueprint = self._lookup(name)
         if blueprint is None:

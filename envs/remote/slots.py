@@ -49,12 +49,21 @@ class Slot:
             log.warning("destroying slot %s failed: %s", self.client.label, exc)
 
 
+BuildLog = Callable[[str], None]
+"""Where an image build writes its progress lines: ``bake``'s log, or nowhere."""
+
+
+def quiet_build(line: str) -> None:
+    """The build log of a build that ``bake`` did not ask for (warm-up, first episode)."""
+
+
 class RunnerBackend(SandboxBackend):
     """Base of the backends whose episodes run on slot runners.
 
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
-    once per image name) and ``_create_slot`` (start one container or sandbox
-    with its runner and return a ready ``Slot``).
+    once per image name, writing build output to the ``log`` it is given) and
+    ``_create_slot`` (start one container or sandbox with its runner and return a
+    ready ``Slot``).
 
     Args:
         resolve: Maps an image name to its recipe.
@@ -93,7 +102,7 @@ class RunnerBackend(SandboxBackend):
         self._filler.start()
 
     # ── subclass hooks ─────────────────────────────────────────────────────
-    def _prepare_image(self, image: str, recipe: Recipe) -> None:
+    def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         raise NotImplementedError
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
@@ -116,7 +125,7 @@ class RunnerBackend(SandboxBackend):
         log(f"{self.name}: preparing image for {image}")
         progress(0.05)
         with self._image_locks[image]:
-            self._prepare_image(image, recipe)
+            self._prepare_image(image, recipe, log)
             self._recipes[image] = recipe
         write_manifest(out_dir, recipe, backend=self.name, artifact=self.artifact_name(recipe))
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
@@ -206,7 +215,7 @@ class RunnerBackend(SandboxBackend):
         with self._image_locks[image]:
             known = self._recipes.get(image)
             if known is None or known.content_hash() != recipe.content_hash():
-                self._prepare_image(image, recipe)
+                self._prepare_image(image, recipe, quiet_build)
                 self._recipes[image] = recipe
                 with self._lock:
                     stale = self._idle.pop(image, collections.deque())

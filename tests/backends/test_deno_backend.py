@@ -163,6 +163,38 @@ def test_a_build_logs_each_step_with_its_output(deno_api, tmp_path):
     assert deno_api.created[-1]["root"] == {"volume": f"{backend.artifact_name(recipe)}-build"}
 
 
+def test_two_builds_at_once_each_log_only_their_own_steps(deno_api, tmp_path):
+    recipes = {
+        "env-left": Recipe(name="left", uv=["tabulate"]),
+        "env-right": Recipe(name="right", uv=["toolz"]),
+    }
+    backend = _backend(deno_api, recipes.__getitem__)
+    logs: dict[str, list[str]] = {image: [] for image in recipes}
+    errors: list[BaseException] = []
+
+    def bake(image: str) -> None:
+        try:
+            backend.bake(
+                recipes[image], tmp_path / image, log=logs[image].append, progress=lambda f: None
+            )
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=bake, args=(image,)) for image in recipes]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        backend.close()
+    assert not errors, errors
+    left, right = "\n".join(logs["env-left"]), "\n".join(logs["env-right"])
+    assert "pip install --system --break-system-packages tabulate" in left
+    assert "pip install --system --break-system-packages toolz" in right
+    assert "toolz" not in left and "tabulate" not in right
+
+
 def test_a_service_that_failed_once_is_not_remembered_as_a_failed_build(deno_api, tmp_path):
     recipe = Recipe(name="transient", pip=["six"])  # a hash no other test builds
     backend = _backend(deno_api, {"env-transient": recipe}.__getitem__)
