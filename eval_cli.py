@@ -123,11 +123,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.url:
             result, run_dir = run(args.url)
         else:
-            from analyst_env.server.app import build_app
-            from analyst_env.server.local_server import BackgroundServer
+            from analyst_env.server.local_server import serving
 
-            served = served.model_copy(update={"max_sessions": args.concurrency + 2})
-            with BackgroundServer(build_app(served)) as url:
+            with serving(served, sessions=args.concurrency + 2) as url:
                 result, run_dir = run(url)
     except (RunMismatch, ChatError, ValueError) as exc:
         bar.close()
@@ -211,17 +209,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.url:
         rows = run(args.url)
     else:
-        from analyst_env.server.app import build_app
-        from analyst_env.server.local_server import BackgroundServer
-        from analyst_env.server.runtime import Runtime
+        from analyst_env.server.local_server import serving
 
-        settings = settings.model_copy(update={"max_sessions": args.concurrency + 4})
-        runtime = Runtime(settings, datasets=[dataset])
-        try:
-            with BackgroundServer(build_app(settings, runtime=runtime)) as url:
-                rows = run(url)
-        finally:
-            runtime.close()
+        with serving(settings, sessions=args.concurrency + 4, datasets=[dataset]) as url:
+            rows = run(url)
     bar.close()
     result = report(args.dataset, rows)
     if generation is not None:

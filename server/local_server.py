@@ -1,6 +1,6 @@
 """Run the server in a background thread on a free loopback port.
 
-Used by ``analyst-env eval`` without ``--url`` and by the live tests: the same
+Used by ``analyst-env eval`` and ``export`` without ``--url`` and by the live tests: the same
 uvicorn server ``analyst-env serve`` runs, just in-process. It lives with the server
 (it needs uvicorn, which a client process never loads); its old name
 ``analyst_env.client.local_server`` still works, deprecated.
@@ -8,11 +8,17 @@ uvicorn server ``analyst-env serve`` runs, just in-process. It lives with the se
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
+
+if TYPE_CHECKING:
+    from analyst_env.server.settings import Settings
 
 
 def free_port() -> int:
@@ -51,3 +57,23 @@ class BackgroundServer:
     def __exit__(self, *exc) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def serving(
+    settings: Settings, *, sessions: int, datasets: list[Any] | None = None
+) -> Iterator[str]:
+    """``with serving(settings, sessions=n) as url:``: this server, in-process, for a command run
+    without ``--url``; ``sessions`` is the most episodes the command keeps open at once, and
+    ``datasets``, when given, what it serves instead of the configured datasets. Everything it
+    started is closed when the block ends."""
+    from analyst_env.server.app import build_app
+    from analyst_env.server.runtime import Runtime
+
+    settings = settings.model_copy(update={"max_sessions": sessions})
+    runtime = Runtime(settings, datasets=datasets)
+    try:
+        with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+            yield url
+    finally:
+        runtime.close()
