@@ -1,7 +1,8 @@
 """``analyst-env export``: tasks as Harbor task directories, recorded episodes as notebooks
 or SFT records, and worked solutions of procedural tasks as SFT records.
 
-``export sft`` replays each task's worked solution against a live server (one
+``export sft`` replays each task's worked solution (built from a procedural task's plan, or read
+from a frozen set's ``solutions.jsonl``) against a live server (one
 started in-process, or ``--url``) and keeps only the trajectories that scored
 1.0 (``evaluation/solution_replay.py``); the dropped ones are named.
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 from analyst_env.cli_checks import (
     DATASET_HELP,
@@ -82,32 +85,31 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
-    """``export sft --dataset procedural:SEED --count N``: replayed worked solutions as JSONL."""
+    """``export sft --dataset procedural:SEED --count N`` (solutions built from each task's plan)
+    or ``--dataset tasks:DIR`` (the ``solutions.jsonl`` that ``generate --with-solutions``
+    wrote): replayed worked solutions as JSONL."""
     import asyncio
     import json
-    from pathlib import Path
 
     from tqdm import tqdm
 
-    from analyst_env.datasets import load_dataset
-    from analyst_env.datasets.procedural.dataset import KEEP_DIRS
     from analyst_env.evaluation import solution_replay
 
     check_dataset(args.dataset)
-    if not args.dataset.strip().startswith("procedural:"):
-        raise UsageError("export sft needs --dataset procedural:SEED (tasks with worked solutions)")
-    if args.count < 1 or args.start < 0 or args.concurrency < 1:
+    spec = args.dataset.strip()
+    if not spec.startswith(("procedural:", "tasks:")):
+        raise UsageError(
+            "export sft needs --dataset procedural:SEED or tasks:DIR (tasks with worked solutions)"
+        )
+    if (args.count is not None and args.count < 1) or args.start < 0 or args.concurrency < 1:
         raise UsageError("--count and --concurrency must be at least 1 and --start at least 0")
     if args.url:
         check_server(args.url, args.token)
-    try:
-        dataset = load_dataset(args.dataset)
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
-    if args.split not in dataset.splits():
-        raise UsageError(f"no split {args.split!r}; splits: {', '.join(dataset.splits())}")
-    dataset.keep_at_least(args.count + KEEP_DIRS)  # each plan is read after its task is made
-    tasks = [dataset.task(args.split, args.start + i) for i in range(args.count)]
+    if spec.startswith("procedural:"):
+        dataset, tasks = _procedural_range(args)
+        solve: solution_replay.Solver = solution_replay.solution_for
+    else:
+        dataset, tasks, solve = _frozen_range(args, Path(spec.removeprefix("tasks:")))
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
     bar = tqdm(total=len(tasks), desc=f"export sft {args.dataset}", unit="task", file=sys.stderr)
 
@@ -120,24 +122,18 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
                 style=args.style,
                 concurrency=args.concurrency,
                 on_result=lambda _: bar.update(1),
+                solve=solve,
             )
         )
 
     if args.url:
         rows, seconds = solution_replay.timed(lambda: run(args.url))
     else:
-        from analyst_env.server.app import build_app
-        from analyst_env.server.local_server import BackgroundServer
-        from analyst_env.server.runtime import Runtime
+        from analyst_env.server.local_server import serving
 
         settings = settings_from_args(args)
-        settings = settings.model_copy(update={"max_sessions": args.concurrency + 2})
-        runtime = Runtime(settings, datasets=[dataset])
-        try:
-            with BackgroundServer(build_app(settings, runtime=runtime)) as url:
-                rows, seconds = solution_replay.timed(lambda: run(url))
-        finally:
-            runtime.close()
+        with serving(settings, sessions=args.concurrency + 2, datasets=[dataset]) as url:
+            rows, seconds = solution_replay.timed(lambda: run(url))
     bar.close()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,6 +155,44 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
             f"{result['trajectories_per_s']} trajectories/s"
         )
     return 1 if result["dropped"] else 0
+
+
+def _procedural_range(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The dataset and tasks ``start .. start + count - 1`` of a procedural split, made now."""
+    from analyst_env.datasets import load_dataset
+    from analyst_env.datasets.procedural.dataset import KEEP_DIRS
+
+    if args.count is None:
+        raise UsageError("export sft --dataset procedural:SEED needs --count")
+    try:
+        dataset = load_dataset(args.dataset)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
+    if args.split not in dataset.splits():
+        raise UsageError(f"no split {args.split!r}; splits: {', '.join(dataset.splits())}")
+    dataset.keep_at_least(args.count + KEEP_DIRS)  # each plan is read after its task is made
+    return dataset, [dataset.task(args.split, args.start + i) for i in range(args.count)]
+
+
+def _frozen_range(args: argparse.Namespace, folder: Path) -> tuple[Any, list[Any], Any]:
+    """The dataset, the split's tasks from ``start`` (``count`` of them, or all) and their
+    written solutions, of a frozen task directory."""
+    from analyst_env.datasets import load_dataset
+    from analyst_env.datasets.procedural.solution_files import FrozenSolutions
+
+    if args.style:
+        raise UsageError("--style is for procedural:SEED; a frozen set keeps its written style")
+    try:
+        dataset = load_dataset(args.dataset)
+        frozen = FrozenSolutions(folder)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"cannot load dataset {args.dataset!r}: {exc}") from None
+    split = [t for t in dataset.tasks if t.split == args.split]
+    if not split:
+        splits = sorted({t.split for t in dataset.tasks})
+        raise UsageError(f"no split {args.split!r}; splits: {', '.join(splits)}")
+    end = None if args.count is None else args.start + args.count
+    return dataset, split[args.start : end], frozen.solution_for
 
 
 def add_export_parser(sub) -> None:
@@ -222,8 +256,14 @@ def add_export_parser(sub) -> None:
         "sft",
         help="Worked solutions of procedural tasks, replayed on a live server, as SFT chat records",
     )
-    sft.add_argument("--dataset", required=True, help="procedural:SEED")
-    sft.add_argument("--count", type=int, required=True, help="How many tasks")
+    sft.add_argument(
+        "--dataset",
+        required=True,
+        help="procedural:SEED, or tasks:DIR made by generate --with-solutions",
+    )
+    sft.add_argument(
+        "--count", type=int, help="How many tasks (needed for procedural; tasks:DIR: all)"
+    )
     sft.add_argument("--split", default="train", help="Split to draw from (default train)")
     sft.add_argument("--start", type=int, default=0, help="First index of the split (default 0)")
     sft.add_argument(

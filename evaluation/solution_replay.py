@@ -57,14 +57,23 @@ def _records(task: Task, frames: list[tuple[str, dict]], steps: list[ToolCall], 
     return records
 
 
+Solver = Callable[[Task, str | None], tuple[str, list[ToolCall]]]
+"""Where a task's solution comes from: its plan (``solution_for``), or a frozen set's file
+(``FrozenSolutions.solution_for``)."""
+
+
 async def replay(
-    base_url: str, task: Task, headers: dict[str, str] | None = None, style: str | None = None
+    base_url: str,
+    task: Task,
+    headers: dict[str, str] | None = None,
+    style: str | None = None,
+    solve: Solver = solution_for,
 ) -> Row:
     """Replay ``task``'s solution on the server; the row has ``reward``, ``style``, ``turns``,
     ``level`` and, at reward 1.0, the SFT ``record`` (``error`` says why a replay failed)."""
     row: Row = {"task_id": task.id, "level": task.metadata.get("level"), "reward": 0.0}
     try:
-        row["style"], steps = solution_for(task, style)
+        row["style"], steps = solve(task, style)
     except solutions.NoSolution as exc:
         return {**row, "uncovered": task.metadata.get("category", "?"), "error": str(exc)}
     frames: list[tuple[str, dict]] = []
@@ -98,10 +107,11 @@ async def replay_many(
     style: str | None = None,
     concurrency: int = 4,
     on_result: Callable[[Row], None] | None = None,
+    solve: Solver = solution_for,
 ) -> list[Row]:
     """Replay every task's solution, ``concurrency`` at a time; rows in task order."""
     return await each_bounded(
-        tasks, lambda task: replay(base_url, task, headers, style), concurrency, on_result
+        tasks, lambda task: replay(base_url, task, headers, style, solve), concurrency, on_result
     )
 
 
@@ -142,4 +152,4 @@ def timed(run: Callable[[], list[Row]]) -> tuple[list[Row], float]:
     return rows, time.perf_counter() - started
 
 
-__all__ = ["replay", "replay_many", "summary", "timed"]
+__all__ = ["Solver", "replay", "replay_many", "solution_for", "summary", "timed"]

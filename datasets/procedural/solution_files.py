@@ -7,6 +7,8 @@ calls; the answer is the last line the last one prints). The file sits at the
 directory's root, outside every task's ``files``, so the ``tasks:DIR`` loader
 never serves it and no sandbox sees it; it is training data, not part of a
 task. Tasks without a solution yet are counted by category, not written.
+:class:`FrozenSolutions` reads it back (``export sft --dataset tasks:DIR``): a
+frozen set has no plans, so its solutions are the ones written, in their style.
 """
 
 from __future__ import annotations
@@ -69,4 +71,54 @@ def write_solutions(tasks: list[Task], out: Path) -> dict[str, Any]:
     return {"solutions": len(lines), "without_solution": dict(sorted(missing.items()))}
 
 
-__all__ = ["SOLUTIONS_FILE", "solution_for", "solution_line", "write_solutions"]
+class FrozenSolutions:
+    """The solutions of a frozen task directory (its ``solutions.jsonl``), by task id.
+
+    Raises:
+        ValueError: the file is missing, or a line is not a solution (the line is named).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        path = folder / SOLUTIONS_FILE
+        if not path.is_file():
+            raise ValueError(f"{path} does not exist (generate --with-solutions writes it)")
+        self._by_id: dict[str, tuple[str, list[ToolCall]]] = {}
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                steps = [
+                    ToolCall(tool=s["tool"], arguments=s["arguments"]) for s in record["steps"]
+                ]
+                self._by_id[str(record["task_id"])] = (str(record["style"]), steps)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ValueError(f"{path}, line {number}: not a solution ({exc!r})") from None
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def solution_for(self, task: Task, style: str | None = None) -> tuple[str, list[ToolCall]]:
+        """(style, tool calls) of ``task``'s written solution, as :func:`solution_for`.
+
+        Raises:
+            solutions.NoSolution: none was written for it, or it is in another style than
+                ``style`` (a frozen set keeps one solution a task).
+        """
+        found = self._by_id.get(task.id)
+        if found is None:
+            raise solutions.NoSolution(f"task {task.id} has no line in {SOLUTIONS_FILE}")
+        if style is not None and found[0] != style:
+            raise solutions.NoSolution(
+                f"task {task.id}'s written solution is in the {found[0]} style, not {style}"
+            )
+        return found
+
+
+__all__ = [
+    "SOLUTIONS_FILE",
+    "FrozenSolutions",
+    "solution_for",
+    "solution_line",
+    "write_solutions",
+]

@@ -123,9 +123,41 @@ def test_replays_that_score_below_one_are_dropped_and_named(dirs, served, capsys
     assert {d["task_id"] for d in summary["dropped"]} <= {f"procedural-train-{i}" for i in range(4)}
 
 
-def test_export_sft_needs_a_procedural_dataset(dirs, capsys):
+def test_export_sft_needs_a_procedural_dataset_or_a_frozen_set(dirs, capsys):
     assert cli.main(["export", "sft", "--dataset", "starter", "--count", "2"]) == 2
-    assert "procedural:SEED" in capsys.readouterr().err
+    assert "procedural:SEED or tasks:DIR" in capsys.readouterr().err
+    assert cli.main(["export", "sft", "--dataset", "procedural:7"]) == 2
+    assert "needs --count" in capsys.readouterr().err
+
+
+def test_a_frozen_sets_written_solutions_are_replayed(dirs, served, capsys):
+    """``generate --with-solutions`` then ``export sft --dataset tasks:DIR``: the solutions come
+    from solutions.jsonl (a frozen set has no plans); one whose line was altered to answer
+    wrongly is dropped, one whose line was removed counts as uncovered."""
+    frozen = dirs / "frozen"
+    assert cli.main(["generate", "--seed", "7", "--count", "3", "--out", str(frozen),
+                     "--with-solutions", "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    path = frozen / "solutions.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["task_id"] for line in lines] == [f"procedural-train-{i}" for i in range(3)]
+    lines[1]["steps"][-1] = {
+        "tool": "add_and_execute_code_cell",
+        "arguments": {"code": "print('not the answer')"},
+    }
+    path.write_text("".join(json.dumps(line) + "\n" for line in (lines[0], lines[1])))
+    assert cli.main(["export", "sft", "--dataset", f"tasks:{frozen}", "--style", "sql"]) == 2
+    assert "--style is for procedural" in capsys.readouterr().err
+    code, summary, records = export(capsys, dirs / "out", "--dataset", f"tasks:{frozen}")
+    assert code == 1 and summary["tasks"] == 3 and summary["replayed"] == 2
+    assert [r["task_id"] for r in summary["dropped"]] == ["procedural-train-1"]
+    assert sum(summary["uncovered_by_category"].values()) == 1
+    (record,) = records
+    check_record(record)
+    assert record["style"] == lines[0]["style"]
+    path.write_text("{not json\n")
+    assert cli.main(["export", "sft", "--dataset", f"tasks:{frozen}", "--url", served]) == 2
+    assert "solutions.jsonl, line 1: not a solution" in capsys.readouterr().err
 
 
 def test_validate_replays_the_worked_solution_of_each_task(live):
