@@ -94,6 +94,9 @@ def install_lifecycle(
     async def warm_backend() -> None:
         warm_up.start(functools.partial(warm_backend_up, runtime.backend))
 
+    async def size_scoring_pool() -> None:  # 0: every scoring in a forked child
+        SCORING_POOL.max_workers = runtime.settings.score_workers
+
     async def close_sessions() -> None:  # sessions without a socket (HTTP /mcp), parked ones
         sessions.stop_reaper()
         sockets.draining = True
@@ -105,7 +108,9 @@ def install_lifecycle(
         runtime.close()
 
     redact_tokens_in_logs()
-    app.router.on_startup.extend([accept_sessions, redact_logs, start_idle_clock, warm_backend])
+    app.router.on_startup.extend(
+        [accept_sessions, redact_logs, start_idle_clock, size_scoring_pool, warm_backend]
+    )
     app.router.on_shutdown.append(close_sessions)
     if owns_runtime:
         app.router.on_shutdown.append(close_runtime)

@@ -14,7 +14,9 @@
   on), ``analyst_env_sessions_max``, ``analyst_env_frames_in_flight``,
   ``analyst_env_draining``, ``analyst_env_standby_kernels`` (the local backend's
   pre-forked pool), ``analyst_env_kernels_on_order`` (its episodes whose kernel is not
-  ready yet) and ``analyst_env_environment_builds{status}``.
+  ready yet), ``analyst_env_environment_builds{status}``, and
+  ``analyst_env_scoring_workers_started`` and ``analyst_env_worker_scorings`` (answers scored
+  by a long-lived scoring worker rather than a fork of the server, since it started).
 
 Label values come from closed sets (tool names the server knows, exception class
 names, error types): a policy that calls a thousand made-up tool names must not
@@ -40,6 +42,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from analyst_env.envs.capabilities import KeepsStandbys
+from analyst_env.verifiers.bounded import SCORING_POOL
 
 log = logging.getLogger(__name__)
 #: Set by ``serve --workers`` for its workers (``server/workers.py``): metrics are summed.
@@ -166,6 +169,8 @@ class _SharedGauges:
             "analyst_env_frames_in_flight",
             "analyst_env_standby_kernels",
             "analyst_env_kernels_on_order",
+            "analyst_env_scoring_workers_started",  # each server worker has its own pool
+            "analyst_env_worker_scorings",
         }
     )
     LABELS = {"analyst_env_environment_builds": ("status",)}
@@ -284,6 +289,16 @@ def server_gauges(app: Any, runtime: Any) -> Callable[[], Iterable[Metric]]:
                 "Episodes reset whose kernel is not ready yet",
                 runtime.backend.kernels_on_order(),
             )
+        yield _gauge(
+            "analyst_env_scoring_workers_started",
+            "Scoring workers started since the server started (ANALYST_ENV_SCORE_WORKERS)",
+            SCORING_POOL.started,
+        )
+        yield _gauge(
+            "analyst_env_worker_scorings",
+            "Answers scored by a scoring worker (not a fork of the server) since it started",
+            SCORING_POOL.scored,
+        )
         service = runtime.environments
         if service is not None:
             builds = GaugeMetricFamily(

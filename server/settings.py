@@ -53,6 +53,15 @@ class Settings(BaseModel):
     score_memory_mb: int = Field(
         default=2048, ge=128, description="Heap limit of the scoring process"
     )
+    score_workers: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description=(
+            "Long-lived scoring workers (~170 MB each) that score answers without forking the "
+            "server; 0: every scoring forks"
+        ),
+    )
     scoring_profile: str = Field(
         default="strict",
         pattern="^(strict|official)$",

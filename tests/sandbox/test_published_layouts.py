@@ -236,3 +236,40 @@ def test_verify_commands_are_out_of_the_agents_reach(layout):
             assert "environment set" in _cell(env, ENV_TRICKS)
             done = env.final_answer(answer)
         assert done.done and done.reward == reward, (name, answer, done.observation.metadata)
+
+
+def _worker_scorings(url: str) -> float:
+    """``analyst_env_worker_scorings`` from the server's /metrics."""
+    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("analyst_env_worker_scorings ")]
+    return float(line.split()[1])
+
+
+@pytest.mark.parametrize("layout", [("installed", "starter")], indirect=True, ids=["installed"])
+def test_the_installed_scoring_workers_score_saved_workbooks(layout):
+    """The wheel's scoring workers (``python -I -m analyst_env.verifiers.score_worker`` of the
+    installed venv) start and score: workbooks saved right get 1.0, ones with a wrong value 0,
+    until /metrics shows several answers scored by workers (summed over the server's
+    processes, each with its own pool; the first answers of each are scored by a fork while
+    its worker starts)."""
+    name, _, url, _ = layout
+    from analyst_env.datasets import load_dataset
+
+    (task,) = [t for t in load_dataset("starter").tasks if t.id == "starter-sales-wb-000"]
+    (step,) = task.oracle_steps
+    right = step.arguments["code"]
+    wrong = right.replace("24681.33", "12000.0")
+    assert wrong != right
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    def episode(code: str) -> float:
+        with AnalystEnv(base_url=url, headers=headers).sync() as env:
+            env.reset(task_id=task.id)
+            assert "saved 1 sheets" in _cell(env, code)
+            return float(env.final_answer("done").reward or 0.0)
+
+    before, deadline = _worker_scorings(url), time.monotonic() + 120
+    while _worker_scorings(url) < before + 4:
+        assert time.monotonic() < deadline, f"answers were not scored by workers ({name})"
+        assert (episode(right), episode(wrong)) == (1.0, 0.0)
+        time.sleep(0.5)  # the gauges of several server processes are shared each second

@@ -268,6 +268,38 @@ def test_an_episode_s_sql_answer_is_scored_by_a_worker(env, runtime):
         runtime._by_id[task.id] = task
 
 
+def test_a_server_with_score_workers_0_scores_every_answer_in_a_fork(tmp_path):
+    """``ANALYST_ENV_SCORE_WORKERS=0``: the server's pool starts no worker, answers are still
+    scored (each in a forked child)."""
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+
+    db = tmp_path / "shop.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (a INTEGER)")
+    con.close()
+    spec = VerifierSpec(name="sql_execution", params={"db": "shop.sqlite"})
+    settings = Settings.from_env(
+        {"ANALYST_ENV_SCORE_WORKERS": "0", "ANALYST_ENV_STATE_DIR": str(tmp_path / "state")}
+    )
+    SCORING_POOL.close()  # no idle worker left from an earlier test
+    try:
+        with serving(settings, sessions=2):
+            assert SCORING_POOL.max_workers == 0
+            started, scored = SCORING_POOL.started, SCORING_POOL.scored
+            verdicts = [
+                score_bounded(
+                    spec, answer, "SELECT 9", MINUTE, task_files={"shop.sqlite": str(db)}
+                ).reward
+                for answer in ("SELECT 4 + 5", "SELECT 8", "SELECT 9")
+            ]
+            time.sleep(0.5)  # a worker started in the background would be counted by now
+            assert verdicts == [1.0, 0.0, 1.0]
+            assert (SCORING_POOL.started, SCORING_POOL.scored) == (started, scored)
+    finally:
+        SCORING_POOL.max_workers = Settings().score_workers
+
+
 def test_a_server_holding_over_1024_descriptors_still_scores_in_workers():
     """A server with many sessions has descriptors past ``select``'s 1024."""
     held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
