@@ -192,6 +192,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         tasks, generation = sample_for_validation(dataset, args.split, args.start, args.sample)
     else:
         tasks = dataset.tasks[: args.limit]
+    solve = _frozen_solutions(args.dataset)
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
     bar = tqdm(total=len(tasks), desc=f"validate {args.dataset}", unit="task", file=sys.stderr)
 
@@ -203,6 +204,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 headers=headers,
                 on_result=lambda _: bar.update(1),
+                **solve,
             )
         )
 
@@ -235,6 +237,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if generation["nondeterministic"]:
             return 1
     return 1 if result["failed"] else 0
+
+
+def _frozen_solutions(spec: str) -> dict[str, Any]:
+    """``{"solve": ...}`` for a ``tasks:DIR`` set written with its ``solutions.jsonl``, so the
+    solution check replays them; else nothing (a procedural task's plan gives its own)."""
+    from pathlib import Path
+
+    from analyst_env.datasets.procedural.solution_files import SOLUTIONS_FILE, FrozenSolutions
+
+    spec = spec.strip()
+    if not spec.startswith("tasks:"):
+        return {}
+    folder = Path(spec.removeprefix("tasks:"))
+    if not (folder / SOLUTIONS_FILE).is_file():
+        return {}
+    try:
+        return {"solve": FrozenSolutions(folder).solution_for}
+    except ValueError as exc:
+        raise UsageError(f"cannot read the solutions of {spec!r}: {exc}") from None
 
 
 def _dataset_of_validate(args: argparse.Namespace) -> None:

@@ -20,8 +20,9 @@ A dataset is sound when, for each task, through the real server:
 - **solution**: a procedural task's worked solution (``datasets/procedural/solutions``),
   replayed on the server, scores exactly 1.0 with the answer its last cell printed
   in the sandbox (:mod:`analyst_env.evaluation.solution_replay`, what ``export sft``
-  keeps). Tasks without one (not procedural, or a template with no solution yet)
-  are counted, not failed.
+  keeps); a frozen ``tasks:DIR`` set's solution is its line of ``solutions.jsonl``.
+  Tasks without one (not procedural, a frozen set without the file, or a template
+  with no solution yet) are counted, not failed.
 
 The report counts, per scorer, the adversarial answers tried and the natural
 forms tried, and how many scored as they must.
@@ -65,6 +66,7 @@ from analyst_env.datasets.quarantine import (
 )
 from analyst_env.evaluation.engine import each_bounded, run_episode
 from analyst_env.evaluation.gold_leaks import Frames, scan_runs
+from analyst_env.evaluation.solution_replay import Solver, solution_for
 from analyst_env.evaluation.solution_replay import replay as replay_solution
 from analyst_env.task_format import ToolCall
 from analyst_env.verifiers.adversarial import ProbeResult, probe_task, summarize
@@ -126,7 +128,12 @@ def _probe_failures(probes: ProbeResult) -> list[dict[str, str]]:
     return failures
 
 
-async def validate_task(base_url: str, task: Task, headers: dict[str, str] | None = None) -> Row:
+async def validate_task(
+    base_url: str,
+    task: Task,
+    headers: dict[str, str] | None = None,
+    solve: Solver = solution_for,
+) -> Row:
     """Run the oracle, null and repeat runs of ``task`` and apply the four checks.
 
     Returns:
@@ -159,7 +166,7 @@ async def validate_task(base_url: str, task: Task, headers: dict[str, str] | Non
             }
 
     failures: list[dict[str, Any]] = _reward_failures(runs)
-    solution = await replay_solution(base_url, task, headers)
+    solution = await replay_solution(base_url, task, headers, solve=solve)
     if "uncovered" not in solution and solution["reward"] != 1.0:
         said = f" ({solution['error']})" if solution.get("error") else ""
         failures.append(
@@ -228,10 +235,12 @@ async def validate(
     concurrency: int = 8,
     headers: dict[str, str] | None = None,
     on_result: Callable[[Row], None] | None = None,
+    solve: Solver = solution_for,
 ) -> list[Row]:
-    """Validate every task, ``concurrency`` tasks at a time; rows in task order."""
+    """Validate every task, ``concurrency`` tasks at a time; rows in task order. ``solve``
+    gives each task's worked solution (a frozen set's: ``FrozenSolutions.solution_for``)."""
     return await each_bounded(
-        tasks, lambda task: validate_task(base_url, task, headers), concurrency, on_result
+        tasks, lambda task: validate_task(base_url, task, headers, solve), concurrency, on_result
     )
 
 

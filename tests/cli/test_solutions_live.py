@@ -171,6 +171,32 @@ def test_validate_replays_the_worked_solution_of_each_task(live):
     assert "solutions=2/2" in summary(result)
 
 
+def test_validate_replays_a_frozen_sets_written_solutions(dirs, capsys):
+    frozen = dirs / "frozen"
+    assert cli.main(["generate", "--seed", "7", "--count", "2", "--out", str(frozen),
+                     "--with-solutions", "--json"]) == 0  # fmt: skip
+    out = dirs / "report.json"
+    command = ["validate", "--dataset", f"tasks:{frozen}", "--json", str(out)]
+    assert cli.main(command) == 0
+    assert json.loads(out.read_text())["solutions"] == {
+        "replayed": 2,
+        "scored_1": 2,
+        "without_solution": 0,
+    }
+    path = frozen / "solutions.jsonl"
+    first = json.loads(path.read_text().splitlines()[0])
+    first["steps"][-1] = {
+        "tool": "add_and_execute_code_cell",
+        "arguments": {"code": "print('not the answer')"},
+    }
+    path.write_text(json.dumps(first) + "\n")
+    assert cli.main([*command, "--limit", "1"]) == 1
+    (row,) = json.loads(out.read_text())["tasks"]
+    assert row["solution"] == 0.0 and row["oracle"] == 1.0
+    assert [f["check"] for f in row["failures"]] == ["solution"]
+    capsys.readouterr()
+
+
 SAVED_TASKS = {  # procedural:7 (generator 10), train: up to two tasks of each template
     "book_monthly": (74, 202),
     "book_pivot": (21, 30),
