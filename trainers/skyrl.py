@@ -38,7 +38,9 @@ class AnalystSkyRLEnv(BaseTextEnv):
     Args:
         env_config: SkyRL's ``environment.skyrl_gym.analyst_env`` config (may hold ``base_url``).
         extras: The dataset row's columns: ``task_id``, ``seed``, ``base_url`` (wins over
-            ``env_config``), ``token`` and ``max_turns`` (injected by the generator).
+            ``env_config``), ``token`` and ``max_turns`` (injected by the generator), and
+            ``extra_info``: ``split`` and ``index`` (a split made on demand), or
+            ``client_id`` (a ``--curriculum`` server picks the task for that client).
     """
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
@@ -54,10 +56,13 @@ class AnalystSkyRLEnv(BaseTextEnv):
         place = extras.get("extra_info") or {}
         # a split made on demand (``procedural``) names its tasks by place, not by id
         self.split, self.index = place.get("split"), place.get("index")
-        if not self.task_id and (self.split is None or self.index is None):
+        self.client_id = place.get("client_id")
+        placed = self.split is not None and self.index is not None
+        if not self.task_id and not placed and not self.client_id:
             raise ValueError(
                 "AnalystSkyRLEnv needs a 'task_id' column in the dataset row (or, for a split "
-                "made on demand, extra_info with 'split' and 'index')"
+                "made on demand, extra_info with 'split' and 'index'; for a --curriculum "
+                "server, extra_info with 'client_id')"
             )
         self.seed = extras.get("seed")
         self.max_turns = int(extras.get("max_turns") or config.get("max_turns") or 20)
@@ -76,8 +81,10 @@ class AnalystSkyRLEnv(BaseTextEnv):
         ).sync()
         self._client.connect()
         where: dict[str, Any] = {"task_id": self.task_id}
-        if not self.task_id:
-            where = {"split": self.split, "index": int(self.index or 0)}
+        if not self.task_id and self.index is not None:
+            where = {"split": self.split, "index": int(self.index)}
+        elif not self.task_id:
+            where = {"client_id": self.client_id}
         obs = self._client.reset(seed=self.seed, **where).observation
         text = task_prompt(obs.instruction, obs.files)
         messages = [dict(m) for m in prompt]
@@ -87,6 +94,7 @@ class AnalystSkyRLEnv(BaseTextEnv):
             messages.append({"role": "user", "content": text})
         if obs.done:
             self.done = True
+        self.task_id = obs.task_id
         return messages, {"task_id": obs.task_id, "episode_id": obs.episode_id}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
@@ -147,6 +155,7 @@ def dataset_rows(
     seed: int = 0,
     num_tasks: int | None = None,
     start: int = 0,
+    client_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """SkyRL dataset rows for a split of the server: ``prompt``, ``env_class``, ``reward_spec``,
     extras.
@@ -154,28 +163,40 @@ def dataset_rows(
     The system prompt lists the server's tools; the empty user turn is filled by ``init``.
     ``num_tasks`` and ``start`` pick a range (required for a split made on demand, whose
     rows then carry no ``task_id``: ``init`` resets by ``extra_info``'s split and index).
+    With ``client_id``, for a server started with ``--curriculum``: ``num_tasks`` rows that
+    name no task, so the server picks each episode's task for that client as it learns.
     """
     from analyst_env.trainers.trl import AnalystSpec, fetch_tool_specs
 
+    if client_id is not None and not num_tasks:
+        raise ValueError("curriculum rows need num_tasks (how many episodes to play)")
     system = hermes_tools_prompt(fetch_tool_specs(base_url))
-    rows = []
+
+    def row(task_id: str | None, source: str, extra_info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "data_source": source,
+            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
+            "env_class": ENV_CLASS,
+            "reward_spec": {"method": "rule", "ground_truth": None},
+            "task_id": task_id,
+            "seed": seed,
+            "base_url": base_url,
+            "extra_info": extra_info,
+        }
+
+    if client_id is not None and num_tasks:
+        return [row(None, ENV_CLASS, {"client_id": client_id}) for _ in range(num_tasks)]
     spec = AnalystSpec(
         base_url, dataset=dataset, split=split, seed=seed, num_tasks=num_tasks, start=start
     )
-    for task in spec.tasks():
-        rows.append(
-            {
-                "data_source": (task.get("metadata") or {}).get("source", ENV_CLASS),
-                "prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
-                "env_class": ENV_CLASS,
-                "reward_spec": {"method": "rule", "ground_truth": None},
-                "task_id": task["id"],
-                "seed": seed,
-                "base_url": base_url,
-                "extra_info": {"split": split, "index": task.get("index")},
-            }
+    return [
+        row(
+            task["id"],
+            (task.get("metadata") or {}).get("source", ENV_CLASS),
+            {"split": split, "index": task.get("index")},
         )
-    return rows
+        for task in spec.tasks()
+    ]
 
 
 def export_parquet(base_url: str, out: str | Path, split: str = "train", **options: Any) -> Path:

@@ -7,8 +7,15 @@ import pytest
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="SkyRL integration needs the 'skyrl' extra")
 
-from analyst_env.server.local_server import BackgroundServer  # noqa: E402
-from analyst_env.trainers.skyrl import ENV_CLASS, export_parquet, parse_tool_calls, register  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer, serving  # noqa: E402
+from analyst_env.server.settings import Settings  # noqa: E402
+from analyst_env.trainers.skyrl import (  # noqa: E402
+    ENV_CLASS,
+    dataset_rows,
+    export_parquet,
+    parse_tool_calls,
+    register,
+)
 
 pytestmark = pytest.mark.live
 
@@ -74,6 +81,42 @@ def test_a_turn_without_a_tool_call_ends_with_reward_0(url, tmp_path):
     out = env.step("The answer is 9.")
     assert out["done"] and out["reward"] == 0.0
     env.close()
+
+
+def test_curriculum_rows_let_the_server_pick_each_task_for_the_client(tmp_path):
+    """Rows with a ``client_id`` and no task, against ``--curriculum``: every episode's task is
+    the server's pick, counted for that client (``/web/curriculum``)."""
+    import httpx
+
+    register()
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": "procedural:7",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
+            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
+        }
+    )
+    with serving(settings, sessions=4) as url:
+        rows = dataset_rows(url, num_tasks=3, client_id="skyrl-run-1")
+        assert [r["task_id"] for r in rows] == [None] * 3
+        played = []
+        for row in rows:
+            extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
+            env = skyrl_gym.make(row["env_class"], env_config={}, extras=extras)
+            _, info = env.init(row["prompt"])
+            played.append(info["task_id"])
+            out = env.step(
+                '<tool_call>{"name": "final_answer", "arguments": {"answer": "x"}}</tool_call>'
+            )
+            assert out["done"] and out["metadata"]["task_id"] == info["task_id"]
+            env.close()
+        assert all(t.startswith("procedural-") for t in played), played
+        clients = httpx.get(url + "/web/curriculum").json()["clients"]
+        (mine,) = [c for c in clients if c["client"] == "skyrl-run-1"]
+        assert mine["episodes"] == 3, clients
+    with pytest.raises(ValueError, match="num_tasks"):
+        dataset_rows("http://127.0.0.1:1", client_id="x")
 
 
 def test_parse_tool_calls_and_missing_configuration():
