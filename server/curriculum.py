@@ -11,6 +11,10 @@ JSON file under ``<state_dir>/curriculum/``, read and written under an exclusive
 ``flock``, so every worker and every replica sharing the state dir moves the same
 client. The task served is an ordinary ``procedural-SPLIT-INDEX`` (reproducible by
 id); the observation's metadata says the depth asked for, the depth served and why.
+Resets of one client that give the same ``curriculum_group`` within ``GROUP_TTL_S`` of
+the group's first reset get the same task (the rollouts of a GRPO group must compare
+attempts at one problem); later, the group is new again (a dataset row that names a group
+comes back each epoch and must then get a task of the depth the client is at by then).
 Only rewards and the drawn template's depth go in: nothing about a gold answer.
 """
 
@@ -20,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,10 @@ MIN_DEPTH, MAX_DEPTH = 1, 5
 SCAN_LIMIT = 400
 """Indices peeked per reset looking for the wanted depth (cheap: no data is made)."""
 CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+GROUP_TTL_S = 600.0
+"""How long a group keeps its task (a group's rollouts reset within moments of each other)."""
+GROUPS_KEPT = 1024
+"""Groups remembered per client at most, the oldest forgotten first."""
 
 
 def check_target(target: float) -> float:
@@ -40,10 +49,11 @@ def check_target(target: float) -> float:
     return float(target)
 
 
-def check_client_id(client_id: str) -> str:
+def check_client_id(client_id: str, option: str = "client_id") -> str:
+    """``client_id`` if it is a valid id (also for ``curriculum_group``), else ``ValueError``."""
     if not CLIENT_ID.match(client_id):
         raise ValueError(
-            "reset option 'client_id' must be 1-64 characters of letters, digits, '.', '_', "
+            f"reset option {option!r} must be 1-64 characters of letters, digits, '.', '_', "
             f"':' or '-', got {client_id[:80]!r}"
         )
     return client_id
@@ -60,6 +70,8 @@ class ClientState:
     episodes: int = 0
     successes: int = 0
     last_change: str = "start"
+    groups: dict[str, list[float]] = field(default_factory=dict)
+    """``split/group`` -> [the index its first reset got, when], oldest first."""
 
 
 class Curriculum:
@@ -109,14 +121,33 @@ class Curriculum:
 
         return self._update(client, change)
 
-    def pick(self, client: str, split: str) -> tuple[int, dict[str, Any]]:
-        """The next index of ``split`` for ``client`` and the metadata saying why it was chosen."""
+    def pick(
+        self,
+        client: str,
+        split: str,
+        group: str | None = None,
+        refused: frozenset[int] = frozenset(),
+    ) -> tuple[int, dict[str, Any]]:
+        """The next index of ``split`` for ``client`` and the metadata saying why it was chosen.
+
+        A ``group`` seen in the last ``GROUP_TTL_S`` gets its first reset's index again,
+        unless that index is in ``refused`` (this server cannot serve it): then the group is
+        given a new one.
+        """
         from analyst_env.datasets.procedural.attempt_draw import peek_depth
         from analyst_env.datasets.procedural.splits import SPLIT_SIZE
 
         found: dict[str, Any] = {}
+        key = None if group is None else f"{split}/{group}"
+
+        now = time.time()
 
         def change(s: ClientState) -> None:
+            pinned = s.groups.get(key) if key is not None else None
+            if pinned is not None and now - pinned[1] < GROUP_TTL_S and pinned[0] not in refused:
+                index = int(pinned[0])
+                found.update(index=index, drawn_depth=peek_depth(self.dataset.seed, split, index))
+                return
             if s.cursor < 0:
                 s.cursor = int(hashlib.sha256(client.encode()).hexdigest()[:8], 16) % SPLIT_SIZE
             best = None
@@ -129,16 +160,24 @@ class Curriculum:
                     break
             assert best is not None
             s.cursor = (best[0] + 1) % SPLIT_SIZE
-            found.update(index=best[0], drawn_depth=best[1], state=s)
+            found.update(index=best[0], drawn_depth=best[1])
+            if key is not None:
+                s.groups.pop(key, None)
+                s.groups[key] = [best[0], now]
+                for stale in list(s.groups)[: max(0, len(s.groups) - GROUPS_KEPT)]:
+                    del s.groups[stale]
 
         state = self._update(client, change)
-        return found["index"], {
+        why = {
             "client_id": client,
             "target_success": self.target,
             "depth_wanted": state.depth,
             "depth_drawn": found["drawn_depth"],
             "reason": state.last_change,
         }
+        if group is not None:
+            why["curriculum_group"] = group
+        return found["index"], why
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Every client's state (for /metrics and /web)."""

@@ -123,6 +123,8 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
         opts = ResetOptions.parse(seed=seed, episode_id=episode_id, options=options)
         runtime = self._runtime
         client = check_client_id(opts.client_id or f"connection-{self._live_id}")
+        if opts.curriculum_group is not None:
+            check_client_id(opts.curriculum_group, "curriculum_group")
         self._count_for_curriculum(self._episode)  # before the pick, so it sees this reward
         chosen = choose(runtime, opts, client)
         task, image = chosen.task, chosen.image

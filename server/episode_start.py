@@ -58,11 +58,14 @@ def choose(runtime: Runtime, opts: ResetOptions, client: str = "") -> Choice:
         curriculum = runtime.curriculum
         if curriculum is not None and opts.task_id is None and opts.index is None:
             split = opts.split or UNBOUNDED_DRAW_SPLIT
+            group = opts.curriculum_group
+            refused: set[int] = set()
             for _ in range(UNSCORABLE_SKIPS):  # a workbook task without LibreOffice: next one
-                index, why = curriculum.pick(client, split)
+                index, why = curriculum.pick(client, split, group, frozenset(refused))
                 task = curriculum.dataset.task(split, index)
                 if not recalculation_refusal(task):
                     break
+                refused.add(index)
             else:
                 raise TaskUnavailableError(recalculation_refusal(task))
             why["depth_served"] = task.metadata.get("depth")

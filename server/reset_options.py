@@ -43,6 +43,14 @@ class ResetOptions(BaseModel):
         max_length=64,
         description="Who the curriculum counts this episode for (default: the connection)",
     )
+    curriculum_group: str | None = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "Resets of one client_id with the same group get the same curriculum task "
+            "(the rollouts of a GRPO group)"
+        ),
+    )
     environment: str | None = Field(
         default=None,
         max_length=63,

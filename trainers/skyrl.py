@@ -18,6 +18,7 @@ Usage inside SkyRL's Ray entrypoint::
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ class AnalystSkyRLEnv(BaseTextEnv):
         extras: The dataset row's columns: ``task_id``, ``seed``, ``base_url`` (wins over
             ``env_config``), ``token`` and ``max_turns`` (injected by the generator), and
             ``extra_info``: ``split`` and ``index`` (a split made on demand), or
-            ``client_id`` (a ``--curriculum`` server picks the task for that client).
+            ``client_id`` and ``curriculum_group`` (a ``--curriculum`` server picks the task
+            for that client, one task for every sample of a row's group).
     """
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
@@ -57,6 +59,7 @@ class AnalystSkyRLEnv(BaseTextEnv):
         # a split made on demand (``procedural``) names its tasks by place, not by id
         self.split, self.index = place.get("split"), place.get("index")
         self.client_id = place.get("client_id")
+        self.group = place.get("curriculum_group")
         placed = self.split is not None and self.index is not None
         if not self.task_id and not placed and not self.client_id:
             raise ValueError(
@@ -84,7 +87,7 @@ class AnalystSkyRLEnv(BaseTextEnv):
         if not self.task_id and self.index is not None:
             where = {"split": self.split, "index": int(self.index)}
         elif not self.task_id:
-            where = {"client_id": self.client_id}
+            where = {"client_id": self.client_id, "curriculum_group": self.group}
         obs = self._client.reset(seed=self.seed, **where).observation
         text = task_prompt(obs.instruction, obs.files)
         messages = [dict(m) for m in prompt]
@@ -164,7 +167,9 @@ def dataset_rows(
     ``num_tasks`` and ``start`` pick a range (required for a split made on demand, whose
     rows then carry no ``task_id``: ``init`` resets by ``extra_info``'s split and index).
     With ``client_id``, for a server started with ``--curriculum``: ``num_tasks`` rows that
-    name no task, so the server picks each episode's task for that client as it learns.
+    name no task, so the server picks each episode's task for that client as it learns; each
+    row names its own ``curriculum_group``, so the samples SkyRL draws of one row in a step
+    get one task (and the row's next epoch a new one).
     """
     from analyst_env.trainers.trl import AnalystSpec, fetch_tool_specs
 
@@ -185,7 +190,11 @@ def dataset_rows(
         }
 
     if client_id is not None and num_tasks:
-        return [row(None, ENV_CLASS, {"client_id": client_id}) for _ in range(num_tasks)]
+        run = uuid.uuid4().hex[:8]
+        return [
+            row(None, ENV_CLASS, {"client_id": client_id, "curriculum_group": f"{run}-{n}"})
+            for n in range(num_tasks)
+        ]
     spec = AnalystSpec(
         base_url, dataset=dataset, split=split, seed=seed, num_tasks=num_tasks, start=start
     )

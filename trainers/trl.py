@@ -87,13 +87,14 @@ class AnalystToolEnv:
         split: str | None = None,
         index: int | None = None,
         client_id: str | None = None,
+        curriculum_group: str | None = None,
         **_row: Any,
     ) -> str:
         """Start an episode on a fresh session; returns the task prompt (instruction and files).
 
         TRL passes every column of the dataset row; ``task_id`` (or ``split`` and
         ``index``) and ``seed`` choose the episode (neither: a ``--curriculum`` server
-        chooses, for ``client_id``), the rest is ignored.
+        chooses, for ``client_id``, one task per ``curriculum_group``), the rest is ignored.
         """
         self._close()
         self.reward, self.done = 0.0, False
@@ -102,6 +103,7 @@ class AnalystToolEnv:
         ).sync()
         self._client.connect()
         chosen = {"task_id": task_id, "split": split, "index": index, "client_id": client_id}
+        chosen["curriculum_group"] = curriculum_group
         options = {k: v for k, v in chosen.items() if v is not None}
         obs = self._client.reset(seed=seed, **options).observation
         self.task_id = obs.task_id

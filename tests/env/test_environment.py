@@ -60,6 +60,8 @@ def test_bad_reset_options_are_rejected_clearly(env):
         env.reset(seed=-1, task_id="tiny-csv")
     with pytest.raises(ValueError, match="either task_id or split"):
         env.reset(task_id="tiny-csv", split="train")
+    with pytest.raises(ValueError, match="'curriculum_group' must be 1-64 characters"):
+        env.reset(task_id="tiny-csv", curriculum_group="no spaces/or slashes")
 
 
 def test_code_cells_share_state_and_report_rich_results(env):

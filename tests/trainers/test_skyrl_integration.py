@@ -85,7 +85,8 @@ def test_a_turn_without_a_tool_call_ends_with_reward_0(url, tmp_path):
 
 def test_curriculum_rows_let_the_server_pick_each_task_for_the_client(tmp_path):
     """Rows with a ``client_id`` and no task, against ``--curriculum``: every episode's task is
-    the server's pick, counted for that client (``/web/curriculum``)."""
+    the server's pick, counted for that client (``/web/curriculum``); the samples of one row
+    (its ``curriculum_group``) get one task."""
     import httpx
 
     register()
@@ -112,9 +113,15 @@ def test_curriculum_rows_let_the_server_pick_each_task_for_the_client(tmp_path):
             assert out["done"] and out["metadata"]["task_id"] == info["task_id"]
             env.close()
         assert all(t.startswith("procedural-") for t in played), played
+        assert len(set(played)) == 3  # one task a row
         clients = httpx.get(url + "/web/curriculum").json()["clients"]
         (mine,) = [c for c in clients if c["client"] == "skyrl-run-1"]
         assert mine["episodes"] == 3, clients
+        # a second sample of the first row: its group's task
+        extras = {k: v for k, v in rows[0].items() if k not in ("prompt", "env_class")}
+        env = skyrl_gym.make(rows[0]["env_class"], env_config={}, extras=extras)
+        assert env.init(rows[0]["prompt"])[1]["task_id"] == played[0]
+        env.close()
     with pytest.raises(ValueError, match="num_tasks"):
         dataset_rows("http://127.0.0.1:1", client_id="x")
 

@@ -12,6 +12,7 @@ import multiprocessing
 import pytest
 
 from analyst_env.datasets.procedural.dataset import ProceduralDataset
+from analyst_env.server import curriculum as curriculum_rules
 from analyst_env.server.curriculum import MAX_DEPTH, WINDOW, Curriculum, check_target
 
 
@@ -58,6 +59,30 @@ def test_pick_lands_near_the_wanted_depth(tmp_path):
         assert abs(made - 3) <= 1, made  # the peek aims; a join may count twice
         seen.add(index)
     assert len(seen) == 4, "the cursor moves on"
+
+
+def test_resets_of_one_group_get_one_task(tmp_path, monkeypatch):
+    """A GRPO group's rollouts compare attempts at one problem: every reset of a group gets
+    its first reset's task; another group, or no group, moves on; a refused task is replaced
+    for the whole group; a group is new again after ``GROUP_TTL_S`` (a row's next epoch), and
+    the oldest groups are forgotten past ``GROUPS_KEPT``."""
+    dataset = ProceduralDataset(3, cache_dir=tmp_path / "cache")
+    curriculum = Curriculum(0.5, tmp_path, dataset)
+    first = [curriculum.pick("g", "train", "step-0")[0] for _ in range(4)]
+    assert len(set(first)) == 1
+    other = curriculum.pick("g", "train", "step-1")[0]
+    loose = curriculum.pick("g", "train")[0]
+    assert len({first[0], other, loose}) == 3
+    index, why = curriculum.pick("g", "train", "step-0", frozenset({first[0]}))
+    assert index != first[0] and why["curriculum_group"] == "step-0"
+    assert curriculum.pick("g", "train", "step-0")[0] == index  # the group's task is now it
+    monkeypatch.setattr(curriculum_rules, "GROUP_TTL_S", 0.0)
+    assert curriculum.pick("g", "train", "step-0")[0] != index  # the next epoch's reset
+    monkeypatch.setattr(curriculum_rules, "GROUP_TTL_S", 600.0)
+    monkeypatch.setattr(curriculum_rules, "GROUPS_KEPT", 4)
+    for n in range(4):
+        curriculum.pick("g", "train", f"later-{n}")
+    assert curriculum.pick("g", "train", "step-1")[0] != other  # forgotten, a new task
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 3])
