@@ -30,6 +30,7 @@ the rollout: importing this module needs only the client.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, Unpack
@@ -39,12 +40,20 @@ from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
 
-__all__ = ["AnalystScenario", "EpisodeStartError", "SplitOptions", "make_rollout", "scenarios"]
+__all__ = [
+    "AnalystScenario",
+    "EpisodeStartError",
+    "SplitOptions",
+    "curriculum_scenarios",
+    "make_rollout",
+    "scenarios",
+]
 
 
 @dataclass(frozen=True)
 class AnalystScenario:
-    """Which episode a rollout plays: a task by id, or a split's task by index, and a seed.
+    """Which episode a rollout plays: a task by id, a split's task by index, or the task a
+    ``--curriculum`` server picks for ``client_id`` (one per ``curriculum_group``); and a seed.
 
     Rollouts of one scenario with one seed start from the same state, so an
     ART group compares the model's attempts at the same problem.
@@ -54,11 +63,14 @@ class AnalystScenario:
     split: str | None = None
     index: int | None = None
     seed: int | None = None
+    client_id: str | None = None
+    curriculum_group: str | None = None
 
     def reset_options(self) -> dict[str, Any]:
         """The keyword arguments of ``reset`` that choose this episode."""
-        if self.task_id is None and (self.split is None or self.index is None):
-            raise ValueError("a scenario needs a task_id, or a split and an index")
+        placed = self.split is not None and self.index is not None
+        if self.task_id is None and not placed and self.client_id is None:
+            raise ValueError("a scenario needs a task_id, a split and an index, or a client_id")
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -102,6 +114,20 @@ def scenarios(
         if t["id"] is not None
         else AnalystScenario(split=t["split"], index=t["index"], seed=seed)
         for t in spec.tasks()
+    ]
+
+
+def curriculum_scenarios(
+    client_id: str, count: int, seed: int | None = None
+) -> list[AnalystScenario]:
+    """``count`` scenarios for a server started with ``--curriculum``: each names no task, so
+    the server picks it for ``client_id`` as the model learns, and its own
+    ``curriculum_group``, so the rollouts of one group play one task (and the scenario's
+    next use, ten minutes on, a new one)."""
+    run = uuid.uuid4().hex[:8]
+    return [
+        AnalystScenario(seed=seed, client_id=client_id, curriculum_group=f"{run}-{n}")
+        for n in range(count)
     ]
 
 

@@ -8,7 +8,9 @@ client it uses for real endpoints. What it answers is a script, chosen with
 can check what the model was shown (the prompt, the tools, the tool results).
 
 The scripts know each task's gold (the test side reads it from the dataset);
-they find the task by the instruction at the start of the first user turn.
+they find the task by the instruction at the start of the first user turn. A script
+in ``BLIND_SCRIPTS`` answers the same whatever the task, so it plays tasks it was
+not given (a curriculum's picks).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from fastapi.responses import JSONResponse, Response
 from analyst_env.datasets import Task
 from analyst_env.server.local_server import BackgroundServer
 from analyst_env.trainers.tool_calls import parse_tool_calls
+
+BLIND_SCRIPTS = frozenset({"wrong"})
+"""Scripts that do not look at the task."""
 
 
 class StandIn:
@@ -123,8 +128,9 @@ class StandIn:
         if attempt == 0 and self.delay_s:
             await asyncio.sleep(self.delay_s)
         text = body.get("tools") is None
+        task = None if self.script in BLIND_SCRIPTS else self._task(messages)
         reply = getattr(self, f"_script_{self.script.replace('-', '_')}")(
-            self._task(messages), messages, turn, text
+            task, messages, turn, text
         )
         reply = _with_logprobs(reply) if body.get("logprobs") else reply
         return _as_stream(reply) if body.get("stream") else reply

@@ -34,7 +34,7 @@ SCRIPT = r"""
 import asyncio, json, sys
 import art
 from openai.types.chat.chat_completion import Choice
-from analyst_env.trainers.art import make_rollout, scenarios
+from analyst_env.trainers.art import curriculum_scenarios, make_rollout, scenarios
 
 server, model_url, task_id, per_group = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 
@@ -42,7 +42,10 @@ async def main():
     model = art.Model(name="standin", project="analyst-env-test",
                       inference_base_url=model_url, inference_api_key="not-checked")
     rollout = make_rollout(server, max_turns=4)
-    chosen = [s for s in scenarios(server, seed=3) if s.task_id == task_id]
+    if task_id.startswith("curriculum:"):  # two scenarios the server picks tasks for
+        chosen = curriculum_scenarios(task_id.split(":", 1)[1], 2, seed=3)
+    else:
+        chosen = [s for s in scenarios(server, seed=3) if s.task_id == task_id]
     groups = await art.gather_trajectory_groups(
         [art.TrajectoryGroup(rollout(model, s) for _ in range(per_group)) for s in chosen],
         pbar_desc="test", max_exceptions=per_group * len(chosen),
@@ -76,7 +79,8 @@ asyncio.run(main())
 
 
 def gather(server: str, standin: StandIn, script: str, task_id: str, per_group: int) -> list:
-    """Run ART's gather over ``per_group`` rollouts of ``task_id`` in the ART venv."""
+    """Run ART's gather over ``per_group`` rollouts of ``task_id`` in the ART venv
+    (``curriculum:CLIENT``: two groups of curriculum scenarios for that client)."""
     if not PYTHON.exists():
         pytest.skip(
             f"no ART venv at {PYTHON}: make it with .ci/run's commands (python -m venv "
@@ -220,6 +224,36 @@ def test_arts_tokenization_trains_on_every_assistant_token_of_a_mixed_group(serv
     assert failed["trained"] == failed["with_logprobs"] == sum(wrong["logprobs"])
     # the tool results are in the prompt ART trains on, up to the last assistant turn
     assert solved["tool_responses"] == len(right["tool_message_ids"]) - 1
+
+
+def test_curriculum_scenarios_give_each_group_one_task_the_server_picked(tmp_path, standin):
+    """Against ``--curriculum``: ART's groups of ``curriculum_scenarios`` each play the one
+    task the server picked for the group, another for the other group, all counted for the
+    client."""
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": "procedural:7",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
+            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
+        }
+    )
+    with serving(settings, sessions=8) as url:
+        groups = gather(url, standin, "wrong", "curriculum:art-run-1", per_group=3)
+        clients = httpx.get(url + "/web/curriculum").json()["clients"]
+    picked = []
+    for group in groups:
+        assert group["exceptions"] == [], group["errors"]
+        tasks = {t["metadata"]["task_id"] for t in group["trajectories"]}
+        assert len(group["trajectories"]) == 3 and len(tasks) == 1, tasks
+        assert [t["reward"] for t in group["trajectories"]] == [0.0] * 3
+        picked += tasks
+    assert len(set(picked)) == 2 and all(t.startswith("procedural-") for t in picked)
+    (mine,) = [c for c in clients if c["client"] == "art-run-1"]
+    assert mine["episodes"] == 6
 
 
 def test_the_adapter_imports_without_art_and_a_scenario_must_name_its_task():
