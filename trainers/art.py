@@ -66,6 +66,29 @@ class AnalystScenario:
     client_id: str | None = None
     curriculum_group: str | None = None
 
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any]) -> AnalystScenario:
+        """The scenario a dataset row's fields name (veRL's ``extra_info``, a tool's
+        ``create_kwargs``): ``task_id``; else ``client_id`` (and ``curriculum_group``); else
+        ``split`` and ``index``. ``seed`` in every case.
+
+        Raises:
+            ValueError: The fields name no episode.
+        """
+        seed = None if fields.get("seed") is None else int(fields["seed"])
+        if fields.get("task_id"):
+            return cls(task_id=str(fields["task_id"]), seed=seed)
+        if fields.get("client_id"):
+            group = fields.get("curriculum_group")
+            return cls(
+                client_id=str(fields["client_id"]),
+                curriculum_group=None if group is None else str(group),
+                seed=seed,
+            )
+        if fields.get("index") is None or not fields.get("split"):
+            raise ValueError("no task_id, client_id, or split and index")
+        return cls(split=str(fields["split"]), index=int(fields["index"]), seed=seed)
+
     def reset_options(self) -> dict[str, Any]:
         """The keyword arguments of ``reset`` that choose this episode."""
         placed = self.split is not None and self.index is not None

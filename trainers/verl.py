@@ -105,18 +105,16 @@ class AnalystAgentLoop(AgentLoopBase):
 
 
 def _scenario(extra_info: dict[str, Any]) -> AnalystScenario:
-    """The episode a row names: its task, or (a split made on demand) its split and index."""
-    seed = extra_info.get("seed")
-    seed = None if seed is None else int(seed)
-    if extra_info.get("task_id"):
-        return AnalystScenario(task_id=str(extra_info["task_id"]), seed=seed)
-    index, split = extra_info.get("index"), extra_info.get("split")
-    if index is None or not split:
+    """The episode a row names: its task, the curriculum's pick for its client, or (a split
+    made on demand) its split and index."""
+    try:
+        return AnalystScenario.from_fields(extra_info)
+    except ValueError:
         raise ValueError(
-            "the dataset row's extra_info names no episode: it needs task_id, or split and "
-            "index (rows from analyst_env.trainers.verl.export_parquet have them)"
-        )
-    return AnalystScenario(split=split, index=int(index), seed=seed)
+            "the dataset row's extra_info names no episode: it needs task_id, client_id (a "
+            "--curriculum server), or split and index (rows from "
+            "analyst_env.trainers.verl.export_parquet have them)"
+        ) from None
 
 
 class _Episode:

@@ -28,6 +28,7 @@ AGENT_NAME = "analyst_env"
 def dataset_rows(
     base_url: str,
     split: str = "train",
+    client_id: str | None = None,
     **options: Unpack[SplitOptions],
 ) -> list[dict[str, Any]]:
     """veRL dataset rows for a split of the server, one per task (options as ``AnalystSpec``'s).
@@ -36,30 +37,54 @@ def dataset_rows(
     ``agent_name`` (``analyst_env``), ``data_source``, a ``reward_model`` entry veRL's
     dataset expects (the server scores, so its ``ground_truth`` is empty) and
     ``extra_info`` naming the episode: ``task_id`` (or ``split`` and ``index`` for a split
-    made on demand), ``seed`` and ``index``.
+    made on demand), ``seed`` and ``index``. With ``client_id``, for a server started with
+    ``--curriculum``: ``num_tasks`` rows naming that client and a ``curriculum_group`` each
+    (the trajectories veRL samples of one row play the one task the server picks for it).
     """
-    from analyst_env.trainers.art import scenarios
+    from analyst_env.trainers.art import curriculum_scenarios, scenarios
 
-    rows = []
+    if client_id is not None:
+        count = options.get("num_tasks")
+        if not count:
+            raise ValueError("curriculum rows need num_tasks (how many rows to make)")
+        return [
+            _row(
+                {
+                    "client_id": client_id,
+                    "curriculum_group": s.curriculum_group,
+                    "seed": s.seed,
+                    "index": i,
+                }
+            )  # fmt: skip
+            for i, s in enumerate(curriculum_scenarios(client_id, count, options.get("seed", 0)))
+        ]
     start = options.get("start", 0)
-    for i, s in enumerate(scenarios(base_url, split, **options)):
-        # veRL reads extra_info.index as the row's index; for a split made on demand it is
-        # also the task's place (scenarios() lists start, start + 1, ...)
-        index = s.index if s.index is not None else start + i
-        place = {"task_id": s.task_id, "seed": s.seed, "split": split, "index": index}
-        rows.append(
+    # veRL reads extra_info.index as the row's index; for a split made on demand it is
+    # also the task's place (scenarios() lists start, start + 1, ...)
+    return [
+        _row(
             {
-                "data_source": AGENT_NAME,
-                "prompt": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": ""},
-                ],
-                "agent_name": AGENT_NAME,
-                "reward_model": {"style": "rule", "ground_truth": ""},
-                "extra_info": place,
+                "task_id": s.task_id,
+                "seed": s.seed,
+                "split": split,
+                "index": s.index if s.index is not None else start + i,
             }
-        )
-    return rows
+        )  # fmt: skip
+        for i, s in enumerate(scenarios(base_url, split, **options))
+    ]
+
+
+def _row(extra_info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "data_source": AGENT_NAME,
+        "prompt": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": ""},
+        ],
+        "agent_name": AGENT_NAME,
+        "reward_model": {"style": "rule", "ground_truth": ""},
+        "extra_info": extra_info,
+    }
 
 
 def export_parquet(base_url: str, out: str | Path, split: str = "train", **options: Any) -> Path:

@@ -151,16 +151,14 @@ def _create_kwargs(tools_kwargs: dict[str, Any], name: str) -> AnalystScenario:
     """The episode a row names in ``tools_kwargs`` (this tool's entry, else any tool's)."""
     entries = [tools_kwargs.get(name)] + list(tools_kwargs.values())
     for entry in entries:
-        found = dict((entry or {}).get("create_kwargs") or {})
-        if found.get("task_id") or found.get("index") is not None:
-            seed = found.get("seed")
-            seed = None if seed is None else int(seed)
-            if found.get("task_id"):
-                return AnalystScenario(task_id=str(found["task_id"]), seed=seed)
-            return AnalystScenario(split=found.get("split"), index=int(found["index"]), seed=seed)
+        try:
+            return AnalystScenario.from_fields(dict((entry or {}).get("create_kwargs") or {}))
+        except ValueError:
+            continue
     raise ValueError(
-        "the dataset row names no episode: put task_id (or split and index) and seed in "
-        "extra_info.tools_kwargs.<tool>.create_kwargs (tool_dataset_rows does)"
+        "the dataset row names no episode: put task_id (or split and index, or a --curriculum "
+        "server's client_id) and seed in extra_info.tools_kwargs.<tool>.create_kwargs "
+        "(tool_dataset_rows does)"
     )
 
 

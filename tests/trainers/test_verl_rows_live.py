@@ -7,6 +7,7 @@ tool route's prompt needs the task's instruction, read by range.
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support import procedural_server
@@ -67,3 +68,38 @@ def test_rows_of_a_split_made_on_demand_are_places(served):
     assert place == {"task_id": None, "split": "train", "index": 7, "seed": 0}
     made = runtime.select(task_id=None, split="train", index=7, seed=None)
     assert tool_row["prompt"][-1]["content"].startswith(made.instruction.strip())
+
+
+def test_curriculum_rows_name_a_client_and_a_group_that_the_loop_reads_back(tmp_path):
+    """Rows for a ``--curriculum`` server: the episode each names (read back as the agent
+    loop does, ``AnalystScenario.from_fields``) is the server's pick for the client, one
+    task per row however many trajectories veRL samples of it."""
+    from analyst_env.client import AnalystEnv
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+    from analyst_env.trainers.art import AnalystScenario
+
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": f"procedural:{SEED}",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
+            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
+        }
+    )
+    with pytest.raises(ValueError, match="num_tasks"):
+        dataset_rows("http://127.0.0.1:1", client_id="verl-1")
+    with serving(settings, sessions=4) as url:
+        rows = dataset_rows(url, client_id="verl-1", num_tasks=2, seed=5)
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+        rows = pq.read_table(tmp_path / "rows.parquet").to_pylist()  # as veRL reads them
+        assert [r["extra_info"]["index"] for r in rows] == [0, 1]
+        served = []
+        with AnalystEnv(base_url=url).sync() as env:
+            for row in rows + rows[:1]:  # the first row sampled twice
+                scenario = AnalystScenario.from_fields(row["extra_info"])
+                reset = env.reset(**scenario.reset_options())
+                why = reset.observation.metadata["curriculum"]
+                assert why["client_id"] == "verl-1", why
+                served.append(reset.observation.task_id)
+        assert served[0] == served[2] != served[1], served
