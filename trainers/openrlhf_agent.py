@@ -54,12 +54,16 @@ def read_label(label: Any) -> AnalystScenario:
     """The episode a dataset row's label names.
 
     A task id (``"tiny-csv"``), or a JSON object of reset options:
-    ``{"task_id": ..., "seed": ...}`` or ``{"split": ..., "index": ..., "seed": ...}``.
+    ``{"task_id": ..., "seed": ...}``, ``{"split": ..., "index": ..., "seed": ...}`` or, for
+    a ``--curriculum`` server, ``{"client_id": ..., "curriculum_group": ...}`` (the samples
+    of one label play the one task the server picks for its group).
     """
     if isinstance(label, str) and label.lstrip().startswith("{"):
         label = json.loads(label)
     if isinstance(label, dict):
-        unknown = set(label) - {"task_id", "split", "index", "seed"}
+        unknown = set(label) - {
+            "task_id", "split", "index", "seed", "client_id", "curriculum_group"
+        }  # fmt: skip
         if unknown:
             raise ValueError(f"unknown keys in the label: {sorted(unknown)}")
         scenario = AnalystScenario(**label)
@@ -241,17 +245,31 @@ def export_jsonl(base_url: str, out: str | Path, split: str = "train", **options
     task, for OpenRLHF's logs) and ``label`` (the JSON the episode resets from).
 
     Options as :func:`analyst_env.trainers.art.scenarios` (``dataset``, ``seed``,
-    ``num_tasks``, ``start``, ``token``). Train with ``--data.input_key input
-    --data.label_key label``; the prompt the model reads is rebuilt at reset.
+    ``num_tasks``, ``start``, ``token``), or ``client_id`` and ``num_tasks`` for a
+    ``--curriculum`` server (labels that name the client and a group each). Train with
+    ``--data.input_key input --data.label_key label``; the prompt the model reads is
+    rebuilt at reset.
     """
-    from analyst_env.trainers.art import scenarios
+    from analyst_env.trainers.art import curriculum_scenarios, scenarios
 
+    client_id = options.pop("client_id", None)
+    if client_id is not None and not options.get("num_tasks"):
+        raise ValueError("curriculum labels need num_tasks (how many rows to write)")
+    chosen = (
+        scenarios(base_url, split, **options)
+        if client_id is None
+        else curriculum_scenarios(client_id, options["num_tasks"], options.get("seed"))
+    )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
-        for scenario in scenarios(base_url, split, **options):
+        for scenario in chosen:
             where = scenario.reset_options()
-            name = where.get("task_id") or f"{where['split']}[{where['index']}]"
+            name = (
+                where.get("task_id")
+                or where.get("curriculum_group")
+                or f"{where['split']}[{where['index']}]"
+            )
             row = {"input": f"analyst_env task {name}", "label": json.dumps(where)}
             f.write(json.dumps(row) + "\n")
     return path

@@ -80,7 +80,8 @@ async def play(job, tokenizer):
     if "export_to" in job:  # the dataset rows, as a user makes them
         from analyst_env.trainers.openrlhf_agent import export_jsonl
 
-        path = export_jsonl(job["url"], job["export_to"], split="train", seed=5)
+        options = job.get("options") or {"seed": 5}
+        path = export_jsonl(job["url"], job["export_to"], split="train", **options)
         return {"rows": [json.loads(line) for line in path.read_text().splitlines()]}
     os.environ.pop("ANALYST_ENV_URL", None)
     if job["url"]:
@@ -173,10 +174,12 @@ class OpenRLHFWorker:
                 later(0.4, pending.pop(0))
         return json.loads(line.removeprefix("RESULT "))
 
-    def export(self, url: str, path: Path) -> list[dict]:
-        """The rows ``export_jsonl`` writes for the server's train split."""
+    def export(self, url: str, path: Path, **options) -> list[dict]:
+        """The rows ``export_jsonl`` writes for the server's train split (``options``: its
+        keyword arguments; default ``seed=5``)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"url": url, "export_to": str(path)}) + "\n")
+        job = {"url": url, "export_to": str(path), "options": options}
+        self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         while not (line := self._line()).startswith("RESULT "):
             pass
@@ -241,6 +244,33 @@ def test_exported_rows_name_their_episodes(openrlhf, server, tmp_path):
     row = next(r for r in rows if "tiny-csv" in r["input"])
     out = openrlhf.play(row["label"], [call("final_answer", answer=ANSWER)], url=server)
     assert out["reward"] == 1.0
+
+
+def test_curriculum_labels_play_the_servers_pick_one_task_a_group(openrlhf, tmp_path):
+    """Labels from ``export_jsonl(client_id=...)`` against ``--curriculum``: a label's samples
+    play the one task the server picked for its group, another label another task."""
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": "procedural:7",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
+            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
+        }
+    )
+    with serving(settings, sessions=4) as url:
+        rows = openrlhf.export(url, tmp_path / "rows.jsonl", client_id="orl-1", num_tasks=2)
+        labels = [json.loads(row["label"]) for row in rows]
+        assert [set(label) for label in labels] == [{"client_id", "curriculum_group"}] * 2
+        wrong = [call("final_answer", answer="-1")]
+        played = [
+            openrlhf.play(row["label"], wrong, url=url) for row in (rows[0], rows[0], rows[1])
+        ]
+    assert [out["reward"] for out in played] == [0.0] * 3
+    first, again, other = (out["prompt"] for out in played)
+    assert first == again != other
 
 
 def test_a_wrong_answer_scores_0_and_a_task_id_label_works(openrlhf, server):
