@@ -44,7 +44,7 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
-from analyst_env.trainers.art import AnalystScenario, scenarios
+from analyst_env.trainers.art import AnalystScenario, curriculum_scenarios, scenarios
 from analyst_env.trainers.trl import fetch_tool_specs
 
 __all__ = ["TEMPLATE", "make_environment", "taskset"]
@@ -162,9 +162,18 @@ def make_environment(
         split: str | None = None,
         index: int | None = None,
         seed: int | None = None,
+        client_id: str | None = None,
+        curriculum_group: str | None = None,
     ) -> Any:
         """Reset into the task, yield its text, then yield the server's reward for the answer."""
-        where = AnalystScenario(task_id=task_id, split=split, index=index, seed=seed)
+        where = AnalystScenario(
+            task_id=task_id,
+            split=split,
+            index=index,
+            seed=seed,
+            client_id=client_id,
+            curriculum_group=curriculum_group,
+        )
         options = where.reset_options()  # refuses a row that names no task, before connecting
         if episode.busy:
             raise RuntimeError(
@@ -207,19 +216,28 @@ def taskset(
     split: str = "train",
     *,
     env: Environment | None = None,
+    client_id: str | None = None,
     **options: Any,
 ) -> Any:
     """A ``hud.eval.Taskset`` of one ``analyst_task`` row per task of a split of the server.
 
     Options as :func:`analyst_env.trainers.art.scenarios` (``dataset``, ``seed``,
-    ``num_tasks`` for a split made on demand, ``start``, ``token``).
+    ``num_tasks`` for a split made on demand, ``start``, ``token``). With ``client_id``, for
+    a ``--curriculum`` server: ``num_tasks`` rows that name the client and a group each (a
+    row's ``group`` of runs plays the one task the server picks for it).
     """
     from hud.eval import Taskset
 
     env = env or make_environment(base_url, token=options.get("token"))
     template = env.templates[TEMPLATE]
-    rows = [template(**s.reset_options()) for s in scenarios(base_url, split, **options)]
-    return Taskset(f"{env.name}-{split}", rows)
+    if client_id is not None:
+        if not options.get("num_tasks"):
+            raise ValueError("curriculum rows need num_tasks (how many rows to make)")
+        chosen = curriculum_scenarios(client_id, options["num_tasks"], options.get("seed"))
+        name = f"{env.name}-curriculum"
+    else:
+        chosen, name = scenarios(base_url, split, **options), f"{env.name}-{split}"
+    return Taskset(name, [template(**s.reset_options()) for s in chosen])
 
 
 def _answer_text(answer: Any) -> str:

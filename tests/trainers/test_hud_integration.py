@@ -45,8 +45,11 @@ server, model_url, task_id, group, shared, play_on = sys.argv[1:7]
 async def main():
     agent = OpenAIChatAgent(OpenAIChatConfig(
         model="standin", base_url=model_url, api_key="not-checked", max_steps=6))
-    tasks = taskset(server, split="train", seed=4)
-    tasks.tasks = {slug: t for slug, t in tasks.tasks.items() if t.args["task_id"] == task_id}
+    if task_id.startswith("curriculum:"):  # two rows the server picks tasks for
+        tasks = taskset(server, client_id=task_id.split(":", 1)[1], num_tasks=2)
+    else:
+        tasks = taskset(server, split="train", seed=4)
+        tasks.tasks = {slug: t for slug, t in tasks.tasks.items() if t.args["task_id"] == task_id}
     if shared == "shared":
         runtime = LocalRuntime(make_environment(play_on))
     else:
@@ -148,6 +151,29 @@ def test_a_shared_environment_object_plays_its_rollouts_one_after_another(server
     out = run_job(server, standin, "oracle-then-stop", "tiny-csv", group=2, shared=True)
     assert [r["reward"] for r in out["runs"]] == [1.0, 1.0]
     assert sessions_close(server)
+
+
+def test_curriculum_rows_give_each_group_of_runs_one_task_the_server_picked(tmp_path, standin):
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": "procedural:7",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
+            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
+        }
+    )
+    with serving(settings, sessions=8) as url:
+        job = run_job(url, standin, "wrong", "curriculum:hud-run-1", group=2)
+        clients = httpx.get(url + "/web/curriculum").json()["clients"]
+    assert [run["error"] for run in job["runs"]] == [False] * 4, job
+    played = sorted(run["info"]["task_id"] for run in job["runs"])
+    assert len(set(played)) == 2 and played[0] == played[1] and played[2] == played[3], played
+    assert all(t.startswith("procedural-") for t in played)
+    (mine,) = [c for c in clients if c["client"] == "hud-run-1"]
+    assert mine["episodes"] == 4
 
 
 def test_a_row_without_a_task_or_a_second_episode_on_one_object_is_refused(server):
