@@ -9,61 +9,17 @@ states the values all score 0.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from template_runs import episode_folder, made, run_cell, scored
 
-from analyst_env.datasets.procedural.generator import Dropped, attempt
 from analyst_env.datasets.procedural.templates import load_all
 from analyst_env.evaluation.gold_leaks import gold_values
 from analyst_env.task_format import Task
-from analyst_env.verifiers import VerifyContext
 from analyst_env.verifiers.adversarial import probe_task
-from analyst_env.verifiers.scorers import score
 
 SEED = 424242
 CHART_TEMPLATES = [t.name for t in load_all() if t.category == "charts"]
 OTHER_KIND = {"bar": "ax.plot", "line": "ax.bar", "scatter": "ax.plot", "histogram": "ax.plot"}
-
-
-def _made(name: str, folder: Path, want: int = 2) -> list[Task]:
-    tasks = []
-    for index in range(40):
-        work = folder / f"{name}-{index}"
-        work.mkdir(parents=True)
-        try:
-            tasks.append(attempt(SEED, "train", index, 0, work, only=name))
-        except Dropped:
-            continue
-        if len(tasks) == want:
-            return tasks
-    raise AssertionError(f"{name}: fewer than {want} tasks in 40 indices")
-
-
-def _episode(task: Task, folder: Path) -> Path:
-    folder.mkdir()
-    for name, path in task.files.items():
-        shutil.copyfile(path, folder / name)
-    return folder
-
-
-def _run(code: str, cwd: Path) -> None:
-    env = {**os.environ, "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(cwd / ".mpl")}
-    subprocess.run([sys.executable, "-c", code], cwd=cwd, check=True, capture_output=True, env=env)
-
-
-def _score(task: Task, cwd: Path, answer: str = "done") -> float:
-    def read(name: str) -> bytes:
-        path = cwd / name
-        if not path.is_file():
-            raise FileNotFoundError(name)
-        return path.read_bytes()
-
-    return score(task.verifier, answer, task.answer, VerifyContext(read_file=read))
 
 
 def _wrong_series(task: Task) -> str:
@@ -84,25 +40,25 @@ def _wrong_series(task: Task) -> str:
 
 @pytest.mark.parametrize("name", CHART_TEMPLATES)
 def test_the_oracle_figure_scores_one_and_wrong_figures_zero(name, tmp_path):
-    for n, task in enumerate(_made(name, tmp_path / "made", want=1)):
+    for n, task in enumerate(made(SEED, name, tmp_path / "made", want=1)):
         assert task.verifier.name == "chart_figure" and task.oracle_steps
         assert task.answer["figure"] in task.instruction and task.metadata["category"] == "charts"
-        assert _score(task, _episode(task, tmp_path / f"null-{n}")) == 0.0
+        assert scored(task, episode_folder(task, tmp_path / f"null-{n}")) == 0.0
         looked_for = gold_values(task)  # validate's leak scan: the series, not what is asked
         assert not {"chart.svg", task.answer["kind"], task.answer["xlabel"]} & looked_for
 
-        done = _episode(task, tmp_path / f"oracle-{n}")
-        _run(task.oracle_steps[0].arguments["code"], done)
-        assert _score(task, done) == 1.0
+        done = episode_folder(task, tmp_path / f"oracle-{n}")
+        run_cell(task.oracle_steps[0].arguments["code"], done)
+        assert scored(task, done) == 1.0
 
-        wrong = _episode(task, tmp_path / f"wrong-{n}")
+        wrong = episode_folder(task, tmp_path / f"wrong-{n}")
         wrong_code = _wrong_series(task)
         assert wrong_code != task.oracle_steps[0].arguments["code"]
-        _run(wrong_code, wrong)
-        assert _score(task, wrong) == 0.0
+        run_cell(wrong_code, wrong)
+        assert scored(task, wrong) == 0.0
 
         kind = task.answer["kind"]
-        other = _episode(task, tmp_path / f"other-{n}")
+        other = episode_folder(task, tmp_path / f"other-{n}")
         code = task.oracle_steps[0].arguments["code"]
         if kind == "histogram":
             swapped = code.replace(
@@ -112,11 +68,11 @@ def test_the_oracle_figure_scores_one_and_wrong_figures_zero(name, tmp_path):
             call = {"bar": "ax.bar(", "line": "ax.plot(", "scatter": "ax.scatter("}[kind]
             swapped = code.replace(call, OTHER_KIND[kind] + "(").replace(", marker='o'", "")
         assert swapped != code
-        _run(swapped, other)
-        assert _score(task, other) == 0.0
+        run_cell(swapped, other)
+        assert scored(task, other) == 0.0
 
         stated = f"The values are {task.answer}"  # the answer text is never read
-        assert _score(task, _episode(task, tmp_path / f"said-{n}"), stated) == 0.0
+        assert scored(task, episode_folder(task, tmp_path / f"said-{n}"), stated) == 0.0
 
         probed = probe_task(task)  # validate --probe: hand-made files and answers
         assert probed.probed and probed.adversarial_tried >= 6
@@ -124,13 +80,13 @@ def test_the_oracle_figure_scores_one_and_wrong_figures_zero(name, tmp_path):
 
 
 def test_a_bar_chart_left_unsorted_scores_zero(tmp_path):
-    made = _made("chart_bar_sorted", tmp_path / "made", want=4)
-    task = next(t for t in made if sorted(t.answer["categories"]) != t.answer["categories"])
+    tasks = made(SEED, "chart_bar_sorted", tmp_path / "made", want=4)
+    task = next(t for t in tasks if sorted(t.answer["categories"]) != t.answer["categories"])
     gold, code = task.answer, task.oracle_steps[0].arguments["code"]
     pairs = sorted(zip(gold["categories"], gold["values"], strict=True))  # A to Z, not by value
     unsorted = code.replace(repr(gold["categories"]), repr([c for c, _ in pairs])).replace(
         repr(gold["values"]), repr([v for _, v in pairs])
     )
-    cwd = _episode(task, tmp_path / "unsorted")
-    _run(unsorted, cwd)
-    assert _score(task, cwd) == 0.0
+    cwd = episode_folder(task, tmp_path / "unsorted")
+    run_cell(unsorted, cwd)
+    assert scored(task, cwd) == 0.0

@@ -8,60 +8,19 @@ score 0. The reference stays on the host: it is never one of the task's files.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import openpyxl
 import pytest
+from template_runs import episode_folder, made, run_cell, scored
 
 from analyst_env.datasets.procedural import ProceduralDataset
-from analyst_env.datasets.procedural.generator import Dropped, attempt
 from analyst_env.datasets.procedural.taskdir import load_task_dir, write_task_dir
 from analyst_env.datasets.procedural.templates import load_all
-from analyst_env.task_format import Task, answer_references
-from analyst_env.verifiers import VerifyContext
-from analyst_env.verifiers.scorers import score
+from analyst_env.task_format import answer_references
 
 SEED = 31337
 BOOK_TEMPLATES = [t.name for t in load_all() if t.category in ("excel-edit", "result-workbook")]
-
-
-def _made(name: str, folder: Path, want: int = 2) -> list[Task]:
-    tasks = []
-    for index in range(40):
-        work = folder / f"{name}-{index}"
-        work.mkdir(parents=True)
-        try:
-            tasks.append(attempt(SEED, "train", index, 0, work, only=name))
-        except Dropped:
-            continue
-        if len(tasks) == want:
-            return tasks
-    raise AssertionError(f"{name}: fewer than {want} tasks in 40 indices")
-
-
-def _episode(task: Task, folder: Path) -> Path:
-    """A working directory holding the task's files, as a sandbox's would."""
-    folder.mkdir()
-    for name, path in task.files.items():
-        shutil.copyfile(path, folder / name)
-    return folder
-
-
-def _run(code: str, cwd: Path) -> None:
-    subprocess.run([sys.executable, "-c", code], cwd=cwd, check=True, capture_output=True)
-
-
-def _score(task: Task, cwd: Path) -> float:
-    def read(name: str) -> bytes:
-        path = cwd / name
-        if not path.is_file():
-            raise FileNotFoundError(name)
-        return path.read_bytes()
-
-    return score(task.verifier, "done", task.answer, VerifyContext(read_file=read))
 
 
 def _first_number_cell(ws):
@@ -74,7 +33,7 @@ def _first_number_cell(ws):
 
 @pytest.mark.parametrize("name", BOOK_TEMPLATES)
 def test_the_oracle_workbook_scores_one_and_a_wrong_or_missing_one_zero(name, tmp_path):
-    for n, task in enumerate(_made(name, tmp_path / "made")):
+    for n, task in enumerate(made(SEED, name, tmp_path / "made")):
         refs = answer_references(task.answer)
         assert refs and all(Path(r["path"]).is_file() for r in refs)
         assert not {str(Path(r["path"])) for r in refs} & set(task.files.values())
@@ -82,16 +41,16 @@ def test_the_oracle_workbook_scores_one_and_a_wrong_or_missing_one_zero(name, tm
         out = task.metadata["output"]
         assert out == ("edit" if name.startswith("edit_") else "workbook")
 
-        untouched = _episode(task, tmp_path / f"null-{n}")
-        assert _score(task, untouched) == 0.0  # no result.xlsx, or the input as it was
+        untouched = episode_folder(task, tmp_path / f"null-{n}")
+        assert scored(task, untouched) == 0.0  # no result.xlsx, or the input as it was
 
-        done = _episode(task, tmp_path / f"oracle-{n}")
-        _run(task.oracle_steps[0].arguments["code"], done)
-        assert _score(task, done) == 1.0
+        done = episode_folder(task, tmp_path / f"oracle-{n}")
+        run_cell(task.oracle_steps[0].arguments["code"], done)
+        assert scored(task, done) == 1.0
         book_name = task.answer["workbook"]
 
-        wrong = _episode(task, tmp_path / f"wrong-{n}")
-        _run(task.oracle_steps[0].arguments["code"], wrong)
+        wrong = episode_folder(task, tmp_path / f"wrong-{n}")
+        run_cell(task.oracle_steps[0].arguments["code"], wrong)
         wb = openpyxl.load_workbook(wrong / book_name)
         if name == "edit_lookup_column":
             ws = wb.worksheets[0]
@@ -103,22 +62,22 @@ def test_the_oracle_workbook_scores_one_and_a_wrong_or_missing_one_zero(name, tm
             assert cell is not None
             cell.value = cell.value + 1
         wb.save(wrong / book_name)
-        assert _score(task, wrong) == 0.0
+        assert scored(task, wrong) == 0.0
 
         if out == "edit":  # the edit must keep the records it was given
-            lost = _episode(task, tmp_path / f"lost-{n}")
-            _run(task.oracle_steps[0].arguments["code"], lost)
+            lost = episode_folder(task, tmp_path / f"lost-{n}")
+            run_cell(task.oracle_steps[0].arguments["code"], lost)
             wb = openpyxl.load_workbook(lost / book_name)
             wb.worksheets[0].delete_rows(wb.worksheets[0].max_row)
             wb.save(lost / book_name)
-            assert _score(task, lost) == 0.0
+            assert scored(task, lost) == 0.0
 
 
 def test_a_pandas_rewrite_of_the_whole_workbook_still_counts_as_an_edit_in_place(tmp_path):
     """An agent that reads every sheet with pandas and writes them all back (plus its sheet)
     keeps the input's cells: blanks stay blank, text numbers stay text."""
-    (task,) = _made("edit_summary_sheet", tmp_path / "made", want=1)
-    cwd = _episode(task, tmp_path / "pandas")
+    (task,) = made(SEED, "edit_summary_sheet", tmp_path / "made", want=1)
+    cwd = episode_folder(task, tmp_path / "pandas")
     ref = openpyxl.load_workbook(answer_references(task.answer)[0]["path"])
     summary = [[c.value for c in row] for row in ref.worksheets[-1].iter_rows()]
     book = task.answer["workbook"]
@@ -131,8 +90,8 @@ with pd.ExcelWriter({book!r}) as w:
         frame.to_excel(w, sheet_name=name, index=False)
     summary.to_excel(w, sheet_name={ref.sheetnames[-1]!r}, index=False)
 """
-    _run(code, cwd)
-    assert _score(task, cwd) == 1.0
+    run_cell(code, cwd)
+    assert scored(task, cwd) == 1.0
 
 
 def test_workbook_tasks_survive_the_cache_and_a_portable_task_directory(tmp_path):
@@ -151,6 +110,6 @@ def test_workbook_tasks_survive_the_cache_and_a_portable_task_directory(tmp_path
     copied = Path(answer_references(loaded.answer)[0]["path"])
     assert copied.is_relative_to((tmp_path / "frozen").resolve()) and copied.is_file()
     assert copied.read_bytes() == ref.read_bytes()
-    cwd = _episode(loaded, tmp_path / "frozen-oracle")
-    _run(loaded.oracle_steps[0].arguments["code"], cwd)
-    assert _score(loaded, cwd) == 1.0
+    cwd = episode_folder(loaded, tmp_path / "frozen-oracle")
+    run_cell(loaded.oracle_steps[0].arguments["code"], cwd)
+    assert scored(loaded, cwd) == 1.0
