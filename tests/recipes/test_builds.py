@@ -137,7 +137,9 @@ def test_a_forced_rebuild_builds_beside_the_image_running_episodes_use(state_dir
         assert service.wait("tiny", 60)["status"] == "failed"
         after = service.resolve("tiny")
         assert after.image == second.image and "rebuild of sandbox environment" in after.warning
+        gate.clear()  # held, so the build is still running when build() answers
         assert service.build("tiny", force=True)["status"] == "building"
+        gate.set()
         assert service.wait("tiny", 60)["status"] == "failed"
         assert not (state_dir / "envs" / "images" / f"{digest}.3").exists(), (
             "a failed revision is built again in place, not skipped"
