@@ -204,3 +204,22 @@ def procedural_server(cache: Path, seed: int, max_sessions: int) -> Iterator[tup
         app = build_app(Settings(dataset=f"procedural:{seed}", max_sessions=max_sessions))
         with BackgroundServer(app) as url:
             yield url, app.state.runtime
+
+
+@contextlib.contextmanager
+def curriculum_server(root: Path, seed: int = 7, sessions: int = 8) -> Iterator[str]:
+    """A live server of ``procedural:SEED`` with ``--curriculum 0.5``, its state and task cache
+    under ``root``; yields its URL."""
+    from analyst_env.server.local_server import serving
+    from analyst_env.server.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "ANALYST_ENV_DATASET": f"procedural:{seed}",
+            "ANALYST_ENV_CURRICULUM": "0.5",
+            "ANALYST_ENV_STATE_DIR": str(root / "state"),
+            "ANALYST_ENV_CACHE": str(root / "cache"),
+        }
+    )
+    with serving(settings, sessions=sessions) as url:
+        yield url

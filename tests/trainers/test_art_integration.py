@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import curriculum_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from openai_standin import StandIn  # noqa: E402
@@ -230,18 +231,7 @@ def test_curriculum_scenarios_give_each_group_one_task_the_server_picked(tmp_pat
     """Against ``--curriculum``: ART's groups of ``curriculum_scenarios`` each play the one
     task the server picked for the group, another for the other group, all counted for the
     client."""
-    from analyst_env.server.local_server import serving
-    from analyst_env.server.settings import Settings
-
-    settings = Settings.from_env(
-        {
-            "ANALYST_ENV_DATASET": "procedural:7",
-            "ANALYST_ENV_CURRICULUM": "0.5",
-            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
-            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
-        }
-    )
-    with serving(settings, sessions=8) as url:
+    with curriculum_server(tmp_path, sessions=8) as url:
         groups = gather(url, standin, "wrong", "curriculum:art-run-1", per_group=3)
         clients = httpx.get(url + "/web/curriculum").json()["clients"]
     picked = []

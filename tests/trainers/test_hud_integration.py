@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import curriculum_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from openai_standin import _answer, _call  # noqa: E402
@@ -154,18 +155,7 @@ def test_a_shared_environment_object_plays_its_rollouts_one_after_another(server
 
 
 def test_curriculum_rows_give_each_group_of_runs_one_task_the_server_picked(tmp_path, standin):
-    from analyst_env.server.local_server import serving
-    from analyst_env.server.settings import Settings
-
-    settings = Settings.from_env(
-        {
-            "ANALYST_ENV_DATASET": "procedural:7",
-            "ANALYST_ENV_CURRICULUM": "0.5",
-            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
-            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
-        }
-    )
-    with serving(settings, sessions=8) as url:
+    with curriculum_server(tmp_path, sessions=8) as url:
         job = run_job(url, standin, "wrong", "curriculum:hud-run-1", group=2)
         clients = httpx.get(url + "/web/curriculum").json()["clients"]
     assert [run["error"] for run in job["runs"]] == [False] * 4, job

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import curriculum_server
 from tcp_cuts import DroppingProxy, later
 
 pytestmark = pytest.mark.live
@@ -249,18 +250,7 @@ def test_exported_rows_name_their_episodes(openrlhf, server, tmp_path):
 def test_curriculum_labels_play_the_servers_pick_one_task_a_group(openrlhf, tmp_path):
     """Labels from ``export_jsonl(client_id=...)`` against ``--curriculum``: a label's samples
     play the one task the server picked for its group, another label another task."""
-    from analyst_env.server.local_server import serving
-    from analyst_env.server.settings import Settings
-
-    settings = Settings.from_env(
-        {
-            "ANALYST_ENV_DATASET": "procedural:7",
-            "ANALYST_ENV_CURRICULUM": "0.5",
-            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
-            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
-        }
-    )
-    with serving(settings, sessions=4) as url:
+    with curriculum_server(tmp_path, sessions=4) as url:
         rows = openrlhf.export(url, tmp_path / "rows.jsonl", client_id="orl-1", num_tasks=2)
         labels = [json.loads(row["label"]) for row in rows]
         assert [set(label) for label in labels] == [{"client_id", "curriculum_group"}] * 2

@@ -4,11 +4,11 @@ episode."""
 from __future__ import annotations
 
 import pytest
+from support import curriculum_server
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="SkyRL integration needs the 'skyrl' extra")
 
-from analyst_env.server.local_server import BackgroundServer, serving  # noqa: E402
-from analyst_env.server.settings import Settings  # noqa: E402
+from analyst_env.server.local_server import BackgroundServer  # noqa: E402
 from analyst_env.trainers.skyrl import (  # noqa: E402
     ENV_CLASS,
     dataset_rows,
@@ -90,15 +90,7 @@ def test_curriculum_rows_let_the_server_pick_each_task_for_the_client(tmp_path):
     import httpx
 
     register()
-    settings = Settings.from_env(
-        {
-            "ANALYST_ENV_DATASET": "procedural:7",
-            "ANALYST_ENV_CURRICULUM": "0.5",
-            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
-            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
-        }
-    )
-    with serving(settings, sessions=4) as url:
+    with curriculum_server(tmp_path, sessions=4) as url:
         rows = dataset_rows(url, num_tasks=3, client_id="skyrl-run-1")
         assert [r["task_id"] for r in rows] == [None] * 3
         played = []

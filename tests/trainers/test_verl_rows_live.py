@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support import procedural_server
+from support import curriculum_server, procedural_server
 
 from analyst_env.server.app import build_app
 from analyst_env.server.local_server import BackgroundServer
@@ -75,21 +75,11 @@ def test_curriculum_rows_name_a_client_and_a_group_that_the_loop_reads_back(tmp_
     loop does, ``AnalystScenario.from_fields``) is the server's pick for the client, one
     task per row however many trajectories veRL samples of it."""
     from analyst_env.client import AnalystEnv
-    from analyst_env.server.local_server import serving
-    from analyst_env.server.settings import Settings
     from analyst_env.trainers.art import AnalystScenario
 
-    settings = Settings.from_env(
-        {
-            "ANALYST_ENV_DATASET": f"procedural:{SEED}",
-            "ANALYST_ENV_CURRICULUM": "0.5",
-            "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
-            "ANALYST_ENV_CACHE": str(tmp_path / "cache"),
-        }
-    )
     with pytest.raises(ValueError, match="num_tasks"):
         dataset_rows("http://127.0.0.1:1", client_id="verl-1")
-    with serving(settings, sessions=4) as url:
+    with curriculum_server(tmp_path, SEED, sessions=4) as url:
         rows = dataset_rows(url, client_id="verl-1", num_tasks=2, seed=5)
         pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
         rows = pq.read_table(tmp_path / "rows.parquet").to_pylist()  # as veRL reads them
