@@ -16,7 +16,7 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -198,6 +198,23 @@ def _stop_then_kill(scan: Callable[[], set[int]]) -> set[int]:
         stopped |= fresh
     _signal_all(stopped, signal.SIGKILL)
     return stopped
+
+
+def exited_children() -> Iterator[int]:
+    """Reap, without waiting, each child of this process that has exited; yield its pid.
+
+    Ends when no exited child is left (or there are no children at all). The zygote and
+    the slot runner call it whenever SIGCHLD may have arrived, to learn which of the
+    kernels they forked are gone.
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid
 
 
 def reap(pids: set[int], timeout_s: float = 1.0) -> None:

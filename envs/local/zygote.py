@@ -37,18 +37,17 @@ Linux only.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import json
 import os
 import select
 import signal
 import socket
-import threading
 from typing import Any
 
 import matplotlib
 
+from analyst_env.envs.fork_env import freeze_for_fork
 from analyst_env.envs.kernel import procctl
 from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec, apply_mpl_rc
 from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell
@@ -74,14 +73,7 @@ def prepare(image: ImageSpec) -> KernelShell:
     shell.run_cell(HELPER_SOURCE, store_history=False, silent=True)
     exec(compile(image.warm_up, f"<warm-up {image.name}>", "exec"), {})
     shell.run_cell("pass", store_history=False, silent=True)
-    gc.collect()
-    gc.freeze()
-    os_threads = len(os.listdir("/proc/self/task"))
-    if threading.active_count() != 1 or os_threads != 1:
-        raise RuntimeError(
-            f"zygote has {threading.active_count()} Python / {os_threads} OS threads; "
-            "it must be single-threaded to fork"
-        )
+    freeze_for_fork("zygote")
     return shell
 
 
@@ -196,13 +188,7 @@ class Zygote:
 
     def _reap(self) -> None:
         kernel_died = False
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid in procctl.exited_children():
             if pid in self.kernels:
                 self.kernels.discard(pid)
                 kernel_died = True

@@ -39,17 +39,15 @@ The runner exits (killing its episode) when its stdin closes. Linux only.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import signal
 import sys
-import threading
 from typing import Any
 
 # Importing the ``analyst_env`` package may already import numpy, so the runner
 # re-executes itself with these when it was started without (``_single_threaded``).
-from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
+from analyst_env.envs.fork_env import SINGLE_THREADED_ENV, freeze_for_fork
 from analyst_env.envs.frames import encode
 from analyst_env.envs.remote.slot_server import Runner
 
@@ -92,13 +90,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     from analyst_env.envs.kernel_helpers import HELPER_SOURCE
 
     shell.run_cell(HELPER_SOURCE, store_history=False, silent=True)
-    gc.collect()
-    gc.freeze()
-    threads = len(os.listdir("/proc/self/task"))
-    if threading.active_count() != 1 or threads != 1:
-        raise RuntimeError(
-            f"runner has {threads} threads after preloading; it must be single-threaded to fork"
-        )
+    freeze_for_fork("runner")
     return shell, missing, standby_warm_up
 
 

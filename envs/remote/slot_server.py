@@ -337,13 +337,9 @@ class Runner:
         self._reap()
 
     def _reap(self) -> None:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        from analyst_env.envs.kernel import procctl
+
+        for pid in procctl.exited_children():
             if pid == self.child_pid:
                 self.child_reaped = True
             elif self.standby is not None and pid == self.standby[0]:
