@@ -117,6 +117,15 @@ def check_url(value: str | None, field: str) -> str | None:
     return value
 
 
+def each_matching(entries: list[str], pattern: re.Pattern[str], what: str) -> list[str]:
+    """``entries`` unchanged once each matches ``pattern``; else ValueError naming the first
+    that does not (``'entry' is not <what>``)."""
+    for entry in entries:
+        if not pattern.match(entry):
+            raise ValueError(f"{entry!r} is not {what}")
+    return entries
+
+
 def cut(value: str, limit: int = 80) -> str:
     return value if len(value) <= limit else value[:limit] + "..."
 

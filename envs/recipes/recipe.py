@@ -39,6 +39,7 @@ from analyst_env.envs.recipes.fields import (
     RecipeError,
     check_url,
     cut,
+    each_matching,
     pip_entry,
     split_list,
 )
@@ -158,12 +159,7 @@ class Recipe(BaseModel):
     @field_validator("apt")
     @classmethod
     def _apt(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not APT_RE.match(entry):
-                raise ValueError(
-                    f"{entry!r} is not a Debian package name (optionally name=version)"
-                )
-        return value
+        return each_matching(value, APT_RE, "a Debian package name (optionally name=version)")
 
     @field_validator("pip", "uv")
     @classmethod
@@ -173,21 +169,14 @@ class Recipe(BaseModel):
     @field_validator("npm")
     @classmethod
     def _npm(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not NPM_RE.match(entry):
-                raise ValueError(
-                    f"{entry!r} is not an npm package (name, name@version, "
-                    "@scope/name or @scope/name@version)"
-                )
-        return value
+        return each_matching(
+            value, NPM_RE, "an npm package (name, name@version, @scope/name or @scope/name@version)"
+        )
 
     @field_validator("preload")
     @classmethod
     def _preload(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not MODULE_RE.match(entry):
-                raise ValueError(f"{entry!r} is not a dotted module name")
-        return value
+        return each_matching(value, MODULE_RE, "a dotted module name")
 
     @field_validator("pip_index_url", "uv_index_url", "npm_registry")
     @classmethod
