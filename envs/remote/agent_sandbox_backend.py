@@ -110,16 +110,16 @@ def exec_chunks(stream: Any, stderr: StderrTail) -> Iterator[bytes]:
     stderr and the exec's final status go to ``stderr``. Ends when the exec ends."""
     while stream.is_open():
         stream.update(timeout=0.5)  # bounded, so a closed stream is noticed
-        err = stream.read_channel(_STDERR)
-        if err:
-            stderr.add(err)
-        out = stream.read_channel(_STDOUT)
-        if out:
-            yield out
-    for channel in (_STDERR, _ERROR):
-        rest = stream.read_channel(channel)
-        if rest:
-            stderr.add(rest)
+        yield from _buffered(stream, stderr, (_STDERR,))
+    yield from _buffered(stream, stderr, (_STDERR, _ERROR))
+
+
+def _buffered(stream: Any, stderr: StderrTail, side_channels: tuple[int, ...]) -> Iterator[bytes]:
+    """What ``stream`` holds now: ``side_channels`` into ``stderr`` first, then stdout."""
+    for channel in side_channels:
+        data = stream.read_channel(channel)
+        if data:
+            stderr.add(data)
     out = stream.read_channel(_STDOUT)
     if out:
         yield out
