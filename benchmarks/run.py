@@ -297,29 +297,19 @@ def check_goals(f: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
     ours = {k: v["analyst_env"] for k, v in f.items()}
     jup = {k: v["jupyter_kernel"] for k, v in f.items()}
     floor = {k: v["protocol_floor"] for k, v in f.items()}
-    client_import = (
-        "client import: `import analyst_env.client` <= 0.5 s",
-        ours.get("client_import_s"),
-        _at_most(ours.get("client_import_s"), 0.5),
+    client_import = _at_most(
+        "client import: `import analyst_env.client` <= 0.5 s", ours.get("client_import_s"), 0.5
     )
     if "burst_reset_p99_ms" not in ours:  # an import-only run
         return [{"goal": client_import[0], "value": client_import[1], "met": client_import[2]}]
-    burst: list[tuple[str, float | None, bool | None]] = [
-        (
-            "burst reset p99 <= 1 s (256 at once)",
-            ours["burst_reset_p99_ms"],
-            _at_most(ours["burst_reset_p99_ms"], 1000),
-        ),
-        (
+    burst = [
+        _at_most("burst reset p99 <= 1 s (256 at once)", ours["burst_reset_p99_ms"], 1000),
+        _at_most(
             "burst reset p99 <= 1 s, the next burst (pool sized by the first)",
             ours["burst_again_reset_p99_ms"],
-            _at_most(ours["burst_again_reset_p99_ms"], 1000),
+            1000,
         ),
-        (
-            "256-client trivial-step p99 <= 50 ms",
-            ours["burst_step_p99_ms"],
-            _at_most(ours["burst_step_p99_ms"], 50),
-        ),
+        _at_most("256-client trivial-step p99 <= 50 ms", ours["burst_step_p99_ms"], 50),
     ]
     if "reset_p50_ms" not in ours:  # a burst-only run
         return [{"goal": name, "value": value, "met": ok} for name, value, ok in burst]
@@ -327,39 +317,31 @@ def check_goals(f: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
     step_ratio = _ratio(ours["step_p50_ms"], floor["step_p50_ms"])
     grpo_ratio = _ratio(jup["grpo_batch_s"], ours["grpo_batch_s"])
     goals = burst + [
-        ("reset p50 <= 10 ms", ours["reset_p50_ms"], _at_most(ours["reset_p50_ms"], 10)),
-        ("reset >= 80x faster than a Jupyter kernel", reset_ratio, _at_least(reset_ratio, 80)),
-        ("trivial cell p50 <= 2 ms", ours["step_p50_ms"], _at_most(ours["step_p50_ms"], 2)),
-        ("trivial cell <= 1.5x the protocol floor", step_ratio, _at_most(step_ratio, 1.5)),
-        (
-            "idle PSS <= 15 MiB per episode",
-            ours["idle_pss_mib"],
-            _at_most(ours["idle_pss_mib"], 15),
-        ),
-        (
-            ">= 500 concurrent live episodes",
-            ours["max_concurrent"],
-            _at_least(ours["max_concurrent"], 500),
-        ),
-        ("GRPO batch >= 20x faster than Jupyter", grpo_ratio, _at_least(grpo_ratio, 20)),
-        (
-            "serve healthy <= 3 s",
-            ours["serve_cold_start_s"],
-            _at_most(ours["serve_cold_start_s"], 3),
-        ),
+        _at_most("reset p50 <= 10 ms", ours["reset_p50_ms"], 10),
+        _at_least("reset >= 80x faster than a Jupyter kernel", reset_ratio, 80),
+        _at_most("trivial cell p50 <= 2 ms", ours["step_p50_ms"], 2),
+        _at_most("trivial cell <= 1.5x the protocol floor", step_ratio, 1.5),
+        _at_most("idle PSS <= 15 MiB per episode", ours["idle_pss_mib"], 15),
+        _at_least(">= 500 concurrent live episodes", ours["max_concurrent"], 500),
+        _at_least("GRPO batch >= 20x faster than Jupyter", grpo_ratio, 20),
+        _at_most("serve healthy <= 3 s", ours["serve_cold_start_s"], 3),
         client_import,
     ]
     return [{"goal": name, "value": value, "met": ok} for name, value, ok in goals]
 
 
-def _at_most(value: float | None, limit: float) -> bool | None:
-    """Whether a figure is within its goal; None (no verdict) when the figure is missing."""
-    return None if value is None else value <= limit
+Goal = tuple[str, float | None, bool | None]
+"""A goal's wording, the measured figure, and whether it is met (None: no figure, no verdict)."""
 
 
-def _at_least(value: float | None, limit: float) -> bool | None:
-    """Whether a figure reaches its goal; None (no verdict) when the figure is missing."""
-    return None if value is None else value >= limit
+def _at_most(goal: str, value: float | None, limit: float) -> Goal:
+    """``goal``, met when the figure is within ``limit``."""
+    return goal, value, None if value is None else value <= limit
+
+
+def _at_least(goal: str, value: float | None, limit: float) -> Goal:
+    """``goal``, met when the figure reaches ``limit``."""
+    return goal, value, None if value is None else value >= limit
 
 
 def format_markdown(report: dict[str, Any]) -> str:

@@ -122,8 +122,13 @@ class ServerProcess:
 
 
 def analyst_server(
-    max_sessions: int, env: dict[str, str] | None = None, workers: int = 1
+    max_sessions: int,
+    env: dict[str, str] | None = None,
+    workers: int = 1,
+    flags: tuple[str, ...] = (),
 ) -> ServerProcess:
+    """``analyst-env serve`` on a free port, logging warnings only; ``flags`` are more
+    ``serve`` options."""
     exe = str(Path(sys.executable).with_name("analyst-env"))
     argv = [
         exe,
@@ -132,6 +137,7 @@ def analyst_server(
         "{port}",
         "--max-sessions",
         str(max_sessions),
+        *flags,
         "--workers",
         str(workers),
         "--log-level",

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from analyst_env.benchmarks.servers import ServerProcess
+from analyst_env.benchmarks.servers import analyst_server
 from analyst_env.benchmarks.soak_clients import RESUME_GRACE_S, Tally, run_clients
 from analyst_env.benchmarks.soak_snapshot import LEAK_COUNTS, RssSampler, settle, snapshot
 
@@ -59,27 +57,18 @@ class SoakConfig:
 
 def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     """Run the soak; the report as a dict (``ok`` False past a threshold)."""
-    exe = str(Path(sys.executable).with_name("analyst-env"))
-    argv = [
-        exe,
-        "serve",
-        "--port",
-        "{port}",
-        "--max-sessions",
-        str(2 * cfg.sessions + 16),
-        "--cell-timeout",
-        str(CELL_TIMEOUT_S),
-        "--workers",
-        "1",  # the RSS watched is one server process's
-        "--log-level",
-        "warning",
-    ]
-    # dropped-for-good episodes hold a slot for the grace period: twice the sessions
     scratch = tempfile.TemporaryDirectory(prefix="analyst-env-soak-")
     env = {"ANALYST_ENV_RESUME_GRACE_S": str(RESUME_GRACE_S), "TMPDIR": scratch.name}
+    server_process = analyst_server(
+        # dropped-for-good episodes hold a slot for the grace period: twice the sessions
+        2 * cfg.sessions + 16,
+        env,
+        workers=1,  # the RSS watched is one server process's
+        flags=("--cell-timeout", str(CELL_TIMEOUT_S)),
+    )
     rng = random.Random(cfg.seed)
     tally = Tally()
-    with scratch, ServerProcess(argv, env=env) as server:
+    with scratch, server_process as server:
         ws_url = server.url.replace("http://", "ws://") + "/ws"
         warm_up_s = cfg.warm_up_seconds()
         idle = snapshot(server)
