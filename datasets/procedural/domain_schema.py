@@ -40,6 +40,20 @@ class Domain:
     key_prefix: str
     attr: tuple[str, tuple[str, ...]]
 
+    def role_columns(self) -> dict[str, str]:
+        """The column name the files use for each role: what a question names in backticks and
+        what a solution's plan renames back to the role."""
+        return {
+            "id": self.id_col,
+            "date": self.date_col,
+            "g1": self.g1[0],
+            "g2": self.g2[0],
+            "key": self.key,
+            "m1": self.m1.name,
+            "m2": self.m2.name,
+            "attr": self.attr[0],
+        }
+
 
 def domain(name, table, entity, id_col, date_col, g1, g2, m1, m2, dim, key, prefix, attr) -> Domain:
     """One domain from a row: the fields in ``Domain``'s order, each measure as a plain tuple."""

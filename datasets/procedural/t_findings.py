@@ -7,11 +7,10 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, template
 
 @template("findings", "finding", 3, "date m1 g1", composable=False)
 def finding_growth_leader(c: Ctx) -> Ask | None:
-    months = c.months()
-    if len(months) < 2:
+    pair = c.consecutive_months()
+    if pair is None:
         return None
-    i = int(c.rng.integers(0, len(months) - 1))
-    a, b = months[i], months[i + 1]
+    a, b = pair
     return Ask(
         f"Total {c.col('m1')} per calendar month of {c.col('date')}: did the total rise or fall "
         f"from {a} to {b}, and by what percentage? And which {c.col('g1')} has the highest "

@@ -105,10 +105,10 @@ def cohort_retained(c: Ctx) -> Ask | None:
 
 @template("cohorts-funnels", "funnel", 2, "key g2")
 def funnel_both_steps(c: Ctx) -> Ask | None:
-    a = c.pick("g2")
-    b = c.pick("g2", exclude=(a,))
-    if b is None:
+    pair = c.pick_two("g2")
+    if pair is None:
         return None
+    a, b = pair
     return Ask(
         f"How many distinct {c.col('key')} values have at least one {c.domain.entity} with "
         f"{c.col('g2')} {a} and at least one with {c.col('g2')} {b}",
@@ -119,10 +119,10 @@ def funnel_both_steps(c: Ctx) -> Ask | None:
 
 @template("set-operations", "difference", 2, "g1 g2")
 def set_only_with(c: Ctx) -> Ask | None:
-    a = c.pick("g2")
-    b = c.pick("g2", exclude=(a,))
-    if b is None:
+    pair = c.pick_two("g2")
+    if pair is None:
         return None
+    a, b = pair
     return Ask(
         f"Which {c.col('g1')} values occur on some {c.domain.entity} with {c.col('g2')} {a} but "
         f"on no "
@@ -153,10 +153,10 @@ def set_orphan_keys(c: Ctx) -> Ask | None:
 
 @template("set-operations", "difference", 3, "attr g2", needs_dim=True)
 def set_attr_only_with(c: Ctx) -> Ask | None:
-    a = c.pick("g2")
-    b = c.pick("g2", exclude=(a,))
-    if b is None:
+    pair = c.pick_two("g2")
+    if pair is None:
         return None
+    a, b = pair
     return Ask(
         f"Using {_via(c)}, which {c.col('attr')} values occur on some {c.domain.entity} with "
         f"{c.col('g2')} {a} but on no {c.domain.entity} with {c.col('g2')} {b}",

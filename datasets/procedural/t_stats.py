@@ -35,10 +35,10 @@ def pct_iqr_m1(c: Ctx) -> Ask | None:
 
 def _welch(by: str) -> None:
     def build(c: Ctx) -> Ask | None:
-        a = c.pick(by)
-        b = c.pick(by, exclude=(a,))
-        if b is None:
+        pair = c.pick_two(by)
+        if pair is None:
             return None
+        a, b = pair
         return Ask(
             f"Compare {c.col('m1')} between the {c.entity_plural()} whose {c.col(by)} is {a} "
             f"and those "

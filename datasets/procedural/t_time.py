@@ -52,11 +52,10 @@ def ts_month_mean_value(c: Ctx) -> Ask | None:
 
 @template("time-series", "growth", 3, "date m1")
 def ts_growth(c: Ctx) -> Ask | None:
-    months = c.months()
-    if len(months) < 2:
+    pair = c.consecutive_months()
+    if pair is None:
         return None
-    i = int(c.rng.integers(0, len(months) - 1))
-    a, b = months[i], months[i + 1]
+    a, b = pair
     return Ask(
         f"Total {c.col('m1')} per calendar month of {c.col('date')}. By what percentage did the "
         f"total "

@@ -63,23 +63,25 @@ class Ctx:
         values = sorted(set(self.records[role].dropna().astype(str)) - set(exclude))
         return str(self.rng.choice(values)) if values else None
 
+    def pick_two(self, role: str) -> tuple[str, str] | None:
+        """Two different values of ``role`` (drawn one after the other), or None when it has
+        fewer than two: the pair a comparison or a set difference is asked about."""
+        a = self.pick(role)
+        b = self.pick(role, exclude=(a,))
+        return None if a is None or b is None else (a, b)
+
+    def consecutive_months(self) -> tuple[str, str] | None:
+        """A month with data and the next month with data (YYYY-MM), or None with fewer than
+        two such months: the pair a month-on-month change is asked about."""
+        months = self.months()
+        if len(months) < 2:
+            return None
+        i = int(self.rng.integers(0, len(months) - 1))
+        return months[i], months[i + 1]
+
     def col(self, role: str) -> str:
         """The column name the files use for a role, in backticks."""
-        d = self.domain
-        return (
-            "`"
-            + {
-                "id": d.id_col,
-                "date": d.date_col,
-                "g1": d.g1[0],
-                "g2": d.g2[0],
-                "key": d.key,
-                "m1": d.m1.name,
-                "m2": d.m2.name,
-                "attr": d.attr[0],
-            }[role]
-            + "`"
-        )
+        return f"`{self.domain.role_columns()[role]}`"
 
     def threshold(self, role: str) -> float:
         """A two-significant-figure threshold inside the middle half of ``role``'s values."""
