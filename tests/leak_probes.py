@@ -28,7 +28,7 @@ def attempt(name, fn):
         found[name] = ["refused", type(exc).__name__]
 
 def load_starter():
-    from analyst_env.datasets.shipped import load_starter
+    from analyst_env.datasets.starter_set import load_starter
     return len(load_starter().tasks)
 
 def import_verifiers():

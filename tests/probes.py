@@ -183,7 +183,7 @@ def probe_token_unreadable(target: Target) -> None:
 IMPORT_CELL = r"""
 import json, sys
 results = {}
-for stmt in ['import analyst_env.datasets', 'from analyst_env.datasets.shipped import load_starter',
+for stmt in ['import analyst_env.datasets', 'from analyst_env.datasets.starter_set import load_starter',
              'import analyst_env.server.settings', 'import analyst_env.verifiers']:
     try:
         exec(stmt, {})
@@ -264,7 +264,7 @@ def probe_hostile_policy_finds_nothing(target: Target) -> None:
 def probe_gold_does_not_leak(target: Target) -> None:
     """The project's own leak check over the protocol: oracle 1, null 0, repeatable, no gold
     shown."""
-    from analyst_env.datasets.shipped import load_starter
+    from analyst_env.datasets.starter_set import load_starter
 
     tasks = {t.id: t for t in load_starter().tasks}
     for task_id in target.leak_task_ids:

@@ -12,7 +12,7 @@ turns the agreed table into what ``workbook_match`` scores against:
   enters the sandbox; for an edit it is the input's own frames plus the edit,
   so every untouched cell is the input's cell;
 - the instruction, built from the same column definitions as the reference
-  (``shipped.workbook_draft``), and the oracle: one Python cell that writes
+  (``workbook_draft``), and the oracle: one Python cell that writes
   the reference cells with openpyxl in the agent's kernel.
 
 A table that cannot be scored fairly is dropped: a value on a rounding
@@ -31,7 +31,7 @@ import pandas as pd
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.files import Placement
 from analyst_env.datasets.procedural.templates import Ask, SheetAsk
-from analyst_env.datasets.shipped.workbook_draft import (
+from analyst_env.datasets.procedural.workbook_draft import (
     RESULT,
     Column,
     Sheet,
@@ -44,7 +44,7 @@ from analyst_env.datasets.shipped.workbook_draft import (
     sheet_sections,
     workbook_request,
 )
-from analyst_env.datasets.shipped.writers import write_xlsx_fast
+from analyst_env.datasets.procedural.writers import write_xlsx_fast
 from analyst_env.task_format import ToolCall, VerifierSpec
 
 REFERENCE = "references/reference.xlsx"

@@ -5,7 +5,7 @@ draws attempt 0 of index i; if it fails a check (``generator.Dropped``) it
 draws attempt 1, and so on, so every index names exactly one task and the
 drop count is kept. The task's files go into a directory of its own under the
 task cache (which the sandbox cannot read), built in a private directory and
-renamed into place (``shipped.cache.materialize``), so two sessions asking for
+renamed into place (``datasets.cache.materialize``), so two sessions asking for
 the same index at once both get the complete set. Only the most recent
 directories are kept on disk; a task whose files were evicted is made again,
 byte for byte, from its seed.
@@ -30,9 +30,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from analyst_env.datasets.cache import MANIFEST, materialize
 from analyst_env.datasets.procedural.generator import GENERATOR_VERSION, NAME, Dropped, attempt
 from analyst_env.datasets.procedural.splits import SPLIT_SIZE, SPLITS
-from analyst_env.datasets.shipped.cache import MANIFEST, materialize
 from analyst_env.paths import cache_root
 from analyst_env.task_format import Task, answer_references
 

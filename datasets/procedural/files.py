@@ -20,7 +20,7 @@ import pandas as pd
 
 from analyst_env.datasets.procedural import xlsx_plain
 from analyst_env.datasets.procedural.domain_schema import Domain
-from analyst_env.datasets.shipped.writers import write_csv, write_sqlite, write_xlsx_fast
+from analyst_env.datasets.procedural.writers import write_csv, write_sqlite, write_xlsx_fast
 
 LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")
 """Every file layout; ``csv`` alone holds no dimension table, so join templates never use it."""

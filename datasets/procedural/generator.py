@@ -37,12 +37,12 @@ from analyst_env.datasets.procedural.attempt_draw import Drawn, draw_attempt
 from analyst_env.datasets.procedural.composition import compose_filters
 from analyst_env.datasets.procedural.defect_notes import defect_notes
 from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.datasets.procedural.phrasing import format_request, reword_question, wording_rng
 from analyst_env.datasets.procedural.query import agree, uses_attr
 from analyst_env.datasets.procedural.splits import global_number
 from analyst_env.datasets.procedural.tables import Mess, apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
-from analyst_env.datasets.shipped.draft import Draft, leaks, oracle_and_verifier
 from analyst_env.task_format import Task
 
 GENERATOR_VERSION = 10  # 10: the plan records a saved answer's sheet or chart (solutions)

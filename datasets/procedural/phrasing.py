@@ -19,7 +19,7 @@ import random
 import re
 from collections.abc import Callable
 
-from analyst_env.datasets.shipped.draft import Draft
+from analyst_env.datasets.procedural.draft import Draft
 
 __all__ = ["format_request", "reword_question", "wording_rng"]
 

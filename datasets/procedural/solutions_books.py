@@ -13,7 +13,7 @@ frame. :func:`table` is also the chart series' computation (``solutions_charts``
 from __future__ import annotations
 
 from analyst_env.datasets.procedural import solutions_sql
-from analyst_env.datasets.shipped.workbook_draft import RESULT
+from analyst_env.datasets.procedural.workbook_draft import RESULT
 
 LABELS = {
     "month": "df['date'].dt.strftime('%Y-%m')",

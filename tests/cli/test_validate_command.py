@@ -328,7 +328,7 @@ def _catalogue() -> list[dict]:
 
 def test_no_served_gold_is_in_the_tool_catalogue_or_the_prompts():
     """The catalogue and prompts reach every episode: one task's answer there scores for free."""
-    from analyst_env.datasets.shipped import load_starter
+    from analyst_env.datasets.starter_set import load_starter
     from analyst_env.evaluation.gold_leaks import prompt_frame
 
     catalogue = _catalogue()

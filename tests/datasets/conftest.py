@@ -1,11 +1,11 @@
-"""Fixtures: the shared benchmark folder (optional) and a starter set in a private cache."""
+"""Fixtures: the shared benchmark folder (optional) and the starter set."""
 
 import os
 from pathlib import Path
 
 import pytest
 
-from analyst_env.datasets.shipped import load_starter
+from analyst_env.datasets.starter_set import load_starter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,10 +25,5 @@ def dabench_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def starter_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("starter-cache")
-
-
-@pytest.fixture(scope="session")
-def starter(starter_cache):
-    return load_starter(seed=0, cache_dir=starter_cache)
+def starter():
+    return load_starter()

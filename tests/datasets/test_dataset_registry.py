@@ -29,8 +29,7 @@ def test_empty_path():
         load_dataset("dabench:")
 
 
-def test_shipped_by_name(monkeypatch, starter_cache, starter):
-    monkeypatch.setenv("ANALYST_ENV_CACHE", str(starter_cache))
+def test_shipped_by_name(starter):
     ds = load_dataset("starter")
     assert ds.name == "starter" and [t.id for t in ds.tasks] == [t.id for t in starter.tasks]
 

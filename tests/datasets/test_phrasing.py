@@ -9,13 +9,13 @@ from collections import Counter
 import pytest
 
 from analyst_env.datasets.procedural.diversity import diversity
+from analyst_env.datasets.procedural.draft import Draft
 from analyst_env.datasets.procedural.phrasing import (
     QUESTION_FORMS,
     format_request,
     reword_question,
     wording_rng,
 )
-from analyst_env.datasets.shipped.draft import Draft
 
 QUESTIONS = [
     "How many orders have `amount` greater than 12.5, counting only the orders dated in 2024?",

@@ -29,10 +29,8 @@ def sample(starter):
 
 
 @pytest.fixture(scope="module")
-def starter_url(starter, starter_cache):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANALYST_ENV_CACHE", str(starter_cache))  # serve the copy the fixtures generated
-        app = build_app(Settings(dataset="starter", max_sessions=16))
+def starter_url():
+    app = build_app(Settings(dataset="starter", max_sessions=16))
     with BackgroundServer(app) as url:
         yield url
 

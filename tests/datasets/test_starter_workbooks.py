@@ -25,7 +25,7 @@ import openpyxl
 import pytest
 
 from analyst_env.client import AnalystEnv
-from analyst_env.datasets.shipped import starter as starter_mod
+from analyst_env.datasets.starter_set import STARTER_DIR
 from analyst_env.server.app import build_app
 from analyst_env.server.local_server import BackgroundServer
 from analyst_env.server.settings import Settings
@@ -114,8 +114,8 @@ def test_kind_present_at_every_level_from_every_input_kind(starter):
     assert all(len(t.metadata["sheets"]) >= 2 and "Pivot" in t.metadata["sheets"] for t in hard)
 
 
-def test_reference_stays_on_the_host(starter, starter_cache):
-    refs_dir = starter_mod.starter_dir(0, starter_cache) / "references"
+def test_reference_stays_on_the_host(starter):
+    refs_dir = STARTER_DIR / "references"
     for t in books(starter):
         (ref,) = t.answer["references"]
         path = Path(ref["path"])
@@ -360,10 +360,8 @@ def test_workbook_pivot_solved_from_raw_cells_with_formulas(starter, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def starter_url(starter, starter_cache):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANALYST_ENV_CACHE", str(starter_cache))
-        app = build_app(Settings(dataset="starter", max_sessions=4))
+def starter_url():
+    app = build_app(Settings(dataset="starter", max_sessions=4))
     with BackgroundServer(app) as url:
         yield url
 

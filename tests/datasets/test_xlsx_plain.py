@@ -10,8 +10,8 @@ import pytest
 import xlsxwriter
 
 from analyst_env.datasets.procedural import ProceduralDataset
+from analyst_env.datasets.procedural.writers import write_xlsx_fast
 from analyst_env.datasets.procedural.xlsx_plain import UnsupportedWorkbook, Workbook
-from analyst_env.datasets.shipped.writers import write_xlsx_fast
 
 
 def _typed(rows):

@@ -108,7 +108,7 @@ def test_nothing_outside_the_slot_is_reachable(backend) -> None:
             )
             == "OSError"
         )
-        assert refused(sandbox, "import analyst_env.datasets.shipped") in {
+        assert refused(sandbox, "import analyst_env.datasets.starter_set") in {
             "PermissionError",
             "ModuleNotFoundError",
         }

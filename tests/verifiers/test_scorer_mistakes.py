@@ -220,9 +220,10 @@ def test_number_at_a_tie_pays_both_roundings():
 
 
 def test_generated_number_tasks_ask_for_the_rounding_not_a_unit_of_slack():
-    from analyst_env.datasets.shipped.draft import number, oracle_and_verifier
+    from analyst_env.datasets.procedural.draft import Draft, oracle_and_verifier
 
-    oracle, gold, spec = oracle_and_verifier(number("Mean?", 3.14159, 2, "easy"))
+    draft = Draft("Mean?", 3.14, "number", "easy", decimals=2, exact=3.14159)
+    oracle, gold, spec = oracle_and_verifier(draft)
     assert (oracle, gold) == ("3.14", 3.14)
     assert judge(spec, oracle, gold).reward == 1.0
     assert judge(spec, "3.15", gold).reward == 0.0
