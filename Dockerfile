@@ -31,8 +31,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install --no-cache-dir -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 COPY . /app/env
-RUN pip install --no-cache-dir --no-deps -e /app/env \
-    && analyst-env tasks --dataset starter > /dev/null
+RUN pip install --no-cache-dir --no-deps -e /app/env
 
 # Run as an unprivileged user (uid 1000) that owns the cache and the state directory.
 # The image runs with a read-only root (`--read-only --tmpfs /tmp`, docs/publishing.md):
@@ -46,8 +45,8 @@ RUN pip install --no-cache-dir --no-deps -e /app/env \
 #   temp directory, which Landlock refuses (openpyxl could not save a workbook);
 # - fontconfig's caches are made again here: the ones apt made record sub-second mtimes,
 #   which the image's layers do not keep, so every process found them stale;
-# - the starter set is in the task cache already (above); other generated datasets need
-#   a writable ANALYST_ENV_CACHE (docs/publishing.md).
+# - the starter set is data in the package, read in place; generated datasets need a
+#   writable ANALYST_ENV_CACHE (docs/publishing.md).
 RUN useradd --uid 1000 --user-group --home-dir /tmp --no-create-home user \
     && sed -i '/^root:/s#:/root:#:/tmp:#' /etc/passwd \
     && fc-cache -fs \
