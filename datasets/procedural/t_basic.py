@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from analyst_env.datasets.procedural.templates import Ask, Ctx, fmt_value, template
+from analyst_env.datasets.procedural.templates import (
+    Ask,
+    Ctx,
+    count_in_a_month,
+    fmt_value,
+    template,
+)
 
 AGG_WORDS = {
     "sum": "total",
@@ -49,13 +55,7 @@ def count_below(c: Ctx) -> Ask | None:
 
 @template("filtering", "filter", 2, "date")
 def count_in_month(c: Ctx) -> Ask | None:
-    month = str(c.rng.choice(c.months()))
-    return Ask(
-        f"How many {c.entity_plural()} are dated in {month} (year-month, by {c.col('date')})",
-        ("count",),
-        "integer",
-        filters=[("date", "month", month)],
-    )
+    return count_in_a_month(c, f"year-month, by {c.col('date')}")
 
 
 @template("filtering", "filter", 3, "m1 g1")

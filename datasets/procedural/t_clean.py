@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyst_env.datasets.procedural.templates import Ask, Ctx, template
+from analyst_env.datasets.procedural.templates import Ask, Ctx, count_in_a_month, template
 
 
 @template("cleaning", "missing", 1, "m1", needs=("missing",))
@@ -32,24 +32,12 @@ def clean_unit_mean(c: Ctx) -> Ask | None:
 
 @template("cleaning", "date-repair", 2, "date", needs=("mixed_dates",))
 def clean_dates_month(c: Ctx) -> Ask | None:
-    month = str(c.rng.choice(c.months()))
-    return Ask(
-        f"How many {c.entity_plural()} are dated in {month} (year-month)",
-        ("count",),
-        "integer",
-        filters=[("date", "month", month)],
-    )
+    return count_in_a_month(c, "year-month")
 
 
 @template("cleaning", "timezone-repair", 2, "date", needs=("timezones",))
 def clean_timezones_day(c: Ctx) -> Ask | None:
-    month = str(c.rng.choice(c.months()))
-    return Ask(
-        f"How many {c.entity_plural()} are dated in {month} (year-month of the date in UTC)",
-        ("count",),
-        "integer",
-        filters=[("date", "month", month)],
-    )
+    return count_in_a_month(c, "year-month of the date in UTC")
 
 
 @template("deduplication", "dedup", 1, "", needs=("duplicates",), composable=False)

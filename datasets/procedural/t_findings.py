@@ -12,7 +12,7 @@ def finding_growth_leader(c: Ctx) -> Ask | None:
         return None
     a, b = pair
     return Ask(
-        f"Total {c.col('m1')} per calendar month of {c.col('date')}: did the total rise or fall "
+        f"{c.totals_per('month')}: did the total rise or fall "
         f"from {a} to {b}, and by what percentage? And which {c.col('g1')} has the highest "
         f"total {c.col('m1')}",
         ("finding", ("growth", a, b), ("group", "g1", "sum", "m1", ("argmax",))),

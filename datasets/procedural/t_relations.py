@@ -10,23 +10,28 @@ def _via(c: Ctx) -> str:
     return f"the {c.col('attr')} of each {c.domain.entity}'s {c.col('key')} in the lookup table"
 
 
-@template("joins", "join-group", 3, "attr m1", needs_dim=True)
-def join_top_attr_sum(c: Ctx) -> Ask | None:
+def _which_attr(c: Ctx, criterion: str, op: tuple) -> Ask:
+    """The question "Using <the lookup attribute>, which `attr` <criterion>", whose answer is
+    one ``attr`` value."""
     return Ask(
-        f"Using {_via(c)}, which {c.col('attr')} has the highest total {c.col('m1')}",
-        ("group", "attr", "sum", "m1", ("argmax",)),
+        f"Using {_via(c)}, which {c.col('attr')} {criterion}",
+        op,
         "text",
         what=f"{c.col('attr')} value",
     )
 
 
 @template("joins", "join-group", 3, "attr m1", needs_dim=True)
+def join_top_attr_sum(c: Ctx) -> Ask | None:
+    return _which_attr(
+        c, f"has the highest total {c.col('m1')}", ("group", "attr", "sum", "m1", ("argmax",))
+    )
+
+
+@template("joins", "join-group", 3, "attr m1", needs_dim=True)
 def join_top_attr_mean(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Using {_via(c)}, which {c.col('attr')} has the highest average {c.col('m1')}",
-        ("group", "attr", "mean", "m1", ("argmax",)),
-        "text",
-        what=f"{c.col('attr')} value",
+    return _which_attr(
+        c, f"has the highest average {c.col('m1')}", ("group", "attr", "mean", "m1", ("argmax",))
     )
 
 
@@ -57,13 +62,10 @@ def join_sum_attr(c: Ctx) -> Ask | None:
 
 @template("joins", "join-group", 3, "attr key", needs_dim=True)
 def join_keys_per_attr(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Using {_via(c)}, which {c.col('attr')} has the most distinct {c.col('key')} values "
-        f"with at "
-        f"least one {c.domain.entity}",
+    return _which_attr(
+        c,
+        f"has the most distinct {c.col('key')} values with at least one {c.domain.entity}",
         ("group", "attr", "nunique", "key", ("argmax",)),
-        "text",
-        what=f"{c.col('attr')} value",
     )
 
 

@@ -5,39 +5,37 @@ from __future__ import annotations
 from analyst_env.datasets.procedural.templates import Ask, Ctx, template
 
 
-@template("time-series", "resample", 2, "date m1")
-def ts_month_top_sum(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Total {c.col('m1')} per calendar month of {c.col('date')}. Which month has the "
-        f"highest total",
-        ("group", "month", "sum", "m1", ("argmax",)),
-        "text",
-        what="month in YYYY-MM form",
-    )
+def _top_total(period: str, what: str) -> None:
+    """Register ``ts_{period}_top_sum``: which month (or quarter) has the highest total."""
+
+    def build(c: Ctx) -> Ask | None:
+        return Ask(
+            f"{c.totals_per(period)}. Which {period} has the highest total",
+            ("group", period, "sum", "m1", ("argmax",)),
+            "text",
+            what=what,
+        )
+
+    build.__name__ = f"ts_{period}_top_sum"
+    template("time-series", "resample", 2, "date m1")(build)
+
+
+# Registered in this order (a seed draws a template by its place in the registry).
+_top_total("month", "month in YYYY-MM form")
 
 
 @template("time-series", "resample", 2, "date")
 def ts_month_fewest(c: Ctx) -> Ask | None:
     return Ask(
         f"Count the {c.entity_plural()} per calendar month of {c.col('date')} (months with none "
-        f"are "
-        "not counted). Which month has the fewest",
+        "are not counted). Which month has the fewest",
         ("group", "month", "count", "m1", ("argmin",)),
         "text",
         what="month in YYYY-MM form",
     )
 
 
-@template("time-series", "resample", 2, "date m1")
-def ts_quarter_top_sum(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Total {c.col('m1')} per calendar quarter of {c.col('date')}. Which quarter has the "
-        f"highest "
-        "total",
-        ("group", "quarter", "sum", "m1", ("argmax",)),
-        "text",
-        what="quarter in YYYY-Qn form (e.g. 2023-Q4)",
-    )
+_top_total("quarter", "quarter in YYYY-Qn form (e.g. 2023-Q4)")
 
 
 @template("time-series", "resample", 2, "date m1")
@@ -57,9 +55,8 @@ def ts_growth(c: Ctx) -> Ask | None:
         return None
     a, b = pair
     return Ask(
-        f"Total {c.col('m1')} per calendar month of {c.col('date')}. By what percentage did the "
-        f"total "
-        f"change from {a} to {b} (negative for a fall)",
+        f"{c.totals_per('month')}. By what percentage did the total change from {a} to {b} "
+        "(negative for a fall)",
         ("growth", a, b),
         "number",
     )
@@ -69,8 +66,7 @@ def ts_growth(c: Ctx) -> Ask | None:
 def ts_rolling_max(c: Ctx) -> Ask | None:
     w = int(c.rng.choice([2, 3, 4]))
     return Ask(
-        f"Total {c.col('m1')} per calendar month of {c.col('date')}, from the first to the last "
-        f"month "
+        f"{c.totals_per('month')}, from the first to the last month "
         f"with data (a month with no {c.entity_plural()} counts as 0). What is the largest "
         f"{w}-month "
         "rolling average of these monthly totals",

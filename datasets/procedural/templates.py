@@ -88,6 +88,11 @@ class Ctx:
         s = self.records[role].dropna()
         return float(f"{float(s.quantile(self.rng.uniform(0.25, 0.75))):.2g}")
 
+    def totals_per(self, period: str) -> str:
+        """How a question names the series it is about: "Total `m1` per calendar month of
+        `date`" (``period``: month or quarter)."""
+        return f"Total {self.col('m1')} per calendar {period} of {self.col('date')}"
+
     def months(self) -> list[str]:
         return sorted(set(self.records["date"].dt.strftime("%Y-%m")))
 
@@ -193,6 +198,18 @@ def template(
         return fn
 
     return deco
+
+
+def count_in_a_month(c: Ctx, reading: str) -> Ask:
+    """How many records are dated in a drawn month that has data; ``reading`` (the question's
+    closing parenthesis) says how a date is read, which is what the cleaning variants test."""
+    month = str(c.rng.choice(c.months()))
+    return Ask(
+        f"How many {c.entity_plural()} are dated in {month} ({reading})",
+        ("count",),
+        "integer",
+        filters=[("date", "month", month)],
+    )
 
 
 def fmt_value(x: Any) -> str:
