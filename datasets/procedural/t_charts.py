@@ -17,28 +17,32 @@ from analyst_env.datasets.procedural.templates import Ask, Ctx, template
 NICE_STEPS = (1.0, 2.0, 2.5, 5.0)
 
 
-@template("charts", "chart-bar", 2, "g1 m1")
-def chart_bar_sorted(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Make a bar chart of the total {c.col('m1')} per {c.col('g1')} value, one bar per "
-        "value, the bars sorted from the largest total to the smallest",
-        ("table", "g1", (("sum", "m1"),)),
-        "chart",
-        what="bar",
-        order="desc",
-    )
+def _bar_chart(name: str, fn: str, by: str, role: str, order: str) -> None:
+    """Register a bar chart of the ``fn`` of ``role`` per ``by`` value; ``order`` is ``desc``
+    (bars from the largest value) or ``label`` (A to Z)."""
+
+    def build(c: Ctx) -> Ask | None:
+        word = {"sum": "total", "mean": "average"}[fn]
+        sorted_by = (
+            f"the bars sorted from the largest {word} to the smallest"
+            if order == "desc"
+            else f"the bars in A to Z order of {c.col(by)}"
+        )
+        return Ask(
+            f"Make a bar chart of the {word} {c.col(role)} per {c.col(by)} value, one bar per "
+            f"value, {sorted_by}",
+            ("table", by, ((fn, role),)),
+            "chart",
+            what="bar",
+            order=order,
+        )
+
+    build.__name__ = name
+    template("charts", "chart-bar", 2, f"{by} {role}")(build)
 
 
-@template("charts", "chart-bar", 2, "g2 m2")
-def chart_bar_average(c: Ctx) -> Ask | None:
-    return Ask(
-        f"Make a bar chart of the average {c.col('m2')} per {c.col('g2')} value, one bar per "
-        f"value, the bars in A to Z order of {c.col('g2')}",
-        ("table", "g2", (("mean", "m2"),)),
-        "chart",
-        what="bar",
-        order="label",
-    )
+_bar_chart("chart_bar_sorted", "sum", "g1", "m1", "desc")
+_bar_chart("chart_bar_average", "mean", "g2", "m2", "label")
 
 
 @template("charts", "chart-line", 2, "date m1")

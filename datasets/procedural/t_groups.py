@@ -109,12 +109,19 @@ def rank_second_sum_g1(c: Ctx) -> Ask | None:
     )
 
 
+def _pivot(c: Ctx, fn: str) -> str:
+    """The pivot every pivot question is about: ``g1`` rows, ``g2`` columns, the total (or
+    average) ``m1`` in the cells."""
+    return (
+        f"Pivot the {c.entity_plural()} with {c.col('g1')} as rows, {c.col('g2')} as columns "
+        f"and the {fn} {c.col('m1')} in the cells"
+    )
+
+
 @template("pivot", "pivot", 3, "g1 g2 m1")
 def pivot_top_cell(c: Ctx) -> Ask | None:
     return Ask(
-        f"Pivot the {c.entity_plural()} with {c.col('g1')} as rows, {c.col('g2')} as columns "
-        f"and the "
-        f"total {c.col('m1')} in the cells. Which cell holds the largest total",
+        f"{_pivot(c, 'total')}. Which cell holds the largest total",
         ("group", "pivot", "sum", "m1", ("argmax",)),
         "pair",
     )
@@ -125,10 +132,7 @@ def pivot_cells_above(c: Ctx) -> Ask | None:
     per = c.records.groupby(["g1", "g2"])["m1"].sum()
     t = float(f"{float(per.quantile(c.rng.uniform(0.3, 0.7))):.2g}")
     return Ask(
-        f"Pivot the {c.entity_plural()} with {c.col('g1')} as rows, {c.col('g2')} as columns "
-        f"and the "
-        f"total {c.col('m1')} in the cells. How many non-empty cells hold a total greater than "
-        f"{fmt_value(t)}",
+        f"{_pivot(c, 'total')}. How many non-empty cells hold a total greater than {fmt_value(t)}",
         ("group", "pivot", "sum", "m1", ("count_above", t)),
         "integer",
     )
@@ -138,9 +142,7 @@ def pivot_cells_above(c: Ctx) -> Ask | None:
 def pivot_cell_count(c: Ctx) -> Ask | None:
     a, b = c.pick("g1"), c.pick("g2")
     return Ask(
-        f"Pivot the {c.entity_plural()} with {c.col('g1')} as rows, {c.col('g2')} as columns "
-        f"and the "
-        f"average {c.col('m1')} in the cells. What is the value in row {a}, column {b}",
+        f"{_pivot(c, 'average')}. What is the value in row {a}, column {b}",
         ("group", "pivot", "mean", "m1", ("value", f"{a}|{b}")),
         "number",
     )
