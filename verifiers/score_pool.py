@@ -57,12 +57,18 @@ class _Dead(Exception):
     pass
 
 
-def _ready(fd: int, events: int, timeout_s: float) -> bool:
-    """Whether ``fd`` is ready (or closed) within ``timeout_s``: ``poll``, not ``select``,
-    which refuses descriptors past 1024 (a server holding many sessions has them)."""
+def _wait_ready(fd: int, events: int, deadline: float) -> None:
+    """Return once ``fd`` is ready (or closed); raise ``_Timeout`` at ``deadline``. ``poll``,
+    not ``select``, which refuses descriptors past 1024 (a server holding many sessions has
+    them)."""
     poller = select.poll()
     poller.register(fd, events)
-    return bool(poller.poll(max(1, int(timeout_s * 1000))))
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Timeout
+        if poller.poll(max(1, int(remaining * 1000))):
+            return
 
 
 class _Worker:
@@ -91,11 +97,7 @@ class _Worker:
     def send(self, message: Any, deadline: float) -> None:
         data = memoryview(frame(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)))
         while data:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Timeout
-            if not _ready(self._in, select.POLLOUT, remaining):
-                continue
+            _wait_ready(self._in, select.POLLOUT, deadline)
             try:
                 data = data[os.write(self._in, data) :]
             except BlockingIOError:
@@ -115,11 +117,7 @@ class _Worker:
     def _read(self, size: int, deadline: float) -> bytes:
         chunks, left = [], size
         while left:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Timeout
-            if not _ready(self._out, select.POLLIN, remaining):
-                continue
+            _wait_ready(self._out, select.POLLIN, deadline)
             chunk = os.read(self._out, min(left, 1 << 20))
             if not chunk:
                 raise _Dead
