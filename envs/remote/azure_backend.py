@@ -144,7 +144,7 @@ class AzureSandboxBackend(RunnerBackend):
 
     def image_reference(self, recipe: Recipe) -> str:
         """The OCI image the disk image is made from (the operator pushes it there)."""
-        return f"{self.registry}/analyst-env:{runner_image.artifact_tag(recipe)}"
+        return f"{self.registry}/{runner_image.image_reference(recipe)}"
 
     def _lookup(self, name: str) -> Any | None:
         found = [i for i in self._group.list_disk_images() if i.labels.get("name") == name]

@@ -167,7 +167,7 @@ class DockerSandboxBackend(RunnerBackend):
         super().__init__(resolve, warm=warm, max_episodes=max_episodes)
 
     def artifact_name(self, recipe: Recipe) -> str:
-        return f"analyst-env:{runner_image.artifact_tag(recipe)}"
+        return runner_image.image_reference(recipe)
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         tag = self.artifact_name(recipe)

@@ -135,7 +135,7 @@ class ModalSandboxBackend(RunnerBackend):
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The published name of ``recipe``'s image."""
-        return f"analyst-env:{runner_image.artifact_tag(recipe)}"
+        return runner_image.image_reference(recipe)
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)

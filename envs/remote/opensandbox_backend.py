@@ -159,7 +159,7 @@ class OpenSandboxBackend(RunnerBackend):
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The image sandboxes of ``recipe`` run."""
-        return self.fixed_image or f"analyst-env:{runner_image.artifact_tag(recipe)}"
+        return self.fixed_image or runner_image.image_reference(recipe)
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         tag = self.artifact_name(recipe)

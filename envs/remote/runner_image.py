@@ -75,6 +75,13 @@ def artifact_tag(recipe: Recipe, *, include_sizing: bool = False) -> str:
     return f"{recipe.content_hash(include_sizing=include_sizing)}-r{RUNNER_REVISION}"
 
 
+def image_reference(recipe: Recipe) -> str:
+    """``analyst-env:<artifact tag>``: the name (repository and tag) of the recipe's runner
+    image where an image engine or registry holds it (Docker, Modal, OpenSandbox, Azure's
+    registry)."""
+    return f"analyst-env:{artifact_tag(recipe)}"
+
+
 def runner_command(recipe: Recipe, workdir: str = WORKDIR) -> list[str]:
     """The argv that starts the slot runner inside an image built from ``recipe``."""
     return [
