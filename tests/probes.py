@@ -183,7 +183,8 @@ def probe_token_unreadable(target: Target) -> None:
 IMPORT_CELL = r"""
 import json, sys
 results = {}
-for stmt in ['import analyst_env.datasets', 'from analyst_env.datasets.starter_set import load_starter',
+for stmt in ['import analyst_env.datasets',
+             'from analyst_env.datasets.starter_set import load_starter',
              'import analyst_env.server.settings', 'import analyst_env.verifiers']:
     try:
         exec(stmt, {})
