@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from analyst_env.envs.recipes.recipe import Recipe, build_dir_name
 from analyst_env.envs.remote.runner_image import default_recipe
-from analyst_env.envs.sandbox import SandboxError
+from analyst_env.envs.sandbox import SandboxBaker, SandboxError
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -37,6 +37,22 @@ def built_by(out_dir: Path, backend: str) -> bool:
         return json.loads((out_dir / MANIFEST).read_text()).get("backend") == backend
     except (OSError, ValueError):
         return False
+
+
+class BakesItself(SandboxBaker):
+    """Base of a backend that is its own ``SandboxBaker`` (``BakesArtifacts``): its ``bake``
+    records each finished build with ``write_manifest``, so a directory counts as built
+    when its manifest names this backend."""
+
+    name: str
+
+    def is_built(self, out_dir: Path) -> bool:
+        """Whether ``out_dir``'s manifest records an artifact of this backend."""
+        return built_by(out_dir, self.name)
+
+    def baker(self) -> SandboxBaker:
+        """Itself: the backend builds its own artifact for each recipe."""
+        return self
 
 
 def recipe_resolver(images_dir: Path | None, backend: str):

@@ -36,18 +36,18 @@ from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.kernel.capture import DEFAULT_LIMIT_BYTES
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.artifacts import built_by, write_manifest
+from analyst_env.envs.remote.artifacts import BakesItself, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.e2b_sandbox import WORKDIR, E2BSandbox
 from analyst_env.envs.remote.e2b_template import template_builder
-from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
-from analyst_env.envs.task_files import check_task_file_name
+from analyst_env.envs.remote.slots import read_task_files
+from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
 
 
-class E2BSandboxBackend(SandboxBackend):
+class E2BSandboxBackend(BakesItself, SandboxBackend):
     """Starts one E2B sandbox per episode from the recipe's template.
 
     Args:
@@ -177,14 +177,6 @@ class E2BSandboxBackend(SandboxBackend):
         write_manifest(out_dir, recipe, backend=self.name, artifact=name)
         log(f"e2b: template {name} is ready")
 
-    def is_built(self, out_dir: Path) -> bool:
-        """Whether ``out_dir``'s manifest records an E2B template."""
-        return built_by(out_dir, self.name)
-
-    def baker(self) -> SandboxBaker:
-        """Itself: E2B builds a template for each recipe."""
-        return self
-
     def start(
         self,
         image: str,
@@ -197,17 +189,7 @@ class E2BSandboxBackend(SandboxBackend):
         ``SandboxBackend.start``."""
         if self._closed:
             raise SandboxError("the backend is closed")
-        payload = {}
-        for name, source in files.items():
-            try:
-                check_task_file_name(name)
-            except ValueError as exc:
-                raise SandboxError(str(exc)) from None
-            try:
-                with open(source, "rb") as f:
-                    payload[name] = f.read()
-            except OSError as exc:
-                raise SandboxError(f"could not open task file {source!r}: {exc.strerror}") from exc
+        payload = read_task_files(files)
         template = self._template_for(image)
         try:
             sandbox = self.sdk.Sandbox.create(

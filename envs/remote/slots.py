@@ -23,9 +23,9 @@ from pathlib import Path
 from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import runner_image
-from analyst_env.envs.remote.artifacts import built_by, write_manifest
+from analyst_env.envs.remote.artifacts import BakesItself, write_manifest
 from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
-from analyst_env.envs.sandbox import SandboxBackend, SandboxBaker, SandboxError
+from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def quiet_build(line: str) -> None:
     """The build log of a build that ``bake`` did not ask for (warm-up, first episode)."""
 
 
-class RunnerBackend(SandboxBackend):
+class RunnerBackend(BakesItself, SandboxBackend):
     """Base of the backends whose episodes run on slot runners.
 
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
@@ -130,14 +130,6 @@ class RunnerBackend(SandboxBackend):
         write_manifest(out_dir, recipe, backend=self.name, artifact=self.artifact_name(recipe))
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
 
-    def is_built(self, out_dir: Path) -> bool:
-        """Whether ``out_dir``'s manifest records an artifact of this backend."""
-        return built_by(out_dir, self.name)
-
-    def baker(self) -> SandboxBaker:
-        """Itself: a runner backend builds its own image for each recipe."""
-        return self
-
     def artifact_name(self, recipe: Recipe) -> str:
         return runner_image.artifact_tag(recipe)
 
@@ -171,7 +163,11 @@ class RunnerBackend(SandboxBackend):
         if self._closed:
             raise SandboxError("the backend is closed")
         recipe = self._recipe(image)
-        payload = {"op": "start", "files": _read_files(files), "seed": seed, "env": dict(env or {})}
+        encoded = {
+            name: base64.b64encode(data).decode("ascii")
+            for name, data in read_task_files(files).items()
+        }
+        payload = {"op": "start", "files": encoded, "seed": seed, "env": dict(env or {})}
         last_error: Exception | None = None
         for _ in range(2):  # an idle slot may have died while it waited
             slot = self._take(image, recipe)
@@ -292,8 +288,8 @@ class RunnerBackend(SandboxBackend):
                 extra.dispose()
 
 
-def _read_files(files: dict[str, str]) -> dict[str, str]:
-    """``{name: base64 bytes}`` of the task files.
+def read_task_files(files: dict[str, str]) -> dict[str, bytes]:
+    """``{name: bytes}`` of the task files, read here to be sent to a remote sandbox.
 
     Raises:
         SandboxError: A name escapes the working directory or a file cannot be read.
@@ -306,7 +302,7 @@ def _read_files(files: dict[str, str]) -> dict[str, str]:
             raise SandboxError(str(exc)) from None
         try:
             with open(source, "rb") as f:
-                out[name] = base64.b64encode(f.read()).decode("ascii")
+                out[name] = f.read()
         except OSError as exc:
             raise SandboxError(f"could not open task file {source!r}: {exc.strerror}") from exc
     return out
