@@ -75,6 +75,43 @@ IMPERATIVE_END = re.compile(r"(?:^|, )(?:rank|list|sort|name|find|count|compute)
 """A last sentence that gives an order ("..., rank the values by total") ends in a full stop."""
 
 
+REQUEST_FORMS: dict[str, tuple[str, ...]] = {
+    "number": (
+        "Give your final answer as a single number rounded to {places}, without units.",
+        "Round the result to {places} and answer with the number alone, without units.",
+        "Answer with one number rounded to {places} (no units).",
+        "Report it as a plain number to {places}, with no units.",
+    ),
+    "integer": (
+        "Give your final answer as a single integer.",
+        "Answer with a whole number only.",
+        "Reply with just the integer.",
+    ),
+    "text": (
+        "Give your final answer as the {what} only, written exactly as in the data.",
+        "Answer with the {what} alone, exactly as the data writes it.",
+        "Reply with just the {what}, spelt as it appears in the data.",
+    ),
+    "set": (
+        'Give your final answer as a JSON list of {what} (e.g. ["x", "y"]); order does not matter.',
+        'Answer with a JSON list of {what} in any order (e.g. ["x", "y"]).',
+        'List the {what} as a JSON array, e.g. ["x", "y"]; any order is fine.',
+    ),
+    "list": (
+        "Give your final answer as a JSON list of {what}, {order}.",
+        "Answer with a JSON list of {what}, {order}.",
+        "Reply with the {what} as a JSON list, {order}.",
+    ),
+    "parts": (
+        "Your final answer must contain {layout}, with {what}.",
+        "Write your final answer as {layout}, with {what}.",
+    ),
+}
+"""The answer-format sentences of each draft style, every one asking for exactly the same
+answer; ``{what}``, ``{order}``, ``{places}`` (``number``: "2 decimal places") and ``{layout}``
+(``parts``: "@name[value] ...") are the draft's."""
+
+
 def wording_rng(seed: int, split: str, index: int, tries: int) -> random.Random:
     """The generator a task's wording is drawn from: its own, so the data draws never shift."""
     return random.Random(f"wording:{seed}:{split}:{index}:{tries}")
@@ -99,45 +136,10 @@ def reword_question(question: str, rng: random.Random) -> str:
 def format_request(draft: Draft, rng: random.Random) -> str:
     """The sentence that says how to write the answer, in one of several equivalent wordings."""
     d = draft
-    if d.style == "number":
-        places = f"{d.decimals} decimal place" + ("" if d.decimals == 1 else "s")
-        forms = [
-            f"Give your final answer as a single number rounded to {places}, without units.",
-            f"Round the result to {places} and answer with the number alone, without units.",
-            f"Answer with one number rounded to {places} (no units).",
-            f"Report it as a plain number to {places}, with no units.",
-        ]
-    elif d.style == "integer":
-        forms = [
-            "Give your final answer as a single integer.",
-            "Answer with a whole number only.",
-            "Reply with just the integer.",
-        ]
-    elif d.style == "text":
-        forms = [
-            f"Give your final answer as the {d.what} only, written exactly as in the data.",
-            f"Answer with the {d.what} alone, exactly as the data writes it.",
-            f"Reply with just the {d.what}, spelt as it appears in the data.",
-        ]
-    elif d.style == "set":
-        forms = [
-            f'Give your final answer as a JSON list of {d.what} (e.g. ["x", "y"]); order does '
-            "not matter.",
-            f'Answer with a JSON list of {d.what} in any order (e.g. ["x", "y"]).',
-            f'List the {d.what} as a JSON array, e.g. ["x", "y"]; any order is fine.',
-        ]
-    elif d.style == "list":
-        forms = [
-            f"Give your final answer as a JSON list of {d.what}, {d.order}.",
-            f"Answer with a JSON list of {d.what}, {d.order}.",
-            f"Reply with the {d.what} as a JSON list, {d.order}.",
-        ]
-    elif d.style == "parts":
-        layout = " ".join(f"@{n}[value]" for n, _ in d.answer)
-        forms = [
-            f"Your final answer must contain {layout}, with {d.what}.",
-            f"Write your final answer as {layout}, with {d.what}.",
-        ]
-    else:
+    if d.style not in REQUEST_FORMS:
         raise ValueError(f"unknown draft style {d.style!r}")
-    return rng.choice(forms)
+    places = f"{d.decimals} decimal place" + ("" if d.decimals == 1 else "s")
+    layout = " ".join(f"@{n}[value]" for n, _ in d.answer) if d.style == "parts" else ""
+    return rng.choice(REQUEST_FORMS[d.style]).format(
+        what=d.what, order=d.order, places=places, layout=layout
+    )
