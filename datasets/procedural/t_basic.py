@@ -80,8 +80,7 @@ def _agg_template(fn: str, role: str, name: str) -> None:
             decimals=2,
         )
 
-    build.__name__ = name
-    template("aggregation", "aggregate", 1, role)(build)
+    template("aggregation", "aggregate", 1, role, name=name)(build)
 
 
 for _fn in ("sum", "mean", "min", "max", "median", "std"):

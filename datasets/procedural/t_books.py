@@ -52,8 +52,7 @@ def _book_by(by: str) -> None:
     def build(c: Ctx) -> Ask | None:
         return _summary(c, by, "Summary", in_place=False, with_mean=True)
 
-    build.__name__ = f"book_summary_{by}"
-    template("result-workbook", "summary-book", 2, f"{by} m1")(build)
+    template("result-workbook", "summary-book", 2, f"{by} m1", name=f"book_summary_{by}")(build)
 
 
 for _by in ("g1", "g2"):

@@ -37,8 +37,7 @@ def _bar_chart(name: str, fn: str, by: str, role: str, order: str) -> None:
             order=order,
         )
 
-    build.__name__ = name
-    template("charts", "chart-bar", 2, f"{by} {role}")(build)
+    template("charts", "chart-bar", 2, f"{by} {role}", name=name)(build)
 
 
 _bar_chart("chart_bar_sorted", "sum", "g1", "m1", "desc")

@@ -22,8 +22,8 @@ def _argmax(fn: str, by: str, low: bool) -> None:
             what=f"{c.col(by)} value",
         )
 
-    build.__name__ = f"group_{'argmin' if low else 'argmax'}_{fn}_{by}"
-    template("group-by", "group-extreme", 2, f"{by} m1")(build)
+    name = f"group_{'argmin' if low else 'argmax'}_{fn}_{by}"
+    template("group-by", "group-extreme", 2, f"{by} m1", name=name)(build)
 
 
 for _by in ("g1", "g2"):
@@ -44,8 +44,7 @@ def _value_of(fn: str) -> None:
             "number",
         )
 
-    build.__name__ = f"group_value_{fn}_g1"
-    template("group-by", "group-value", 2, "g1 m1")(build)
+    template("group-by", "group-value", 2, "g1 m1", name=f"group_value_{fn}_g1")(build)
 
 
 for _fn in ("sum", "mean", "max"):
@@ -89,8 +88,8 @@ def _topk(fn: str, by: str, low: bool) -> None:
             order=f"ordered {order}",
         )
 
-    build.__name__ = f"rank_{'bottom' if low else 'top'}k_{fn}_{by}"
-    template("ranking", "top-k", 3, f"{by} m1")(build)
+    name = f"rank_{'bottom' if low else 'top'}k_{fn}_{by}"
+    template("ranking", "top-k", 3, f"{by} m1", name=name)(build)
 
 
 for _fn in ("sum", "mean", "count"):

@@ -16,8 +16,7 @@ def _percentile(role: str) -> None:
             "number",
         )
 
-    build.__name__ = f"pct_{role}"
-    template("percentiles", "percentile", 1, role)(build)
+    template("percentiles", "percentile", 1, role, name=f"pct_{role}")(build)
 
 
 _percentile("m1")
@@ -49,8 +48,7 @@ def _welch(by: str) -> None:
             "number",
         )
 
-    build.__name__ = f"welch_t_{by}"
-    template("statistical-tests", "t-test", 2, f"m1 {by}")(build)
+    template("statistical-tests", "t-test", 2, f"m1 {by}", name=f"welch_t_{by}")(build)
 
 
 _welch("g1")
@@ -94,8 +92,7 @@ def _zcount(role: str) -> None:
             "integer",
         )
 
-    build.__name__ = f"outlier_z_{role}"
-    template("outliers", "z-score", 2, role)(build)
+    template("outliers", "z-score", 2, role, name=f"outlier_z_{role}")(build)
 
 
 _zcount("m1")

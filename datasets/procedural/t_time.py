@@ -16,8 +16,7 @@ def _top_total(period: str, what: str) -> None:
             what=what,
         )
 
-    build.__name__ = f"ts_{period}_top_sum"
-    template("time-series", "resample", 2, "date m1")(build)
+    template("time-series", "resample", 2, "date m1", name=f"ts_{period}_top_sum")(build)
 
 
 # Registered in this order (a seed draws a template by its place in the registry).

@@ -170,8 +170,12 @@ def template(
     needs: tuple = (),
     layouts: tuple | None = None,
     composable: bool = True,
+    name: str | None = None,
 ) -> Callable:
     """Register a template (decorator). ``uses`` is a space-separated list of roles.
+
+    ``name`` is the template's name in the registry, by default the function's own; a factory
+    that registers one inner function once per variant names each variant.
 
     ``composable=False`` marks a template whose answer is about the whole file
     (duplicate rows, keys missing from the lookup table): composition adds no
@@ -183,7 +187,7 @@ def template(
     def deco(fn: Callable[[Ctx], Ask | None]) -> Callable[[Ctx], Ask | None]:
         TEMPLATES.append(
             Template(
-                fn.__name__,
+                name or fn.__name__,
                 category,
                 family,
                 depth,
