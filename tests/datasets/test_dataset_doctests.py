@@ -13,9 +13,9 @@ import pytest
         "dabench",
         "registry",
         "procedural.grammar",
-        "shipped.draft",
-        "shipped.starter",
-        "shipped.workbook_draft",
+        "procedural.draft",
+        "starter_set",
+        "procedural.workbook_draft",
     ],
 )
 def test_doctests(module):
