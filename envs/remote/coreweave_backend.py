@@ -59,6 +59,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         cpus, memory_mb: Sizing when a recipe sets none.
         lifetime_s: ``max_lifetime_seconds`` of each sandbox; idle slots are replaced at half.
         connect_timeout_s: Bound on each control-plane call at start-up.
+        request_timeout_s: The SDK's bound on each later API call (create, file writes, status).
         boot_timeout_s: How long a new sandbox and its runner may take to be ready.
         warm, max_episodes: See ``RunnerBackend``.
 
@@ -80,6 +81,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         memory_mb: int = 4096,
         lifetime_s: int = 6 * 3600,
         connect_timeout_s: float = 10.0,
+        request_timeout_s: float = 60.0,
         boot_timeout_s: float = 300.0,
         warm: int = 1,
         max_episodes: int = 200,
@@ -103,7 +105,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         self.image = image
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.cpus, self.memory_mb, self.lifetime_s = cpus, memory_mb, lifetime_s
-        self.boot_timeout_s = boot_timeout_s
+        self.request_timeout_s, self.boot_timeout_s = request_timeout_s, boot_timeout_s
         self._auth = self.sdk.AuthHeaders(
             headers={"Authorization": f"Bearer {api_key}"}, strategy="api_key"
         )
@@ -145,7 +147,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
             "network": sdk.NetworkOptions(deny_egress=True, deny_ingress=True),
             "max_lifetime_seconds": self.lifetime_s,
             "tags": [TAG, f"{TAG}-image-{image}"],
-            "request_timeout_seconds": self.boot_timeout_s,
+            "request_timeout_seconds": self.request_timeout_s,
         }
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
@@ -168,7 +170,12 @@ class CoreWeaveSandboxBackend(RunnerBackend):
             return done.returncode, (done.stderr or "") + (done.stdout or "")
 
         def relay(command: str) -> QueueChannel:
-            return exec_channel(sandbox.exec(["sh", "-c", command], stdin=True))
+            # The SDK bounds an exec by request_timeout_seconds unless told otherwise: the
+            # relay lives as long as its sandbox may.
+            process = sandbox.exec(
+                ["sh", "-c", command], stdin=True, timeout_seconds=float(self.lifetime_s)
+            )
+            return exec_channel(process)
 
         label = f"CoreWeave sandbox {sandbox.sandbox_id}"
         calls = SlotCalls(label, upload, run, relay, delete, sdk.CWSandboxError)

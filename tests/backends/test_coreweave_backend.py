@@ -82,3 +82,20 @@ def test_a_slot_whose_runner_cannot_start_is_deleted(coreweave_api):
     (made,) = set(coreweave_api.sandboxes) - before
     assert made not in coreweave_api.folders  # its folder is gone with its processes
     assert coreweave_api.sandboxes[made].status.state == sandbox_pb2.STATE_TERMINATED
+
+
+def test_the_runner_outlives_the_sdks_request_timeout(coreweave_api):
+    """The SDK ends an exec after ``request_timeout_seconds`` unless the exec says otherwise;
+    the runner's exec must last as long as its sandbox."""
+    backend = _backend(coreweave_api, request_timeout_s=3.0)
+    try:
+        sandbox = backend.start("default", files={}, seed=1)
+        try:
+            sandbox.run_cell("import time; time.sleep(5)", timeout_s=30)
+            assert sandbox.run_cell("print('still here')", timeout_s=30).stdout.strip() == (
+                "still here"
+            )
+        finally:
+            sandbox.close()
+    finally:
+        backend.close()
