@@ -16,8 +16,8 @@ CoreWeave's ``ExecStreamOutput`` marks them. ``WriteFile``/``ReadFile`` map ever
 absolute path into the folder. Each ``CreateSandbox`` request is kept in ``created``
 so tests can check the options a backend sent.
 
-Not modelled: Kata isolation, resource limits (recorded, not enforced), templates,
-discovery of runners (the SDK falls back to the gateway when none is advertised).
+Not modelled: Kata isolation, resource limits (recorded, not enforced), templates, the
+direct data plane (``ConnectSandbox`` answers ``UNIMPLEMENTED``, so the SDK uses the gateway).
 """
 
 from __future__ import annotations
@@ -89,6 +89,11 @@ class FakeCoreWeave(pb_grpc.SandboxServiceServicer):
         closed = request.sandbox.spec.network.deny_egress
         self.folders[sandbox.sandbox_id] = FakeSandbox({"networkBlockAll": closed}, {}, "")
         return sandbox
+
+    def ConnectSandbox(self, request: Any, context: Any) -> Any:  # noqa: N802
+        """No direct data plane here: the SDK takes ``UNIMPLEMENTED`` as its cue to send every
+        call through the gateway (``cwsandbox/_direct.py``). Not counted in ``calls``."""
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "direct data plane not offered")
 
     def ListSandboxes(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._authorise(context, "ListSandboxes")
