@@ -98,8 +98,10 @@ class Container:
         info = self.inspect()
         return info["State"]["Running"] and info["RestartCount"] == 0
 
-    def exec(self, *argv: str) -> subprocess.CompletedProcess:
-        return docker("exec", self.name, *argv, check=False)
+    def exec(self, *argv: str, user: str | None = None) -> subprocess.CompletedProcess:
+        """Run ``argv`` in the container, as the image's user unless ``user`` is given."""
+        as_user = ["-u", user] if user else []
+        return docker("exec", *as_user, self.name, *argv, check=False)
 
     def exists(self, path: str) -> bool:
         return self.exec("test", "-e", path).returncode == 0

@@ -77,6 +77,12 @@ def run(request, image):
         network = container.inspect()["NetworkSettings"]
         ip, gateway = network["IPAddress"], network["Gateway"]
         secret = ["/app/env", package_dir, "/var/cache/analyst_env", "/var/lib/analyst_env"]
+        # The image's task cache starts empty (generated sets are made there at run time; the
+        # starter set is package data): a canary gives the file probes something to miss.
+        planted = container.exec(
+            "sh", "-c", "echo canary > /var/cache/analyst_env/canary", user="0"
+        )
+        assert planted.returncode == 0, planted.stderr
         target = probes.Target(
             url=container.url,
             token=TOKEN,
