@@ -107,12 +107,6 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="deno",
         variables=("DENO_DEPLOY_TOKEN",),
     ),
-    "coreweave": BackendInfo(
-        "a CoreWeave Sandbox (Kata container) per warm slot, from an image the operator pushes",
-        sdk="cwsandbox",
-        extra="coreweave",
-        variables=("CWSANDBOX_API_KEY", "ANALYST_ENV_COREWEAVE_IMAGE"),
-    ),
 }
 
 

@@ -190,13 +190,6 @@ class Settings(BaseModel):
             "sidecar); 'allow' leaves sandboxes on the server's container network"
         ),
     )
-    coreweave_image: str | None = Field(
-        default=None,
-        description=(
-            "coreweave: the container image every slot runs (one the cluster can pull, holding "
-            "the recipes' packages; the runner's code is uploaded per slot)"
-        ),
-    )
     backend_connect_timeout_s: float = Field(
         default=10.0,
         gt=0,

@@ -85,21 +85,6 @@ def _runloop(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
-def _coreweave(request: pytest.FixtureRequest) -> Case:
-    pytest.importorskip("cwsandbox", reason="the coreweave extra is not installed")
-    from analyst_env.envs.remote.coreweave_backend import CoreWeaveSandboxBackend
-
-    fake = request.getfixturevalue("coreweave_api")
-    backend = CoreWeaveSandboxBackend(
-        resolve_default,
-        api_key=fake.api_key,
-        image="registry.example/analyst-env-runner:test",
-        base_url=fake.base_url,
-        warm=0,
-    )
-    return Case(backend)
-
-
 def _azure(request: pytest.FixtureRequest) -> Case:
     pytest.importorskip("azure.containerapps.sandbox", reason="the azure extra is not installed")
     from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
@@ -138,7 +123,6 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "e2b": _e2b,
     "daytona": _daytona,
     "runloop": _runloop,
-    "coreweave": _coreweave,
     "azure": _azure,
     "deno": _deno,
     "agent-sandbox": _agent_sandbox,

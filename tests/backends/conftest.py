@@ -1,5 +1,5 @@
 """Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
-fake Daytona, Runloop, Deno and CoreWeave APIs.
+fake Daytona, Runloop and Deno APIs.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -67,19 +67,6 @@ def runloop_api():
     pytest.importorskip("runloop_api_client", reason="the runloop extra is not installed")
     with fake_runloop.FakeRunloop() as fake:
         yield fake
-
-
-@pytest.fixture(scope="session")
-def coreweave_api():
-    """CoreWeave Sandbox's gRPC API faked on a loopback port (``fake_coreweave``), shared by the
-    tests; the backend is given its URL and key, so no ``CWSANDBOX_*`` variable is set."""
-    pytest.importorskip("cwsandbox", reason="the coreweave extra is not installed")
-    import fake_coreweave
-
-    fake = fake_coreweave.FakeCoreWeave(api_key="cw-test-key")
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ def test_registered_backends():
     assert {"local", "docker", "modal", "e2b", "daytona", "agent-sandbox", "opensandbox"} <= set(
         BACKENDS
     )
-    assert "runloop" in BACKENDS and "deno" in BACKENDS and "coreweave" in BACKENDS
+    assert "runloop" in BACKENDS and "deno" in BACKENDS
 
 
 def test_unknown_backend_lists_the_choices(tmp_path):
@@ -99,7 +99,6 @@ def test_settings_read_backend_fields_from_the_environment():
             else "needs the optional package 'azure.containerapps.sandbox'",  # not in dev
         ),
         ("deno", {}, "needs credentials: set DENO_DEPLOY_TOKEN"),
-        ("coreweave", {}, "needs CWSANDBOX_API_KEY and ANALYST_ENV_COREWEAVE_IMAGE"),
         (
             "docker",
             {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
@@ -113,10 +112,7 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
         k: v
         for k, v in os.environ.items()
         if not k.startswith(
-            (
-                *("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "DENO_"),
-                *("CWSANDBOX_", "ANALYST_ENV_"),
-            )
+            ("MODAL_", "E2B_", "DOCKER_", "DAYTONA_", "RUNLOOP_", "AZURE_", "DENO_", "ANALYST_ENV_")
         )
     }
     started = time.monotonic()

@@ -50,10 +50,12 @@ def test_agent_processes_are_stopped_and_verifiers_get_a_clean_environment(case,
         sandbox.run_cell("1", timeout_s=10)
     sandbox.run_shell("mkdir -p logs/verifier-x", timeout_s=20)
     check = 'test -z "$AGENT_MARK" && test "$HOME" = "$VERIFIER_DIR" && echo "$PATH"'
-    # The fakes of Modal, Daytona, Runloop, Azure, Deno, CoreWeave, the cluster and OpenSandbox
-    # run the runner as this process's user.
-    as_this_user = ("modal", "daytona", "runloop", "azure", "deno", "coreweave")
-    if kind in (*as_this_user, "agent-sandbox", "opensandbox") and _host_could_write_trusted_dirs():
+    # The fakes of Modal, Daytona, Runloop, Azure, Deno, the cluster and OpenSandbox run the
+    # runner as this process's user.
+    if (
+        kind in ("modal", "daytona", "runloop", "azure", "deno", "agent-sandbox", "opensandbox")
+        and _host_could_write_trusted_dirs()
+    ):
         with pytest.raises(VerifierUnavailable, match="verification refused"):
             sandbox.run_verifier(check, verifier_dir="logs/verifier-x", timeout_s=20)
         return
