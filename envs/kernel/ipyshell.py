@@ -191,6 +191,22 @@ third of a trivial cell's time in the kernel (BENCHMARKS.md, "Trivial cell").
 ``display()`` of a raw bundle still carries any mime type."""
 
 
+def warm_cell_paths(shell: KernelShell) -> None:
+    """Run a cell and a failing cell once in the warm parent, so forked kernels inherit both paths.
+
+    The first traceback a process formats imports about 40 modules (``stack_data``,
+    ``executing``, pygments' lexers): ~80 ms of CPU measured here, paid by every kernel on its
+    first error unless the parent paid it. A burst of new episodes whose first cells fail would
+    otherwise spend that CPU at once.
+    """
+    shell.run_cell("pass", store_history=False, silent=True)
+    shell.run_cell("_warm_up_name_that_is_not_defined", store_history=False, silent=True)
+    shell.record = CellRecord()
+    for name in ("last_exc", "last_type", "last_value", "last_traceback"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+
+
 def build_shell() -> KernelShell:
     """Create the process-wide shell: history off, no colours in tracebacks, and
     only the formatters of :data:`SHOWN_MIME_TYPES`."""

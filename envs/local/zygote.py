@@ -50,7 +50,7 @@ import matplotlib
 from analyst_env.envs.fork_env import freeze_for_fork
 from analyst_env.envs.kernel import procctl
 from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, ImageSpec, apply_mpl_rc
-from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell
+from analyst_env.envs.kernel.ipyshell import KernelShell, build_shell, warm_cell_paths
 from analyst_env.envs.kernel_helpers import HELPER_SOURCE
 from analyst_env.envs.local import isolation, seccomp, slot_dirs
 from analyst_env.envs.local.child import run_kernel
@@ -72,7 +72,7 @@ def prepare(image: ImageSpec) -> KernelShell:
     # Kernels inherit the tools' helpers with the heap, so no reset has to define them.
     shell.run_cell(HELPER_SOURCE, store_history=False, silent=True)
     exec(compile(image.warm_up, f"<warm-up {image.name}>", "exec"), {})
-    shell.run_cell("pass", store_history=False, silent=True)
+    warm_cell_paths(shell)
     freeze_for_fork("zygote")
     return shell
 

@@ -68,7 +68,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
     import matplotlib
 
     from analyst_env.envs.kernel.image_specs import IMAGES, MPL_BACKEND, apply_mpl_rc
-    from analyst_env.envs.kernel.ipyshell import build_shell
+    from analyst_env.envs.kernel.ipyshell import build_shell, warm_cell_paths
 
     matplotlib.use(MPL_BACKEND)
     apply_mpl_rc()
@@ -85,7 +85,7 @@ def _prepare(preload: list[str]) -> tuple[Any, list[str], str]:
         exec(compile(IMAGES["default"].warm_up, "<warm-up>", "exec"), {})
     except ImportError:
         standby_warm_up = "pass"  # an image without the default stack warms up less
-    shell.run_cell("pass", store_history=False, silent=True)
+    warm_cell_paths(shell)
     # Kernels inherit the tools' helpers with the heap, as on the local backend.
     from analyst_env.envs.kernel_helpers import HELPER_SOURCE
 

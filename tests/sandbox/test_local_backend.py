@@ -65,6 +65,20 @@ def test_sandboxes_are_isolated(backend: LocalSandboxBackend) -> None:
         second.close()
 
 
+def test_a_kernels_first_error_imports_nothing(sandbox: LocalSandbox) -> None:
+    # The traceback machinery (stack_data, executing, pygments) was imported on each kernel's
+    # first error: ~80 ms of CPU per new episode, which a burst of 32 paid at once.
+    sandbox.run_cell("import sys\nbefore = set(sys.modules)", timeout_s=10)
+    # The parent's own warm-up error is not left for the kernel to find.
+    leftover = sandbox.run_cell("hasattr(sys, 'last_value')", timeout_s=10)
+    assert leftover.outputs == [{"text/plain": "False"}]
+    failed = sandbox.run_cell("name_that_is_not_defined", timeout_s=10)
+    assert failed.error is not None and failed.error.name == "NameError"
+    assert "name_that_is_not_defined" in failed.error.traceback
+    result = sandbox.run_cell("sorted(set(sys.modules) - before)", timeout_s=10)
+    assert result.outputs == [{"text/plain": "[]"}]
+
+
 def test_dataframe_value_has_text_and_html(sandbox: LocalSandbox) -> None:
     result = sandbox.run_cell("import pandas as pd\npd.DataFrame({'a': [1, 2]})", timeout_s=10)
     assert result.success
