@@ -122,6 +122,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
         minutes=args.minutes,
         seed=args.seed,
         max_rss_growth_pct=args.max_rss_growth,
+        warm_up_s=args.warm_up,
+        settle_s=args.settle,
     )
     report = run_soak(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(json.dumps(report, indent=2))
@@ -195,6 +197,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=5.0,
         help="Fail if the server's RSS grew more than this many percent (default 5)",
+    )
+    soak.add_argument(
+        "--warm-up",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Play episodes this long before the baseline is counted (default: a tenth of the "
+        "run, 10 to 60 s; 0: the baseline is the idle server)",
+    )
+    soak.add_argument(
+        "--settle",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="Longest wait for ended episodes to release what they held before the counts "
+        "are compared (default 30)",
     )
     soak.add_argument("--json", help="Also write the report here")
     soak.set_defaults(func=cmd_soak)

@@ -46,7 +46,7 @@ class SoakConfig:
     max_rss_growth_pct: float = 5.0
     steps_per_episode: int = 12
     settle_s: float = 30.0  # longest wait for torn-down episodes to release what they held
-    warm_up_s: float | None = None  # None: a tenth of the run, 10 s to 60 s
+    warm_up_s: float | None = None  # None: a tenth of the run, 10 s to 60 s; 0: none
     rss_sample_s: float = 15.0  # how often the main process's RSS is recorded
 
     def warm_up_seconds(self) -> float:
@@ -71,11 +71,12 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     with scratch, server_process as server:
         ws_url = server.url.replace("http://", "ws://") + "/ws"
         warm_up_s = cfg.warm_up_seconds()
-        idle = snapshot(server)
-        log(f"warming up {cfg.sessions} sessions for {warm_up_s:g} s ...")
-        run_clients(ws_url, rng, cfg.sessions, cfg.steps_per_episode, tally, warm_up_s)
-        settle(server, idle, cfg.settle_s + RESUME_GRACE_S)  # the warm-up's episodes end
         baseline = snapshot(server)
+        if warm_up_s > 0:
+            log(f"warming up {cfg.sessions} sessions for {warm_up_s:g} s ...")
+            run_clients(ws_url, rng, cfg.sessions, cfg.steps_per_episode, tally, warm_up_s)
+            settle(server, baseline, cfg.settle_s + RESUME_GRACE_S)  # the warm-up's episodes end
+            baseline = snapshot(server)
         log(f"baseline: {baseline}; soaking for {cfg.minutes:g} min ...")
         warm_episodes = tally.episodes
         started = time.monotonic()
