@@ -30,6 +30,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, quiet_build
 from analyst_env.envs.sandbox import SandboxError
@@ -141,7 +142,7 @@ class AgentSandboxBackend(RunnerBackend):
         connect_timeout_s: Bound on each Kubernetes API call at start-up.
         boot_timeout_s: How long a new slot's runner may take to be ready.
         sdk, kube: The ``k8s_agent_sandbox`` and ``kubernetes`` modules (default: imported).
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, no kubeconfig or service account, the API server
@@ -163,8 +164,7 @@ class AgentSandboxBackend(RunnerBackend):
         boot_timeout_s: float = 300.0,
         sdk: ModuleType | None = None,
         kube: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         self.sdk = sdk if sdk is not None else import_sdk("k8s_agent_sandbox", "agent-sandbox")
         self.kube = kube if kube is not None else import_sdk("kubernetes", "agent-sandbox")
@@ -197,7 +197,7 @@ class AgentSandboxBackend(RunnerBackend):
             raise
         except SandboxError as exc:
             raise BackendUnavailable(str(exc)) from None
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The warm pool serving a sandbox environment's image (created by the operator)."""
@@ -360,5 +360,5 @@ def from_settings(settings: BackendSettings) -> AgentSandboxBackend:
         namespace=settings.agent_sandbox_namespace or default_namespace(),
         warm_pool=settings.agent_sandbox_warm_pool,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

@@ -27,6 +27,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.azure_link import spooled_channel, start_command
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.relayed_runner import BUNDLE_PATH, runner_bundle, unpack_command
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -73,7 +74,7 @@ class AzureSandboxBackend(RunnerBackend):
         boot_timeout_s: How long a new sandbox and its runner may take to be ready.
         build_timeout_s: How long a disk image may take to build.
         poll_wait_s: How long each long-poll for runner output waits.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Settings or SDK missing, or Azure refused or did not answer in time.
@@ -102,8 +103,7 @@ class AzureSandboxBackend(RunnerBackend):
         boot_timeout_s: float = 300.0,
         build_timeout_s: float = 3600.0,
         poll_wait_s: float = 20.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         self.sdk = import_sdk("azure.containerapps.sandbox", "azure")
         from azure.core.exceptions import AzureError
@@ -132,7 +132,7 @@ class AzureSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"{where} refused the request: {first}") from None
         self._disk_images: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _first_image(self) -> None:
         """One cheap authenticated call: the credential, the role and the group all work."""
@@ -252,5 +252,5 @@ def from_settings(settings: BackendSettings) -> AzureSandboxBackend:
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

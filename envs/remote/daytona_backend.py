@@ -31,6 +31,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -65,7 +66,7 @@ class DaytonaSandboxBackend(RunnerBackend):
         connect_timeout_s: Bound on each control-plane call at start-up.
         boot_timeout_s: How long a new sandbox and its runner may take to be ready.
         build_timeout_s: How long a snapshot may take to build.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Credentials or SDK missing, or Daytona unreachable in time.
@@ -89,8 +90,7 @@ class DaytonaSandboxBackend(RunnerBackend):
         connect_timeout_s: float = 10.0,
         boot_timeout_s: float = 300.0,
         build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         if not api_key and not (jwt_token and organization_id):
             raise BackendUnavailable(
@@ -124,7 +124,7 @@ class DaytonaSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
         self._snapshots: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _sized(self, recipe: Recipe) -> Recipe:
         return recipe.model_copy(
@@ -260,5 +260,5 @@ def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

@@ -31,6 +31,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, import_sdk
 from analyst_env.envs.remote.deno_link import OpenSandbox, SdkLoop, fifo_channel
 from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, BuildFailed, bake_steps
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -60,7 +61,7 @@ class DenoSandboxBackend(RunnerBackend):
             may need. A slot is handed out only while it has that much lifetime left.
         connect_timeout_s, boot_timeout_s, build_timeout_s: Bounds on a control-plane call,
             on a new sandbox and its runner, on one build.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Token or SDK missing, or Deno unreachable or refusing in time.
@@ -85,8 +86,7 @@ class DenoSandboxBackend(RunnerBackend):
         connect_timeout_s: float = 10.0,
         boot_timeout_s: float = 300.0,
         build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         if not token:
             raise BackendUnavailable(
@@ -116,7 +116,7 @@ class DenoSandboxBackend(RunnerBackend):
         self._failed: dict[str, str] = {}
         self._open: set[OpenSandbox] = set()  # slots' sandboxes, ended at the latest by close
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _call(self, coro: Any, what: str, timeout_s: float | None = None) -> Any:
         try:
@@ -307,5 +307,5 @@ def from_settings(settings: BackendSettings) -> DenoSandboxBackend:
         token=os.environ.get("DENO_DEPLOY_TOKEN") or None,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

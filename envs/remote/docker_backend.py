@@ -27,6 +27,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.engine_image import ensure_image
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
@@ -117,7 +118,7 @@ class DockerSandboxBackend(RunnerBackend):
         connect_timeout_s: Bound on reaching the engine at start-up.
         boot_timeout_s: How long a new container's runner may take to be ready.
         sdk: The ``docker`` module (or one with its API).
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing or the engine unreachable.
@@ -139,8 +140,7 @@ class DockerSandboxBackend(RunnerBackend):
         connect_timeout_s: float = 5.0,
         boot_timeout_s: float = 120.0,
         sdk: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         self.sdk = sdk if sdk is not None else import_sdk("docker", "docker")
         self.runtime = runtime
@@ -164,7 +164,7 @@ class DockerSandboxBackend(RunnerBackend):
                 f"the Docker engine has no {runtime!r} runtime (install and register gVisor)"
             )
         self._tags: dict[str, str] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         return runner_image.image_reference(recipe)
@@ -233,5 +233,5 @@ def from_settings(settings: BackendSettings) -> DockerSandboxBackend:
         disk_mb=settings.disk_limit_mb,
         pids=settings.pids_limit,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

@@ -28,6 +28,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
@@ -85,7 +86,7 @@ class ModalSandboxBackend(RunnerBackend):
         connect_timeout_s: Bound on each control-plane call at start-up.
         boot_timeout_s: How long a new slot's runner may take to be ready.
         sdk: The ``modal`` module or a fake with the same API.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, credentials missing, or Modal unreachable in time.
@@ -107,8 +108,7 @@ class ModalSandboxBackend(RunnerBackend):
         connect_timeout_s: float = 10.0,
         boot_timeout_s: float = 300.0,
         sdk: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         if not token_id or not token_secret:
             raise BackendUnavailable(
@@ -131,7 +131,7 @@ class ModalSandboxBackend(RunnerBackend):
             lambda: self.sdk.App.lookup(app_name, create_if_missing=True, client=self._client),
         )
         self._images: dict[str, Any] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The published name of ``recipe``'s image."""
@@ -211,5 +211,5 @@ def from_settings(settings: BackendSettings) -> ModalSandboxBackend:
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

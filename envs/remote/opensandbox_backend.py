@@ -35,6 +35,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.engine_image import ensure_image
 from analyst_env.envs.remote.execd_pipe import EXECD_PORT, open_pipe
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -62,7 +63,7 @@ class OpenSandboxBackend(RunnerBackend):
         sandbox_timeout_s: A sandbox's lifetime; slots are retired before it runs out.
         connect_timeout_s: Bound on each control-plane call at start-up.
         boot_timeout_s: How long a new sandbox and its runner may take to be ready.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, server unreachable or refusing the key in time,
@@ -86,8 +87,7 @@ class OpenSandboxBackend(RunnerBackend):
         sandbox_timeout_s: int = 3600,
         connect_timeout_s: float = 10.0,
         boot_timeout_s: float = 120.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         if egress not in EGRESS_CHOICES:
             raise ValueError(f"egress must be one of {EGRESS_CHOICES}, not {egress!r}")
@@ -155,7 +155,7 @@ class OpenSandboxBackend(RunnerBackend):
                 ) from None
             self._docker_sdk = docker_sdk
         self._images: dict[str, str] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The image sandboxes of ``recipe`` run."""
@@ -246,5 +246,5 @@ def from_settings(settings: BackendSettings) -> OpenSandboxBackend:
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

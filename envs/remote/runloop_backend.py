@@ -27,6 +27,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.runloop_link import execution_channel
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -68,7 +69,7 @@ class RunloopSandboxBackend(RunnerBackend):
         connect_timeout_s: Bound on each control-plane call at start-up.
         boot_timeout_s: How long a new devbox and its runner may take to be ready.
         build_timeout_s: How long a blueprint may take to build.
-        warm, max_episodes: See ``RunnerBackend``.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Credentials or SDK missing, or Runloop unreachable in time.
@@ -87,8 +88,7 @@ class RunloopSandboxBackend(RunnerBackend):
         connect_timeout_s: float = 10.0,
         boot_timeout_s: float = 300.0,
         build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
     ) -> None:
         if not api_key:
             raise BackendUnavailable(
@@ -110,7 +110,7 @@ class RunloopSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"Runloop at {where} refused the request: {exc}") from None
         self._blueprints: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _deny_all_policy(self) -> str:
         for policy in self._client.network_policies.list(name=DENY_ALL_POLICY):
@@ -218,5 +218,5 @@ def from_settings(settings: BackendSettings) -> RunloopSandboxBackend:
         cpus=settings.cpu_limit,
         memory_mb=settings.memory_limit_mb,
         connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        pool=WarmPool(warm=settings.remote_warm_slots),
     )

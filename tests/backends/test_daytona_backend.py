@@ -25,6 +25,7 @@ from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 
@@ -35,7 +36,7 @@ from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend  # noq
 
 def _backend(fake, resolve=resolve_default, **kwargs) -> DaytonaSandboxBackend:
     return DaytonaSandboxBackend(
-        resolve, api_key=fake.api_key, api_url=fake.api_url, warm=0, **kwargs
+        resolve, api_key=fake.api_key, api_url=fake.api_url, pool=WarmPool(warm=0), **kwargs
     )
 
 

@@ -25,6 +25,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.channel import StderrTail
 from analyst_env.envs.remote.docker_backend import DockerSandboxBackend, demultiplex, run_options
 from analyst_env.envs.remote.dockerfile import build_context, dockerfile
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default, runner_command
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
@@ -160,7 +161,7 @@ def test_unreachable_engine_is_a_clear_startup_error(tmp_path):
 def test_live_episode_in_a_container(csv_file):
     backend = DockerSandboxBackend(
         resolve_default,
-        warm=0,
+        pool=WarmPool(warm=0),
         build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
     )
     try:
@@ -193,8 +194,9 @@ def test_live_episode_in_a_container(csv_file):
 _HOLD_A_SLOT = """
 import os, sys
 from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
-backend = DockerSandboxBackend(resolve_default, warm=0, build_network=os.environ.get(
+backend = DockerSandboxBackend(resolve_default, pool=WarmPool(warm=0), build_network=os.environ.get(
     "ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"))
 sandbox = backend.start("default", files={})
 print("ready", flush=True)
