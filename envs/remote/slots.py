@@ -24,7 +24,7 @@ from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import runner_image
 from analyst_env.envs.remote.artifacts import BakesItself, write_manifest
-from analyst_env.envs.remote.options import WarmPool
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool
 from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
 from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
@@ -64,7 +64,9 @@ class RunnerBackend(BakesItself, SandboxBackend):
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
     once per image name, writing build output to the ``log`` it is given) and
     ``_create_slot`` (start one container or sandbox with its runner and return a
-    ready ``Slot``).
+    ready ``Slot``). A subclass reads its ``sizing`` and ``timeouts``
+    (``options.py``): the class attributes are the defaults, which a subclass whose
+    defaults differ overrides, and its constructor keeps the ones it is given instead.
 
     Args:
         resolve: Maps an image name to its recipe.
@@ -75,6 +77,8 @@ class RunnerBackend(BakesItself, SandboxBackend):
     name = "remote"
     # One container or sandbox per slot, with no network and its own limits; warm slots.
     capabilities = BackendCapabilities(network="none", warm_pool=True, verify_commands=True)
+    sizing = Sizing()
+    timeouts = Timeouts()
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.options import WarmPool
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.remote.slots import Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -113,7 +113,7 @@ def test_a_recipe_with_its_own_base_image_cannot_be_baked(deno_api):
 
 
 def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
-    backend = _backend(deno_api, lifetime_s=900, episode_budget_s=600)
+    backend = _backend(deno_api, timeouts=Timeouts(sandbox_s=900), episode_budget_s=600)
     try:
         slot = Slot(client=None, destroy=lambda: None, meta={"born": time.monotonic()})  # type: ignore[arg-type]
         assert backend._slot_usable(slot)
@@ -122,7 +122,7 @@ def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
     finally:
         backend.close()
     with pytest.raises(ValueError):
-        _backend(deno_api, lifetime_s=3600)  # longer than Deno lets a sandbox live
+        _backend(deno_api, timeouts=Timeouts(sandbox_s=3600))  # longer than Deno lets one live
 
 
 def test_a_build_running_elsewhere_is_waited_for_until_its_snapshot_exists(deno_api, tmp_path):

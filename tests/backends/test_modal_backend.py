@@ -21,7 +21,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend, modal_image
-from analyst_env.envs.remote.options import WarmPool
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import (
     RUNNER_REQUIREMENTS,
     RUNNER_REVISION,
@@ -226,7 +226,7 @@ def test_unreachable_modal_fails_within_the_bound(modal_sdk):
             token_id="a",
             token_secret="b",
             sdk=modal_sdk,
-            connect_timeout_s=1,
+            timeouts=Timeouts(connect_s=1),
         )
     assert time.monotonic() - started < 5
 

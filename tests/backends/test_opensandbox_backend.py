@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_building_needs_a_reachable_engine(opensandbox_server, tmp_path):
             resolve_default,
             domain=opensandbox_server.domain,
             docker_host=f"unix://{tmp_path}/docker.sock",
-            connect_timeout_s=2,
+            timeouts=replace(OpenSandboxBackend.timeouts, connect_s=2),
         )
 
 

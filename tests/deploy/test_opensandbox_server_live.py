@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.options import WarmPool
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 
@@ -147,7 +147,7 @@ def test_a_sandbox_the_server_cannot_create_is_a_sandbox_error(server_domain):
         api_key=API_KEY,
         image="analyst-env-missing/runner:none",
         pool=WarmPool(warm=0),
-        boot_timeout_s=60,
+        timeouts=Timeouts(boot_s=60),
     )
     try:
         with pytest.raises(SandboxError, match="OpenSandbox did not create a sandbox: .*image"):
@@ -179,7 +179,7 @@ def test_an_episode_runs_in_a_container_the_server_made(server_domain):
         docker_host=os.environ["DOCKER_HOST"],
         build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
         pool=WarmPool(warm=0),
-        boot_timeout_s=120,
+        timeouts=Timeouts(boot_s=120),
     )
     try:
         sandbox = backend.start("default", files={}, seed=3)
