@@ -30,6 +30,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.options import Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, quiet_build
 from analyst_env.envs.sandbox import SandboxError
@@ -136,12 +137,12 @@ class AgentSandboxBackend(RunnerBackend):
             (``artifact_name``), which the operator creates.
         claim_timeout_s: How long a claim may take to become Ready (a cold start when the
             pool is empty).
-        sandbox_lifetime_s: Each claim's ``shutdownTime`` (the controller deletes it after,
-            also when the server died); slots are retired at half of it.
-        connect_timeout_s: Bound on each Kubernetes API call at start-up.
-        boot_timeout_s: How long a new slot's runner may take to be ready.
         sdk, kube: The ``k8s_agent_sandbox`` and ``kubernetes`` modules (default: imported).
-        warm, max_episodes: See ``RunnerBackend``.
+        timeouts: ``connect_s`` bounds each Kubernetes API call, ``boot_s`` a new slot's
+            runner to be ready; ``sandbox_s`` is each claim's ``shutdownTime`` (the
+            controller deletes it after, also when the server died), and slots are retired
+            at half of it.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, no kubeconfig or service account, the API server
@@ -158,13 +159,10 @@ class AgentSandboxBackend(RunnerBackend):
         namespace: str = "default",
         warm_pool: str = "analyst-env-sandbox",
         claim_timeout_s: float = 180.0,
-        sandbox_lifetime_s: int = 3600,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
         sdk: ModuleType | None = None,
         kube: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         self.sdk = sdk if sdk is not None else import_sdk("k8s_agent_sandbox", "agent-sandbox")
         self.kube = kube if kube is not None else import_sdk("kubernetes", "agent-sandbox")
@@ -172,9 +170,7 @@ class AgentSandboxBackend(RunnerBackend):
         models = import_sdk("k8s_agent_sandbox.models", "agent-sandbox")
         self.namespace, self.warm_pool = namespace, warm_pool
         self.claim_timeout_s = claim_timeout_s
-        self.sandbox_lifetime_s = sandbox_lifetime_s
-        self.connect_timeout_s = connect_timeout_s
-        self.boot_timeout_s = boot_timeout_s
+        self.timeouts = timeouts or self.timeouts
         api = kube_api_client(self.kube)
         self._configuration = api.configuration
         self._objects = self.kube.client.CustomObjectsApi(api)
@@ -197,7 +193,7 @@ class AgentSandboxBackend(RunnerBackend):
             raise
         except SandboxError as exc:
             raise BackendUnavailable(str(exc)) from None
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The warm pool serving a sandbox environment's image (created by the operator)."""
@@ -207,7 +203,7 @@ class AgentSandboxBackend(RunnerBackend):
         """``fn`` bounded by the connect timeout, its API errors as one line naming the cause."""
         error = BackendUnavailable if unavailable else SandboxError
         try:
-            return call_within(self.connect_timeout_s, f"Kubernetes API ({what})", fn)
+            return call_within(self.timeouts.connect_s, f"Kubernetes API ({what})", fn)
         except self.kube.client.ApiException as exc:
             raise error(
                 f"Kubernetes API ({what}) in namespace {self.namespace!r}: {_explain(exc)}"
@@ -269,7 +265,7 @@ class AgentSandboxBackend(RunnerBackend):
                 namespace=self.namespace,
                 sandbox_ready_timeout=int(self.claim_timeout_s),
                 labels=dict(CLAIM_LABELS),
-                shutdown_after_seconds=self.sandbox_lifetime_s,
+                shutdown_after_seconds=self.timeouts.sandbox_s,
             )
         except Exception as exc:
             detail = _explain(exc) if isinstance(exc, self.kube.client.ApiException) else exc
@@ -291,7 +287,7 @@ class AgentSandboxBackend(RunnerBackend):
                 exec_chunks(stream, tail), stream.write_stdin, stream.close, tail.text
             )
             client = RunnerClient(channel, f"agent sandbox {sandbox.sandbox_id}")
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException as exc:
             delete()
             if isinstance(exc, self.kube.client.ApiException):
@@ -328,7 +324,7 @@ class AgentSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before its claim's shutdownTime ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.sandbox_lifetime_s * 0.5
+        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
 
 
 def _selector(labels: dict[str, str]) -> str:
@@ -355,10 +351,11 @@ def _explain(exc: Any) -> str:
 def from_settings(settings: BackendSettings) -> AgentSandboxBackend:
     """The backend ``make_backend`` builds: the cluster from the pod's service account or
     ``KUBECONFIG``; namespace and warm pool from the settings."""
+    _, timeouts, pool = options_from_settings(settings, AgentSandboxBackend)
     return AgentSandboxBackend(
         artifacts.settings_resolver(settings, "agent-sandbox"),
         namespace=settings.agent_sandbox_namespace or default_namespace(),
         warm_pool=settings.agent_sandbox_warm_pool,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        timeouts=timeouts,
+        pool=pool,
     )

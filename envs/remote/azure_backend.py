@@ -27,6 +27,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.azure_link import spooled_channel, start_command
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import BUNDLE_PATH, runner_bundle, unpack_command
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -68,12 +69,11 @@ class AzureSandboxBackend(RunnerBackend):
         subscription_id, resource_group, sandbox_group: The sandbox group.
         registry: Where the recipes' runner images are pushed (``myacr.azurecr.io/team``).
         credential: An azure-identity ``TokenCredential`` (``DefaultAzureCredential`` when None).
-        cpus, memory_mb: Sizing when a recipe sets none.
-        connect_timeout_s: Bound on the authenticated call at start-up.
-        boot_timeout_s: How long a new sandbox and its runner may take to be ready.
-        build_timeout_s: How long a disk image may take to build.
         poll_wait_s: How long each long-poll for runner output waits.
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: ``cpus`` and ``memory_mb`` when a recipe sets none.
+        timeouts: ``connect_s`` bounds the authenticated call at start-up, ``boot_s`` a new
+            sandbox and its runner to be ready, ``build_s`` a disk image's build.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Settings or SDK missing, or Azure refused or did not answer in time.
@@ -96,14 +96,10 @@ class AzureSandboxBackend(RunnerBackend):
         sandbox_group: str,
         registry: str,
         credential: Any = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
-        build_timeout_s: float = 3600.0,
         poll_wait_s: float = 20.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         self.sdk = import_sdk("azure.containerapps.sandbox", "azure")
         from azure.core.exceptions import AzureError
@@ -114,8 +110,7 @@ class AzureSandboxBackend(RunnerBackend):
 
             credential = DefaultAzureCredential()
         self.registry = registry.rstrip("/")
-        self.cpus, self.memory_mb = cpus, memory_mb
-        self.boot_timeout_s, self.build_timeout_s = boot_timeout_s, build_timeout_s
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         self.poll_wait_s = poll_wait_s
         where = f"Azure sandbox group {sandbox_group} at {endpoint}"
         try:
@@ -126,13 +121,13 @@ class AzureSandboxBackend(RunnerBackend):
                 resource_group=resource_group,
                 sandbox_group=sandbox_group,
             )
-            call_within(connect_timeout_s, where, self._first_image)
+            call_within(self.timeouts.connect_s, where, self._first_image)
         except self._errors as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BackendUnavailable(f"{where} refused the request: {first}") from None
         self._disk_images: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _first_image(self) -> None:
         """One cheap authenticated call: the credential, the role and the group all work."""
@@ -158,7 +153,7 @@ class AzureSandboxBackend(RunnerBackend):
             disk = self._lookup(name)
             if disk is None:
                 disk = self._group.create_disk_image(self.image_reference(recipe), name=name)
-            deadline = time.monotonic() + self.build_timeout_s
+            deadline = time.monotonic() + self.timeouts.build_s
             while _state(disk) not in (*_READY, "failed") and time.monotonic() < deadline:
                 time.sleep(2.0)
                 disk = self._group.get_disk_image(disk.id)
@@ -179,11 +174,11 @@ class AzureSandboxBackend(RunnerBackend):
         try:
             sandbox = self._group.begin_create_sandbox(
                 disk_id=self._disk_images[image],
-                cpu=f"{max(1, round((recipe.cpus or self.cpus) * 1000))}m",
-                memory=f"{recipe.memory_mb or self.memory_mb}Mi",
+                cpu=f"{max(1, round((recipe.cpus or self.sizing.cpus) * 1000))}m",
+                memory=f"{recipe.memory_mb or self.sizing.memory_mb}Mi",
                 egress_policy=self.sdk.EgressPolicy(default_action="Deny"),
                 labels={"app": "analyst-env", "image": image},
-                polling_timeout=int(self.boot_timeout_s),
+                polling_timeout=int(self.timeouts.boot_s),
                 polling_interval=1,
             ).result()
         except self._errors as exc:
@@ -202,7 +197,7 @@ class AzureSandboxBackend(RunnerBackend):
                 raise SandboxError(f"starting the runner failed: {started.stderr[-500:]}")
             channel = spooled_channel(sandbox, wait_s=self.poll_wait_s)
             client = RunnerClient(channel, f"azure sandbox {sandbox.sandbox_id}")
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException as exc:
             try:
                 shutdown()
@@ -246,11 +241,11 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> AzureGroup:
 
 def from_settings(settings: BackendSettings) -> AzureSandboxBackend:
     """The backend ``make_backend`` builds, from the variables ``settings_from_env`` reads."""
+    sizing, timeouts, pool = options_from_settings(settings, AzureSandboxBackend)
     return AzureSandboxBackend(
         artifacts.settings_resolver(settings, "azure"),
         **settings_from_env(),
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

@@ -31,6 +31,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -56,16 +57,16 @@ class DaytonaSandboxBackend(RunnerBackend):
         api_key: ``DAYTONA_API_KEY``; or ``jwt_token`` with ``organization_id``.
         api_url: ``DAYTONA_API_URL`` (Daytona's cloud when None).
         target: ``DAYTONA_TARGET``, the region (the organisation's default when None).
-        cpus, memory_mb, disk_mb: Sizing when a recipe sets none (baked into its snapshot;
-            Daytona counts whole vCPUs and GiB). The disk holds the image as well, so it is
-            at least 3 GiB (Daytona's default, used when no disk size is set).
         auto_stop_minutes: Daytona stops (and, the sandboxes being ephemeral, deletes) a
             sandbox idle this long, so a server that dies leaves nothing running; idle
             slots are replaced at half of it.
-        connect_timeout_s: Bound on each control-plane call at start-up.
-        boot_timeout_s: How long a new sandbox and its runner may take to be ready.
-        build_timeout_s: How long a snapshot may take to build.
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: Sizing when a recipe sets none (baked into its snapshot; Daytona counts
+            whole vCPUs and GiB). The disk holds the image as well, so it is at least 3 GiB
+            (Daytona's default, used when no disk size is set).
+        timeouts: ``connect_s`` bounds each control-plane call at start-up and each snapshot
+            lookup, ``boot_s`` a new sandbox and its runner to be ready, ``build_s`` a
+            snapshot's build.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Credentials or SDK missing, or Daytona unreachable in time.
@@ -82,15 +83,10 @@ class DaytonaSandboxBackend(RunnerBackend):
         organization_id: str | None = None,
         api_url: str | None = None,
         target: str | None = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        disk_mb: int | None = None,
         auto_stop_minutes: int = 60,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
-        build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         if not api_key and not (jwt_token and organization_id):
             raise BackendUnavailable(
@@ -98,11 +94,8 @@ class DaytonaSandboxBackend(RunnerBackend):
                 "and DAYTONA_ORGANIZATION_ID), and DAYTONA_API_URL for a self-hosted Daytona"
             )
         self.sdk = import_sdk("daytona", "daytona")
-        self.cpus, self.memory_mb, self.disk_mb = cpus, memory_mb, disk_mb
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         self.auto_stop_minutes = auto_stop_minutes
-        self.connect_timeout_s = connect_timeout_s
-        self.boot_timeout_s = boot_timeout_s
-        self.build_timeout_s = build_timeout_s
         config = self.sdk.DaytonaConfig(
             api_key=api_key,
             jwt_token=jwt_token,
@@ -112,11 +105,13 @@ class DaytonaSandboxBackend(RunnerBackend):
         )
         where = api_url or "Daytona's cloud"
         self._client = call_within(
-            connect_timeout_s, f"Daytona (client for {where})", lambda: self.sdk.Daytona(config)
+            self.timeouts.connect_s,
+            f"Daytona (client for {where})",
+            lambda: self.sdk.Daytona(config),
         )
         try:  # one cheap authenticated call, so bad credentials stop the server at start-up
             call_within(
-                connect_timeout_s,
+                self.timeouts.connect_s,
                 f"Daytona (API at {where})",
                 lambda: self._client.snapshot.list(page=1, limit=1),
             )
@@ -124,14 +119,14 @@ class DaytonaSandboxBackend(RunnerBackend):
             raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
         self._snapshots: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _sized(self, recipe: Recipe) -> Recipe:
         return recipe.model_copy(
             update={
-                "cpus": recipe.cpus or self.cpus,
-                "memory_mb": recipe.memory_mb or self.memory_mb,
-                "disk_mb": recipe.disk_mb or self.disk_mb,
+                "cpus": recipe.cpus or self.sizing.cpus,
+                "memory_mb": recipe.memory_mb or self.sizing.memory_mb,
+                "disk_mb": recipe.disk_mb or self.sizing.disk_mb,
             }
         )
 
@@ -151,7 +146,7 @@ class DaytonaSandboxBackend(RunnerBackend):
     def _lookup(self, name: str) -> Any | None:
         try:
             return call_within(
-                self.connect_timeout_s,
+                self.timeouts.connect_s,
                 "Daytona (snapshot lookup)",
                 lambda: self._client.snapshot.get(name),
             )
@@ -170,7 +165,7 @@ class DaytonaSandboxBackend(RunnerBackend):
             name=name, image=image, resources=self._resources(recipe)
         )
         try:
-            return self._client.snapshot.create(params, on_logs=log, timeout=self.build_timeout_s)
+            return self._client.snapshot.create(params, on_logs=log, timeout=self.timeouts.build_s)
         except self.sdk.DaytonaError as exc:
             failed = self._lookup(name)  # a failed build keeps its state and reason
             if failed is None:
@@ -183,13 +178,13 @@ class DaytonaSandboxBackend(RunnerBackend):
         if _state(snapshot) == "inactive":  # Daytona deactivates snapshots left unused
             try:
                 snapshot = call_within(
-                    self.connect_timeout_s,
+                    self.timeouts.connect_s,
                     "Daytona (snapshot activation)",
                     lambda: self._client.snapshot.activate(snapshot),
                 )
             except self.sdk.DaytonaError as exc:
                 raise SandboxError(f"Daytona could not activate snapshot {name}: {exc}") from exc
-        deadline = time.monotonic() + self.build_timeout_s
+        deadline = time.monotonic() + self.timeouts.build_s
         while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
             time.sleep(2.0)  # another server is building it
             snapshot = self._lookup(name) or self._build(recipe, name, log)
@@ -212,7 +207,7 @@ class DaytonaSandboxBackend(RunnerBackend):
             ephemeral=True,
         )
         try:
-            sandbox = self._client.create(params, timeout=self.boot_timeout_s)
+            sandbox = self._client.create(params, timeout=self.timeouts.boot_s)
         except self.sdk.DaytonaError as exc:
             raise SandboxError(f"Daytona could not create a sandbox: {exc}") from exc
         created = time.monotonic()
@@ -238,7 +233,7 @@ class DaytonaSandboxBackend(RunnerBackend):
             sandbox.delete,
             self.sdk.DaytonaError,
         )
-        client = start_relayed_runner(calls, recipe, self._bundle, self.boot_timeout_s)
+        client = start_relayed_runner(calls, recipe, self._bundle, self.timeouts.boot_s)
         return Slot(client, sandbox.delete, meta={"created": created, "sandbox": sandbox})
 
     def _slot_usable(self, slot: Slot) -> bool:
@@ -250,6 +245,7 @@ def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:
     """The backend ``make_backend`` builds: credentials from ``DAYTONA_API_KEY`` (or
     ``DAYTONA_JWT_TOKEN`` and ``DAYTONA_ORGANIZATION_ID``), the endpoint from
     ``DAYTONA_API_URL`` and the region from ``DAYTONA_TARGET``, as the Daytona SDK reads them."""
+    sizing, timeouts, pool = options_from_settings(settings, DaytonaSandboxBackend)
     return DaytonaSandboxBackend(
         artifacts.settings_resolver(settings, "daytona"),
         api_key=os.environ.get("DAYTONA_API_KEY") or None,
@@ -257,8 +253,7 @@ def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:
         organization_id=os.environ.get("DAYTONA_ORGANIZATION_ID") or None,
         api_url=os.environ.get("DAYTONA_API_URL") or None,
         target=os.environ.get("DAYTONA_TARGET") or None,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

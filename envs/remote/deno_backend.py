@@ -12,9 +12,10 @@ building again (a restarted server tries once more).
 Per slot a sandbox boots from the snapshot with no outbound host allowed (``allow_net=[]``)
 and the recipe's memory; Deno has no CPU limit. The runner's code arrives as one archive
 (``relayed_runner``) and the runner reads its requests from a FIFO (``deno_link``: why, and
-what it costs). A sandbox lives as long as its WebSocket, and at most ``lifetime_s``: a slot
-whose remaining lifetime is shorter than one episode's budget is never handed out again, so
-an episode always starts on a sandbox that outlives it (never extended part-way through).
+what it costs). A sandbox lives as long as its WebSocket, and at most ``timeouts.sandbox_s``:
+a slot whose remaining lifetime is shorter than one episode's budget is never handed out
+again, so an episode always starts on a sandbox that outlives it (never extended part-way
+through).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, import_sdk
 from analyst_env.envs.remote.deno_link import OpenSandbox, SdkLoop, fifo_channel
 from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, BuildFailed, bake_steps
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 REQUESTS_FIFO = f"{runner_image.PACKAGE_ROOT}/requests.fifo"
 #: The lifetime assumed for a sandbox: the SDK documents no limit for a "session" sandbox,
 #: but one ``extend_timeout`` adds at most 30 minutes, so no longer is relied on.
-MAX_LIFETIME_S = 1800.0
+MAX_LIFETIME_S = 1800
 
 
 class DenoSandboxBackend(RunnerBackend):
@@ -54,16 +56,20 @@ class DenoSandboxBackend(RunnerBackend):
         token: ``DENO_DEPLOY_TOKEN``. The endpoints are the SDK's own variables
             (``DENO_DEPLOY_ENDPOINT``, ``DENO_SANDBOX_ENDPOINT``).
         region: Where sandboxes and snapshots live (Deno's ``ord`` or ``ams``).
-        memory_mb: Memory per sandbox when a recipe sets none.
-        disk_gib: Capacity of a build volume when a recipe sets no disk.
-        lifetime_s: How long a sandbox may live; ``episode_budget_s``: how long one episode
-            may need. A slot is handed out only while it has that much lifetime left.
-        connect_timeout_s, boot_timeout_s, build_timeout_s: Bounds on a control-plane call,
-            on a new sandbox and its runner, on one build.
-        warm, max_episodes: See ``RunnerBackend``.
+        episode_budget_s: How long one episode may need: a slot is handed out only while it
+            has that much of its lifetime (``timeouts.sandbox_s``) left.
+        sizing: ``memory_mb`` per sandbox when a recipe sets none, ``disk_mb`` the capacity
+            of a build volume (rounded up to whole GiB) when it sets no disk; Deno has no
+            CPU limit.
+        timeouts: Bounds on a control-plane call (``connect_s``), on a new sandbox and its
+            runner (``boot_s``), on one build (``build_s``), and how long a sandbox may live
+            (``sandbox_s``, at most ``MAX_LIFETIME_S``).
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Token or SDK missing, or Deno unreachable or refusing in time.
+        ValueError: A lifetime over ``MAX_LIFETIME_S`` or not above ``episode_budget_s``,
+            or ``sizing`` without a ``disk_mb``.
     """
 
     name = "deno"
@@ -71,6 +77,8 @@ class DenoSandboxBackend(RunnerBackend):
     capabilities = BackendCapabilities(
         network="none", per_sandbox_limits=False, warm_pool=True, verify_commands=True
     )
+    sizing = Sizing(memory_mb=2048, disk_mb=8 * 1024)
+    timeouts = Timeouts(sandbox_s=MAX_LIFETIME_S)
 
     def __init__(
         self,
@@ -78,29 +86,23 @@ class DenoSandboxBackend(RunnerBackend):
         *,
         token: str | None,
         region: str = "ord",
-        memory_mb: int = 2048,
-        disk_gib: int = 8,
-        lifetime_s: float = MAX_LIFETIME_S,
         episode_budget_s: float = 600.0,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
-        build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         if not token:
             raise BackendUnavailable(
                 "the deno backend needs credentials: set DENO_DEPLOY_TOKEN (and "
                 "DENO_DEPLOY_ENDPOINT / DENO_SANDBOX_ENDPOINT for endpoints other than Deno's)"
             )
-        if not 0 < episode_budget_s < lifetime_s <= MAX_LIFETIME_S:
-            raise ValueError("need 0 < episode_budget_s < lifetime_s <= 1800")
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
+        if not 0 < episode_budget_s < self.timeouts.sandbox_s <= MAX_LIFETIME_S:
+            raise ValueError("need 0 < episode_budget_s < timeouts.sandbox_s <= 1800")
+        if self.sizing.disk_mb is None:
+            raise ValueError("the deno backend needs sizing.disk_mb, a build volume's capacity")
         self.sdk = import_sdk("deno_sandbox", "deno")
-        self.region, self.memory_mb, self.disk_gib = region, memory_mb, disk_gib
-        self.lifetime_s, self.episode_budget_s = lifetime_s, episode_budget_s
-        self.connect_timeout_s = connect_timeout_s
-        self.boot_timeout_s = boot_timeout_s
-        self.build_timeout_s = build_timeout_s
+        self.region, self.episode_budget_s = region, episode_budget_s
         self._sdk_loop = SdkLoop()
         self._deploy = self.sdk.AsyncDenoDeploy({"token": token})
         where = os.environ.get("DENO_DEPLOY_ENDPOINT") or "Deno Deploy"
@@ -116,14 +118,14 @@ class DenoSandboxBackend(RunnerBackend):
         self._failed: dict[str, str] = {}
         self._open: set[OpenSandbox] = set()  # slots' sandboxes, ended at the latest by close
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _call(self, coro: Any, what: str, timeout_s: float | None = None) -> Any:
         try:
-            return self._sdk_loop.run(coro, timeout_s or self.connect_timeout_s)
+            return self._sdk_loop.run(coro, timeout_s or self.timeouts.connect_s)
         except TimeoutError:
             raise BackendUnavailable(
-                f"{what} did not answer within {timeout_s or self.connect_timeout_s:g} s "
+                f"{what} did not answer within {timeout_s or self.timeouts.connect_s:g} s "
                 "(is the service reachable?)"
             ) from None
 
@@ -153,7 +155,9 @@ class DenoSandboxBackend(RunnerBackend):
     def _build(self, recipe: Recipe, name: str, log: BuildLog) -> None:
         steps = bake_steps(recipe)
         volumes, slug = self._deploy.volumes, f"{name}-build"
-        capacity = f"{math.ceil(recipe.disk_mb / 1024) if recipe.disk_mb else self.disk_gib}GiB"
+        disk_mb = recipe.disk_mb or self.sizing.disk_mb
+        assert disk_mb is not None  # the constructor refuses a sizing without one
+        capacity = f"{math.ceil(disk_mb / 1024)}GiB"
         try:
             volume = self._call(
                 volumes.create(slug, self.region, capacity, from_snapshot=BASE_SNAPSHOT),
@@ -179,14 +183,14 @@ class DenoSandboxBackend(RunnerBackend):
     def _run_steps(
         self, name: str, volume: str, steps: list[tuple[str, str]], log: BuildLog
     ) -> None:
-        deadline = time.monotonic() + self.build_timeout_s
+        deadline = time.monotonic() + self.timeouts.build_s
         box = OpenSandbox(
             self._sdk_loop,
             self._deploy,
-            self.boot_timeout_s,
+            self.timeouts.boot_s,
             region=self.region,
             root=volume,
-            memory_mb=self.memory_mb,
+            memory_mb=self.sizing.memory_mb,
             labels={"app": "analyst-env", "build": name[:60]},
         )
         try:
@@ -223,7 +227,7 @@ class DenoSandboxBackend(RunnerBackend):
             time.sleep(0.5)  # the volume is still attached
 
     def _await_other_build(self, name: str) -> None:
-        deadline = time.monotonic() + self.build_timeout_s
+        deadline = time.monotonic() + self.timeouts.build_s
         while self._snapshot(name) is None:
             if time.monotonic() > deadline:
                 raise SandboxError(
@@ -238,16 +242,16 @@ class DenoSandboxBackend(RunnerBackend):
             box = OpenSandbox(
                 self._sdk_loop,
                 self._deploy,
-                self.boot_timeout_s,
+                self.timeouts.boot_s,
                 region=self.region,
                 root=self._snapshots[image],
-                memory_mb=recipe.memory_mb or self.memory_mb,
+                memory_mb=recipe.memory_mb or self.sizing.memory_mb,
                 allow_net=[],
                 labels={"app": "analyst-env", "image": image[:60]},
             )
         except TimeoutError:
             raise SandboxError(
-                f"Deno did not boot a sandbox in {self.boot_timeout_s:g} s"
+                f"Deno did not boot a sandbox in {self.timeouts.boot_s:g} s"
             ) from None
         except Exception as exc:
             raise SandboxError(f"Deno could not create a sandbox: {exc}") from exc
@@ -269,12 +273,12 @@ class DenoSandboxBackend(RunnerBackend):
                     stdout="piped",
                     stderr="piped",
                 ),
-                self.boot_timeout_s,
+                self.timeouts.boot_s,
             )
             client = RunnerClient(
                 fifo_channel(box, runner, REQUESTS_FIFO), f"deno sandbox {box.id}"
             )
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException as exc:
             self._end(box)
             if isinstance(exc, TimeoutError):
@@ -288,7 +292,8 @@ class DenoSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Only a sandbox with a whole episode's budget of lifetime left takes an episode."""
-        return time.monotonic() - slot.meta["born"] + self.episode_budget_s <= self.lifetime_s
+        age = time.monotonic() - slot.meta["born"]
+        return age + self.episode_budget_s <= self.timeouts.sandbox_s
 
     def close(self) -> None:
         """Destroy every slot, and end the sandboxes of slots still being handed back (their
@@ -302,10 +307,11 @@ class DenoSandboxBackend(RunnerBackend):
 def from_settings(settings: BackendSettings) -> DenoSandboxBackend:
     """The backend ``make_backend`` builds: ``DENO_DEPLOY_TOKEN``, as the Deno SDK reads it
     (the SDK reads its endpoint variables itself)."""
+    sizing, timeouts, pool = options_from_settings(settings, DenoSandboxBackend)
     return DenoSandboxBackend(
         artifacts.settings_resolver(settings, "deno"),
         token=os.environ.get("DENO_DEPLOY_TOKEN") or None,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

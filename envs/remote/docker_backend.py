@@ -27,6 +27,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.engine_image import ensure_image
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
@@ -66,10 +67,11 @@ def demultiplex(read: Callable[[int], bytes], stderr: StderrTail) -> Iterator[by
 
 
 def run_options(
-    recipe: Recipe, *, cpus: float, memory_mb: int, disk_mb: int, pids: int, runtime: str | None
+    recipe: Recipe, sizing: Sizing, *, pids: int, runtime: str | None
 ) -> dict[str, Any]:
-    """``containers.create`` keyword arguments for one slot of ``recipe``."""
-    memory = f"{recipe.memory_mb or memory_mb}m"
+    """``containers.create`` keyword arguments for one slot of ``recipe``, sized by ``sizing``
+    where the recipe sets no size."""
+    memory = f"{recipe.memory_mb or sizing.memory_mb}m"
     options: dict[str, Any] = {
         "command": runner_image.runner_command(recipe),
         "stdin_open": True,
@@ -82,11 +84,11 @@ def run_options(
         "user": f"{runner_image.SANDBOX_UID}:{runner_image.SANDBOX_UID}",
         "mem_limit": memory,
         "memswap_limit": memory,
-        "nano_cpus": int((recipe.cpus or cpus) * 1e9),
+        "nano_cpus": int((recipe.cpus or sizing.cpus) * 1e9),
         "pids_limit": pids,
         "tmpfs": {
             runner_image.WORKDIR: (
-                f"size={recipe.disk_mb or disk_mb}m,uid={runner_image.SANDBOX_UID},"
+                f"size={recipe.disk_mb or sizing.disk_mb}m,uid={runner_image.SANDBOX_UID},"
                 f"gid={runner_image.SANDBOX_UID},mode=0700"
             ),
             "/tmp": (
@@ -113,17 +115,21 @@ class DockerSandboxBackend(RunnerBackend):
         runtime: ``None`` (runc) or ``"runsc"`` for gVisor.
         build_network: Network for image builds (e.g. ``"host"`` on an engine
             without a bridge); slots themselves never have a network.
-        cpus, memory_mb, disk_mb, pids: Limits when a recipe sets none.
-        connect_timeout_s: Bound on reaching the engine at start-up.
-        boot_timeout_s: How long a new container's runner may take to be ready.
+        pids: Processes and threads per container.
         sdk: The ``docker`` module (or one with its API).
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: Limits when a recipe sets none; ``disk_mb`` is the size of ``/work``.
+        timeouts: ``connect_s`` bounds reaching the engine at start-up, ``boot_s`` a new
+            container's runner to be ready.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing or the engine unreachable.
+        ValueError: ``sizing`` without a ``disk_mb``.
     """
 
     name = "docker"
+    sizing = Sizing(disk_mb=1024)
+    timeouts = Timeouts(connect_s=5.0, boot_s=120.0)
 
     def __init__(
         self,
@@ -132,29 +138,28 @@ class DockerSandboxBackend(RunnerBackend):
         base_url: str | None = None,
         runtime: str | None = None,
         build_network: str | None = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        disk_mb: int = 1024,
         pids: int = 256,
-        connect_timeout_s: float = 5.0,
-        boot_timeout_s: float = 120.0,
         sdk: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
+        if self.sizing.disk_mb is None:
+            raise ValueError("the docker backend needs sizing.disk_mb, the size of /work")
         self.sdk = sdk if sdk is not None else import_sdk("docker", "docker")
         self.runtime = runtime
         self.build_network = build_network
-        self.cpus, self.memory_mb, self.disk_mb, self.pids = cpus, memory_mb, disk_mb, pids
-        self.boot_timeout_s = boot_timeout_s
+        self.pids = pids
+        connect_s = self.timeouts.connect_s
         where = base_url or "the default socket (DOCKER_HOST unset)"
         try:
             self.docker = (
-                self.sdk.DockerClient(base_url=base_url, timeout=int(connect_timeout_s) or 1)
+                self.sdk.DockerClient(base_url=base_url, timeout=int(connect_s) or 1)
                 if base_url
-                else self.sdk.from_env(timeout=int(connect_timeout_s) or 1)
+                else self.sdk.from_env(timeout=int(connect_s) or 1)
             )
-            call_within(connect_timeout_s + 1, "the Docker engine", self.docker.ping)
+            call_within(connect_s + 1, "the Docker engine", self.docker.ping)
         except BackendUnavailable:
             raise
         except Exception as exc:
@@ -164,7 +169,7 @@ class DockerSandboxBackend(RunnerBackend):
                 f"the Docker engine has no {runtime!r} runtime (install and register gVisor)"
             )
         self._tags: dict[str, str] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         return runner_image.image_reference(recipe)
@@ -175,14 +180,7 @@ class DockerSandboxBackend(RunnerBackend):
         self._tags[image] = tag
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
-        options = run_options(
-            recipe,
-            cpus=self.cpus,
-            memory_mb=self.memory_mb,
-            disk_mb=self.disk_mb,
-            pids=self.pids,
-            runtime=self.runtime,
-        )
+        options = run_options(recipe, self.sizing, pids=self.pids, runtime=self.runtime)
         options.pop("detach")
         container = self.docker.containers.create(self._tags[image], **options)
         try:
@@ -200,7 +198,7 @@ class DockerSandboxBackend(RunnerBackend):
                 tail.text,
             )
             client = RunnerClient(channel, f"docker container {container.short_id}")
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException:
             _remove(container)
             raise
@@ -224,14 +222,13 @@ def _remove(container: Any) -> None:
 def from_settings(settings: BackendSettings) -> DockerSandboxBackend:
     """The backend ``make_backend`` builds: the Docker engine from ``DOCKER_HOST`` (or the
     default socket)."""
+    sizing, timeouts, pool = options_from_settings(settings, DockerSandboxBackend, disk=True)
     return DockerSandboxBackend(
         artifacts.settings_resolver(settings, "docker"),
         base_url=os.environ.get("DOCKER_HOST") or None,
         runtime=settings.docker_runtime,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        disk_mb=settings.disk_limit_mb,
         pids=settings.pids_limit,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

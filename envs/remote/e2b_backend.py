@@ -40,6 +40,7 @@ from analyst_env.envs.remote.artifacts import BakesItself, write_manifest
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.e2b_sandbox import WORKDIR, E2BSandbox
 from analyst_env.envs.remote.e2b_template import template_builder
+from analyst_env.envs.remote.options import Sizing, Timeouts, options_from_settings
 from analyst_env.envs.remote.slots import read_task_files
 from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 
@@ -55,10 +56,11 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         api_key: ``E2B_API_KEY``; not needed in E2B's debug mode (``E2B_DEBUG``).
         domain: ``E2B_DOMAIN`` for a self-hosted E2B.
         template: Use this template for every image instead of building per recipe.
-        cpus, memory_mb, disk_mb: Sizing when a recipe sets none (baked into its template).
-        sandbox_timeout_s: E2B kills a sandbox after this long.
         output_limit_bytes: stdout/stderr kept per cell or command.
         sdk: ``e2b_code_interpreter`` or a module with its API.
+        sizing: Sizing when a recipe sets none (baked into its template).
+        timeouts: ``connect_s`` bounds each template lookup and a new sandbox's first
+            command; E2B kills a sandbox after ``sandbox_s``.
 
     Raises:
         BackendUnavailable: SDK or credentials missing.
@@ -68,6 +70,8 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
     # A microVM per episode without internet; E2B's kernel cannot be interrupted (a cell
     # over its limit restarts it) nor its agent processes stopped before verification.
     capabilities = BackendCapabilities(interrupt=False, network="none")
+    sizing = Sizing()
+    timeouts = Timeouts(connect_s=30.0)
 
     def __init__(
         self,
@@ -76,13 +80,10 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         api_key: str | None,
         domain: str | None = None,
         template: str | None = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        disk_mb: int | None = None,
-        sandbox_timeout_s: int = 3600,
-        connect_timeout_s: float = 30.0,
         output_limit_bytes: int = DEFAULT_LIMIT_BYTES,
         sdk: ModuleType | None = None,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.sdk = sdk if sdk is not None else import_sdk("e2b_code_interpreter", "e2b")
         import e2b
@@ -98,9 +99,7 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         }
         self._resolve = resolve
         self.template = template
-        self.cpus, self.memory_mb, self.disk_mb = cpus, memory_mb, disk_mb
-        self.sandbox_timeout_s = sandbox_timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         self.output_limit_bytes = output_limit_bytes
         self._templates: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -113,7 +112,7 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
             update={
                 "cpus": self._cpus(recipe),
                 "memory_mb": self._memory(recipe),
-                "disk_mb": recipe.disk_mb or self.disk_mb,
+                "disk_mb": recipe.disk_mb or self.sizing.disk_mb,
             }
         )
         return f"analyst-env-{runner_image.artifact_tag(sized, include_sizing=True)}".replace(
@@ -121,10 +120,10 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         )
 
     def _cpus(self, recipe: Recipe) -> int:
-        return max(1, round(recipe.cpus or self.cpus))
+        return max(1, round(recipe.cpus or self.sizing.cpus))
 
     def _memory(self, recipe: Recipe) -> int:
-        memory = recipe.memory_mb or self.memory_mb
+        memory = recipe.memory_mb or self.sizing.memory_mb
         return memory + (memory % 2)  # E2B wants an even number
 
     def _template_for(self, image: str) -> str:
@@ -142,12 +141,12 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         """Find ``recipe``'s template by name, or build it with the Template SDK."""
         name = self.template_name(recipe)
         exists = call_within(
-            self.connect_timeout_s,
+            self.timeouts.connect_s,
             "E2B (template lookup)",
             lambda: self._core.Template.exists(name, **self._opts),
         )
         if not exists:
-            disk = recipe.disk_mb or self.disk_mb
+            disk = recipe.disk_mb or self.sizing.disk_mb
             disk_option: dict[str, Any] = {"min_free_disk_mb": disk} if disk else {}
             logs_option: dict[str, Any] = {}
             if log:
@@ -194,7 +193,7 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
         try:
             sandbox = self.sdk.Sandbox.create(
                 template=template,
-                timeout=self.sandbox_timeout_s,
+                timeout=self.timeouts.sandbox_s,
                 envs=dict(env or {}),
                 allow_internet_access=False,
                 metadata={"app": "analyst-env", "image": image},
@@ -205,7 +204,7 @@ class E2BSandboxBackend(BakesItself, SandboxBackend):
                 f"E2B could not create a sandbox from template {template!r}: {exc}"
             ) from exc
         try:
-            sandbox.commands.run(f"mkdir -p {WORKDIR}", timeout=self.connect_timeout_s)
+            sandbox.commands.run(f"mkdir -p {WORKDIR}", timeout=self.timeouts.connect_s)
             for name, data in payload.items():
                 sandbox.files.write(posixpath.join(WORKDIR, name), data)
             context = sandbox.create_code_context(cwd=WORKDIR)
@@ -266,13 +265,12 @@ def _setup_code(seed: int | None, env: dict[str, str]) -> str:
 def from_settings(settings: BackendSettings) -> E2BSandboxBackend:
     """The backend ``make_backend`` builds: E2B credentials from ``E2B_API_KEY`` (and
     ``E2B_DOMAIN`` when self-hosted)."""
+    sizing, timeouts, _ = options_from_settings(settings, E2BSandboxBackend, disk=True)
     return E2BSandboxBackend(
         artifacts.settings_resolver(settings, "e2b"),
         api_key=os.environ.get("E2B_API_KEY"),
         domain=os.environ.get("E2B_DOMAIN") or None,
         template=settings.e2b_template,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        disk_mb=settings.disk_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
+        sizing=sizing,
+        timeouts=timeouts,
     )

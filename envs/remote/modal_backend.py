@@ -28,6 +28,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 
@@ -78,14 +79,14 @@ class ModalSandboxBackend(RunnerBackend):
         resolve: Maps an image name to its recipe.
         token_id, token_secret: Modal credentials (``MODAL_TOKEN_ID``/``MODAL_TOKEN_SECRET``).
         app_name: The Modal app the sandboxes and images belong to (created if missing).
-        cpus, memory_mb: Defaults when a recipe sets no sizing (the limit half of
-            Modal's (request, limit) pairs; the request is a quarter of it).
         runtime: ``None`` (Modal's default gVisor) or ``"vm"``.
-        sandbox_timeout_s: A sandbox's lifetime; slots are retired before it runs out.
-        connect_timeout_s: Bound on each control-plane call at start-up.
-        boot_timeout_s: How long a new slot's runner may take to be ready.
         sdk: The ``modal`` module or a fake with the same API.
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: ``cpus`` and ``memory_mb`` when a recipe sets none (the limit half of
+            Modal's (request, limit) pairs; the request is a quarter of it).
+        timeouts: ``connect_s`` bounds each control-plane call at start-up and each image
+            lookup, ``boot_s`` a new slot's runner to be ready, ``sandbox_s`` a sandbox's
+            lifetime (slots are retired at half of it).
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, credentials missing, or Modal unreachable in time.
@@ -100,15 +101,11 @@ class ModalSandboxBackend(RunnerBackend):
         token_id: str | None,
         token_secret: str | None,
         app_name: str = "analyst-env",
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
         runtime: str | None = None,
-        sandbox_timeout_s: int = 3600,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
         sdk: ModuleType | None = None,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         if not token_id or not token_secret:
             raise BackendUnavailable(
@@ -116,22 +113,20 @@ class ModalSandboxBackend(RunnerBackend):
                 "(create a token with `modal token new`)"
             )
         self.sdk = sdk if sdk is not None else import_sdk("modal", "modal")
-        self.cpus, self.memory_mb, self.runtime = cpus, memory_mb, runtime
-        self.sandbox_timeout_s = sandbox_timeout_s
-        self.connect_timeout_s = connect_timeout_s
-        self.boot_timeout_s = boot_timeout_s
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
+        self.runtime = runtime
         self._client = call_within(
-            connect_timeout_s,
+            self.timeouts.connect_s,
             "Modal (client)",
             lambda: self.sdk.Client.from_credentials(token_id, token_secret),
         )
         self._app = call_within(
-            connect_timeout_s,
+            self.timeouts.connect_s,
             "Modal (app lookup)",
             lambda: self.sdk.App.lookup(app_name, create_if_missing=True, client=self._client),
         )
         self._images: dict[str, Any] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The published name of ``recipe``'s image."""
@@ -142,7 +137,7 @@ class ModalSandboxBackend(RunnerBackend):
         found = self.sdk.Image.from_name(name, client=self._client)
         try:
             call_within(
-                self.connect_timeout_s,
+                self.timeouts.connect_s,
                 "Modal (image lookup)",
                 lambda: found.hydrate(client=self._client),
             )
@@ -152,15 +147,15 @@ class ModalSandboxBackend(RunnerBackend):
             built.publish(name, client=self._client)
             found = self.sdk.Image.from_name(name, client=self._client)
             call_within(
-                self.connect_timeout_s,
+                self.timeouts.connect_s,
                 "Modal (image lookup)",
                 lambda: found.hydrate(client=self._client),
             )
         self._images[image] = found
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
-        cpus = recipe.cpus or self.cpus
-        memory = recipe.memory_mb or self.memory_mb
+        cpus = recipe.cpus or self.sizing.cpus
+        memory = recipe.memory_mb or self.sizing.memory_mb
         sandbox = self.sdk.Sandbox.create(
             "sleep",
             "infinity",
@@ -169,7 +164,7 @@ class ModalSandboxBackend(RunnerBackend):
             cpu=(max(cpus / 4, 0.125), cpus),
             memory=(max(memory // 4, 128), memory),
             block_network=True,
-            timeout=self.sandbox_timeout_s,
+            timeout=self.timeouts.sandbox_s,
             runtime=self.runtime,
             client=self._client,
         )
@@ -187,7 +182,7 @@ class ModalSandboxBackend(RunnerBackend):
 
             channel = QueueChannel(iter(process.stdout), write, process.stdin.write_eof, tail.text)
             client = RunnerClient(channel, f"modal sandbox {sandbox.object_id}")
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException:
             sandbox.terminate()
             raise
@@ -197,19 +192,19 @@ class ModalSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.sandbox_timeout_s * 0.5
+        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
 
 
 def from_settings(settings: BackendSettings) -> ModalSandboxBackend:
     """The backend ``make_backend`` builds: Modal credentials from ``MODAL_TOKEN_ID`` and
     ``MODAL_TOKEN_SECRET``."""
+    sizing, timeouts, pool = options_from_settings(settings, ModalSandboxBackend)
     return ModalSandboxBackend(
         artifacts.settings_resolver(settings, "modal"),
         token_id=os.environ.get("MODAL_TOKEN_ID"),
         token_secret=os.environ.get("MODAL_TOKEN_SECRET"),
         app_name=settings.modal_app,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

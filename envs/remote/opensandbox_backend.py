@@ -35,6 +35,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.engine_image import ensure_image
 from analyst_env.envs.remote.execd_pipe import EXECD_PORT, open_pipe
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -58,11 +59,11 @@ class OpenSandboxBackend(RunnerBackend):
             sidecar) or ``allow`` (the container network the server gives).
         docker_host: The engine to build on (``DOCKER_HOST``; the SDK default when None).
         build_network: Network for image builds (e.g. ``host``).
-        cpus, memory_mb: Defaults when a recipe sets no sizing.
-        sandbox_timeout_s: A sandbox's lifetime; slots are retired before it runs out.
-        connect_timeout_s: Bound on each control-plane call at start-up.
-        boot_timeout_s: How long a new sandbox and its runner may take to be ready.
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: ``cpus`` and ``memory_mb`` when a recipe sets none.
+        timeouts: ``connect_s`` bounds each control-plane call at start-up (and reaching
+            the Docker engine), ``boot_s`` a new sandbox and its runner to be ready;
+            ``sandbox_s`` is a sandbox's lifetime (slots are retired at half of it).
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: SDK missing, server unreachable or refusing the key in time,
@@ -70,6 +71,7 @@ class OpenSandboxBackend(RunnerBackend):
     """
 
     name = "opensandbox"
+    timeouts = Timeouts(boot_s=120.0)
 
     def __init__(
         self,
@@ -81,13 +83,9 @@ class OpenSandboxBackend(RunnerBackend):
         egress: str = "deny",
         docker_host: str | None = None,
         build_network: str | None = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        sandbox_timeout_s: int = 3600,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 120.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         if egress not in EGRESS_CHOICES:
             raise ValueError(f"egress must be one of {EGRESS_CHOICES}, not {egress!r}")
@@ -100,16 +98,15 @@ class OpenSandboxBackend(RunnerBackend):
         for part in ("config", "exceptions", "models", "sync"):
             import_sdk(f"opensandbox.{part}", "opensandbox")
         self.fixed_image, self.egress, self.build_network = image, egress, build_network
-        self.cpus, self.memory_mb = cpus, memory_mb
-        self.sandbox_timeout_s = sandbox_timeout_s
-        self.boot_timeout_s = boot_timeout_s
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
+        connect_s = self.timeouts.connect_s
         self.capabilities = BackendCapabilities(
             network="none" if egress == "deny" else "host", warm_pool=True, verify_commands=True
         )
         self._config = self.sdk.config.ConnectionConfigSync(
             domain=domain,
             api_key=api_key,
-            request_timeout=timedelta(seconds=max(connect_timeout_s, 30.0)),
+            request_timeout=timedelta(seconds=max(connect_s, 30.0)),
         )
         self._protocol = self._config.protocol
         if domain.startswith("https://"):
@@ -117,12 +114,12 @@ class OpenSandboxBackend(RunnerBackend):
         manager = self.sdk.sync.SandboxManagerSync
         try:
             self._manager = call_within(
-                connect_timeout_s,
+                connect_s,
                 f"the OpenSandbox server at {domain}",
                 lambda: manager.create(connection_config=self._config),
             )
             call_within(
-                connect_timeout_s,
+                connect_s,
                 f"the OpenSandbox server at {domain}",
                 lambda: self._manager.list_sandbox_infos(
                     self.sdk.models.SandboxFilter(page_size=1)
@@ -140,11 +137,11 @@ class OpenSandboxBackend(RunnerBackend):
             docker_sdk = import_sdk("docker", "docker")
             try:
                 self._docker = (
-                    docker_sdk.DockerClient(base_url=docker_host, timeout=int(connect_timeout_s))
+                    docker_sdk.DockerClient(base_url=docker_host, timeout=int(connect_s))
                     if docker_host
-                    else docker_sdk.from_env(timeout=int(connect_timeout_s) or 1)
+                    else docker_sdk.from_env(timeout=int(connect_s) or 1)
                 )
-                call_within(connect_timeout_s + 1, "the Docker engine", self._docker.ping)
+                call_within(connect_s + 1, "the Docker engine", self._docker.ping)
             except BackendUnavailable:
                 raise
             except Exception as exc:
@@ -155,7 +152,7 @@ class OpenSandboxBackend(RunnerBackend):
                 ) from None
             self._docker_sdk = docker_sdk
         self._images: dict[str, str] = {}
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def artifact_name(self, recipe: Recipe) -> str:
         """The image sandboxes of ``recipe`` run."""
@@ -170,8 +167,8 @@ class OpenSandboxBackend(RunnerBackend):
         self._images[image] = tag
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
-        cpus = recipe.cpus or self.cpus
-        memory = recipe.memory_mb or self.memory_mb
+        cpus = recipe.cpus or self.sizing.cpus
+        memory = recipe.memory_mb or self.sizing.memory_mb
         policy = (
             self.sdk.models.NetworkPolicy(default_action="deny", egress=[])
             if self.egress == "deny"
@@ -180,8 +177,8 @@ class OpenSandboxBackend(RunnerBackend):
         try:
             sandbox = self.sdk.sync.SandboxSync.create(
                 self._images[image],
-                timeout=timedelta(seconds=self.sandbox_timeout_s),
-                ready_timeout=timedelta(seconds=self.boot_timeout_s),
+                timeout=timedelta(seconds=self.timeouts.sandbox_s),
+                ready_timeout=timedelta(seconds=self.timeouts.boot_s),
                 resource={"cpu": f"{cpus:g}", "memory": f"{memory}Mi"},
                 network_policy=policy,
                 metadata={"analyst_env.slot": "1"},
@@ -198,10 +195,10 @@ class OpenSandboxBackend(RunnerBackend):
                 runner_image.runner_command(recipe),
                 env=SINGLE_THREADED_ENV,
                 protocol=self._protocol,
-                timeout_s=self.boot_timeout_s,
+                timeout_s=self.timeouts.boot_s,
             )
             client = RunnerClient(channel, f"opensandbox sandbox {sandbox.id}")
-            client.wait_ready(self.boot_timeout_s)
+            client.wait_ready(self.timeouts.boot_s)
         except BaseException:
             with contextlib.suppress(Exception):  # the error that got here is the one to report
                 _kill(sandbox)
@@ -215,7 +212,7 @@ class OpenSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before the server's timeout ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.sandbox_timeout_s * 0.5
+        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
 
     def close(self) -> None:
         super().close()
@@ -236,6 +233,7 @@ def _kill(sandbox: Any) -> None:
 def from_settings(settings: BackendSettings) -> OpenSandboxBackend:
     """The backend ``make_backend`` builds: the server from ``OPEN_SANDBOX_DOMAIN`` (and
     ``OPEN_SANDBOX_API_KEY``), images built on ``DOCKER_HOST``'s engine."""
+    sizing, timeouts, pool = options_from_settings(settings, OpenSandboxBackend)
     return OpenSandboxBackend(
         artifacts.settings_resolver(settings, "opensandbox"),
         domain=os.environ.get("OPEN_SANDBOX_DOMAIN") or None,
@@ -243,8 +241,7 @@ def from_settings(settings: BackendSettings) -> OpenSandboxBackend:
         image=settings.opensandbox_image,
         egress=settings.opensandbox_egress,
         docker_host=os.environ.get("DOCKER_HOST") or None,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

@@ -27,6 +27,7 @@ from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.runloop_link import execution_channel
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -64,11 +65,11 @@ class RunloopSandboxBackend(RunnerBackend):
         resolve: Maps an image name to its recipe.
         api_key: ``RUNLOOP_API_KEY``.
         base_url: ``RUNLOOP_BASE_URL`` (Runloop's cloud when None).
-        cpus, memory_mb: Sizing when a recipe sets none (rounded up to a size Runloop accepts).
-        connect_timeout_s: Bound on each control-plane call at start-up.
-        boot_timeout_s: How long a new devbox and its runner may take to be ready.
-        build_timeout_s: How long a blueprint may take to build.
-        warm, max_episodes: See ``RunnerBackend``.
+        sizing: ``cpus`` and ``memory_mb`` when a recipe sets none (rounded up to a size
+            Runloop accepts).
+        timeouts: ``connect_s`` bounds the control-plane call at start-up, ``boot_s`` a new
+            devbox and its runner to be ready, ``build_s`` a blueprint's build.
+        pool: See ``RunnerBackend``.
 
     Raises:
         BackendUnavailable: Credentials or SDK missing, or Runloop unreachable in time.
@@ -82,13 +83,9 @@ class RunloopSandboxBackend(RunnerBackend):
         *,
         api_key: str | None,
         base_url: str | None = None,
-        cpus: float = 1.0,
-        memory_mb: int = 4096,
-        connect_timeout_s: float = 10.0,
-        boot_timeout_s: float = 300.0,
-        build_timeout_s: float = 3600.0,
-        warm: int = 1,
-        max_episodes: int = 200,
+        sizing: Sizing | None = None,
+        timeouts: Timeouts | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         if not api_key:
             raise BackendUnavailable(
@@ -96,21 +93,18 @@ class RunloopSandboxBackend(RunnerBackend):
                 "(and RUNLOOP_BASE_URL for an endpoint other than Runloop's cloud)"
             )
         self.sdk = import_sdk("runloop_api_client", "runloop")
-        self.cpus, self.memory_mb = cpus, memory_mb
-        self.connect_timeout_s = connect_timeout_s
-        self.boot_timeout_s = boot_timeout_s
-        self.build_timeout_s = build_timeout_s
+        self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         where = base_url or "Runloop's cloud"
         self._client = self.sdk.Runloop(bearer_token=api_key, base_url=base_url)
         try:  # one cheap authenticated call, and the deny-all policy every devbox uses
             self._policy_id = call_within(
-                connect_timeout_s, f"Runloop (API at {where})", self._deny_all_policy
+                self.timeouts.connect_s, f"Runloop (API at {where})", self._deny_all_policy
             )
         except self.sdk.RunloopError as exc:
             raise BackendUnavailable(f"Runloop at {where} refused the request: {exc}") from None
         self._blueprints: dict[str, str] = {}
         self._bundle = runner_bundle()
-        super().__init__(resolve, warm=warm, max_episodes=max_episodes)
+        super().__init__(resolve, pool=pool)
 
     def _deny_all_policy(self) -> str:
         for policy in self._client.network_policies.list(name=DENY_ALL_POLICY):
@@ -123,15 +117,17 @@ class RunloopSandboxBackend(RunnerBackend):
         )
         return str(created.id)
 
-    def _sizing(self, recipe: Recipe) -> dict[str, Any]:
-        return custom_size(recipe.cpus or self.cpus, recipe.memory_mb or self.memory_mb)
+    def _launch_size(self, recipe: Recipe) -> dict[str, Any]:
+        return custom_size(
+            recipe.cpus or self.sizing.cpus, recipe.memory_mb or self.sizing.memory_mb
+        )
 
     def artifact_name(self, recipe: Recipe) -> str:
         """``analyst-env-<hash with sizing>-r<rev>``: one blueprint per (recipe, sizing)."""
         sized = recipe.model_copy(
             update={
-                "cpus": recipe.cpus or self.cpus,
-                "memory_mb": recipe.memory_mb or self.memory_mb,
+                "cpus": recipe.cpus or self.sizing.cpus,
+                "memory_mb": recipe.memory_mb or self.sizing.memory_mb,
             }
         )
         return "analyst-env-" + runner_image.artifact_tag(sized, include_sizing=True).replace(
@@ -155,12 +151,12 @@ class RunloopSandboxBackend(RunnerBackend):
                 blueprint = self._client.blueprints.create(
                     name=name,
                     dockerfile=dockerfile(recipe, runner_baked=False),
-                    launch_parameters=self._sizing(recipe),
+                    launch_parameters=self._launch_size(recipe),
                     network_policy_id=self._policy_id,
                 )
             except self.sdk.RunloopError as exc:
                 raise SandboxError(f"Runloop could not build blueprint {name}: {exc}") from exc
-        deadline = time.monotonic() + self.build_timeout_s
+        deadline = time.monotonic() + self.timeouts.build_s
         while blueprint.status in _BUILDING and time.monotonic() < deadline:
             time.sleep(2.0)
             blueprint = self._client.blueprints.retrieve(blueprint.id)
@@ -174,7 +170,7 @@ class RunloopSandboxBackend(RunnerBackend):
         self._blueprints[image] = str(blueprint.id)
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
-        launch = {**self._sizing(recipe), "network_policy_id": self._policy_id}
+        launch = {**self._launch_size(recipe), "network_policy_id": self._policy_id}
         try:
             devbox = self._client.devboxes.create_and_await_running(
                 blueprint_id=self._blueprints[image],
@@ -204,19 +200,19 @@ class RunloopSandboxBackend(RunnerBackend):
         calls = SlotCalls(
             f"Runloop devbox {devbox.id}", upload, run, relay, shutdown, self.sdk.RunloopError
         )
-        client = start_relayed_runner(calls, recipe, self._bundle, self.boot_timeout_s)
+        client = start_relayed_runner(calls, recipe, self._bundle, self.timeouts.boot_s)
         return Slot(client, shutdown, meta={"devbox": devbox})
 
 
 def from_settings(settings: BackendSettings) -> RunloopSandboxBackend:
     """The backend ``make_backend`` builds: ``RUNLOOP_API_KEY`` and ``RUNLOOP_BASE_URL``,
     as the Runloop SDK reads them."""
+    sizing, timeouts, pool = options_from_settings(settings, RunloopSandboxBackend)
     return RunloopSandboxBackend(
         artifacts.settings_resolver(settings, "runloop"),
         api_key=os.environ.get("RUNLOOP_API_KEY") or None,
         base_url=os.environ.get("RUNLOOP_BASE_URL") or None,
-        cpus=settings.cpu_limit,
-        memory_mb=settings.memory_limit_mb,
-        connect_timeout_s=settings.backend_connect_timeout_s,
-        warm=settings.remote_warm_slots,
+        sizing=sizing,
+        timeouts=timeouts,
+        pool=pool,
     )

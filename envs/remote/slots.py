@@ -3,10 +3,10 @@
 A *slot* is one long-lived container or sandbox running the slot runner. A
 slot serves one episode at a time and many episodes in turn: ``start`` takes
 an idle slot (or makes one), sends it the task files, and the closed episode
-hands the slot back. A background thread keeps ``warm`` idle slots per image
-ready, so a reset pays only the runner's fork (milliseconds) plus the network,
-not a container or sandbox start (seconds). A slot whose runner failed, or
-that served ``max_episodes`` episodes, is destroyed instead of reused.
+hands the slot back. A background thread keeps ``pool.warm`` idle slots per
+image ready, so a reset pays only the runner's fork (milliseconds) plus the
+network, not a container or sandbox start (seconds). A slot whose runner failed,
+or that served ``pool.max_episodes`` episodes, is destroyed instead of reused.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import IMAGE_PREFIX, Recipe
 from analyst_env.envs.remote import runner_image
 from analyst_env.envs.remote.artifacts import BakesItself, write_manifest
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool
 from analyst_env.envs.remote.runner_link import RemoteSandbox, RunnerClient
 from analyst_env.envs.sandbox import SandboxBackend, SandboxError
 from analyst_env.envs.task_files import check_task_file_name
@@ -63,32 +64,31 @@ class RunnerBackend(BakesItself, SandboxBackend):
     Subclasses implement ``_prepare_image`` (build or find the recipe's image,
     once per image name, writing build output to the ``log`` it is given) and
     ``_create_slot`` (start one container or sandbox with its runner and return a
-    ready ``Slot``).
+    ready ``Slot``). A subclass reads its ``sizing`` and ``timeouts``
+    (``options.py``): the class attributes are the defaults, which a subclass whose
+    defaults differ overrides, and its constructor keeps the ones it is given instead.
 
     Args:
         resolve: Maps an image name to its recipe.
-        warm: Idle slots kept ready per image once the image was used.
-        max_episodes: Episodes a slot serves before it is replaced.
+        pool: The warm slots (``None``: ``WarmPool()``).
         interrupt_grace_s: How long an interrupted cell may take to stop.
     """
 
     name = "remote"
     # One container or sandbox per slot, with no network and its own limits; warm slots.
     capabilities = BackendCapabilities(network="none", warm_pool=True, verify_commands=True)
+    sizing = Sizing()
+    timeouts = Timeouts()
 
     def __init__(
         self,
         resolve: Callable[[str], Recipe],
         *,
-        warm: int = 1,
-        max_episodes: int = 200,
+        pool: WarmPool | None = None,
         interrupt_grace_s: float = 2.0,
     ) -> None:
-        if warm < 0 or max_episodes < 1:
-            raise ValueError("warm must be >= 0 and max_episodes >= 1")
         self._resolve = resolve
-        self.warm = warm
-        self.max_episodes = max_episodes
+        self.pool = pool or WarmPool()
         self.interrupt_grace_s = interrupt_grace_s
         self._idle: dict[str, collections.deque[Slot]] = {}
         self._recipes: dict[str, Recipe] = {}
@@ -239,8 +239,8 @@ class RunnerBackend(BakesItself, SandboxBackend):
                 healthy
                 and not self._closed
                 and idle is not None
-                and len(idle) < self.warm
-                and slot.episodes < self.max_episodes
+                and len(idle) < self.pool.warm
+                and slot.episodes < self.pool.max_episodes
                 and self._slot_usable(slot)
             )
             if keep and idle is not None:  # keep implies idle is not None
@@ -251,12 +251,12 @@ class RunnerBackend(BakesItself, SandboxBackend):
 
     def _wanted(self) -> str | None:
         for image, idle in self._idle.items():
-            if len(idle) < self.warm:
+            if len(idle) < self.pool.warm:
                 return image
         return None
 
     def _fill(self) -> None:
-        """Background thread: keep ``warm`` idle slots per image used so far."""
+        """Background thread: keep ``pool.warm`` idle slots per image used so far."""
         while True:
             with self._lock:
                 while not self._closed and self._wanted() is None:
@@ -279,7 +279,7 @@ class RunnerBackend(BakesItself, SandboxBackend):
                 continue
             with self._lock:
                 idle = self._idle.get(image)
-                if self._closed or idle is None or len(idle) >= self.warm:
+                if self._closed or idle is None or len(idle) >= self.pool.warm:
                     extra = slot
                 else:
                     idle.append(slot)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from analyst_env.envs.local import LocalSandboxBackend
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxBackend
 
@@ -48,7 +49,9 @@ def _runner(request: pytest.FixtureRequest) -> Case:
     from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
 
     sdk = request.getfixturevalue("modal_sdk")
-    backend = ModalSandboxBackend(resolve_default, token_id="a", token_secret="s", sdk=sdk, warm=0)
+    backend = ModalSandboxBackend(
+        resolve_default, token_id="a", token_secret="s", sdk=sdk, pool=WarmPool(warm=0)
+    )
     return Case(backend)
 
 
@@ -69,7 +72,7 @@ def _daytona(request: pytest.FixtureRequest) -> Case:
 
     fake = request.getfixturevalue("daytona_api")
     backend = DaytonaSandboxBackend(
-        resolve_default, api_key=fake.api_key, api_url=fake.api_url, warm=0
+        resolve_default, api_key=fake.api_key, api_url=fake.api_url, pool=WarmPool(warm=0)
     )
     return Case(backend)
 
@@ -80,7 +83,7 @@ def _runloop(request: pytest.FixtureRequest) -> Case:
 
     fake = request.getfixturevalue("runloop_api")
     backend = RunloopSandboxBackend(
-        resolve_default, api_key=fake.api_key, base_url=fake.base_url, warm=0
+        resolve_default, api_key=fake.api_key, base_url=fake.base_url, pool=WarmPool(warm=0)
     )
     return Case(backend)
 
@@ -90,7 +93,9 @@ def _azure(request: pytest.FixtureRequest) -> Case:
     from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
 
     fake = request.getfixturevalue("azure_api")
-    return Case(AzureSandboxBackend(resolve_default, **fake.backend_options(), warm=0))
+    return Case(
+        AzureSandboxBackend(resolve_default, **fake.backend_options(), pool=WarmPool(warm=0))
+    )
 
 
 def _deno(request: pytest.FixtureRequest) -> Case:
@@ -98,7 +103,7 @@ def _deno(request: pytest.FixtureRequest) -> Case:
     from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
 
     fake = request.getfixturevalue("deno_api")
-    return Case(DenoSandboxBackend(resolve_default, token=fake.token, warm=0))
+    return Case(DenoSandboxBackend(resolve_default, token=fake.token, pool=WarmPool(warm=0)))
 
 
 def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
@@ -106,14 +111,18 @@ def _agent_sandbox(request: pytest.FixtureRequest) -> Case:
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
 
     cluster = request.getfixturevalue("agent_sandbox_cluster")
-    return Case(AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0))
+    return Case(
+        AgentSandboxBackend(resolve_default, namespace=cluster.namespace, pool=WarmPool(warm=0))
+    )
 
 
 def _opensandbox(request: pytest.FixtureRequest) -> Case:
     from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
 
     fake = request.getfixturevalue("opensandbox_server")
-    backend = OpenSandboxBackend(resolve_default, domain=fake.domain, image="runner", warm=0)
+    backend = OpenSandboxBackend(
+        resolve_default, domain=fake.domain, image="runner", pool=WarmPool(warm=0)
+    )
     return Case(backend)
 
 

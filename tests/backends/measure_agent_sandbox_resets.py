@@ -25,6 +25,7 @@ def main() -> None:
     files = task_files()
 
     from analyst_env.envs.remote.agent_sandbox_backend import AgentSandboxBackend
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runner_image import resolve_default
 
     os.environ.pop("KUBERNETES_SERVICE_HOST", None)
@@ -33,7 +34,9 @@ def main() -> None:
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig(kubeconfig))
 
         def agent_sandbox(warm: int) -> AgentSandboxBackend:
-            return AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=warm)
+            return AgentSandboxBackend(
+                resolve_default, namespace=cluster.namespace, pool=WarmPool(warm=warm)
+            )
 
         label = "agent-sandbox, fake cluster"
         measure_warm_and_cold(label, agent_sandbox, files, n, cold="new claim")

@@ -21,6 +21,7 @@ def main() -> None:
     from measure_resets import _measure, _report
 
     from analyst_env.envs.remote.deno_backend import DenoSandboxBackend
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runner_image import resolve_default
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
@@ -31,7 +32,7 @@ def main() -> None:
     api = fake_deno.FakeDeno().start()
     os.environ.update(api.env)
     for warm, label, count in ((1, "warm slot", n), (0, "new sandbox each", max(3, n // 3))):
-        backend = DenoSandboxBackend(resolve_default, token=api.token, warm=warm)
+        backend = DenoSandboxBackend(resolve_default, token=api.token, pool=WarmPool(warm=warm))
         if warm:
             backend.start("default", files={}).close()
             time.sleep(10)

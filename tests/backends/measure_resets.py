@@ -79,11 +79,16 @@ def main() -> None:
     import fake_modal
 
     from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runner_image import resolve_default
 
     def modal(warm: int) -> ModalSandboxBackend:
         return ModalSandboxBackend(
-            resolve_default, token_id="a", token_secret="b", sdk=fake_modal, warm=warm
+            resolve_default,
+            token_id="a",
+            token_secret="b",
+            sdk=fake_modal,
+            pool=WarmPool(warm=warm),
         )
 
     measure_warm_and_cold("modal, fake SDK", modal, files, n)
@@ -94,7 +99,9 @@ def main() -> None:
         network = os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK")
 
         def docker(warm: int) -> DockerSandboxBackend:
-            return DockerSandboxBackend(resolve_default, warm=warm, build_network=network)
+            return DockerSandboxBackend(
+                resolve_default, pool=WarmPool(warm=warm), build_network=network
+            )
 
         measure_warm_and_cold("docker (runc)", docker, files, n, cold="new container")
 
@@ -106,7 +113,7 @@ def main() -> None:
 
         def daytona(warm: int) -> DaytonaSandboxBackend:
             return DaytonaSandboxBackend(
-                resolve_default, api_key=api.api_key, api_url=api.api_url, warm=warm
+                resolve_default, api_key=api.api_key, api_url=api.api_url, pool=WarmPool(warm=warm)
             )
 
         measure_warm_and_cold("daytona, fake API", daytona, files, n)
@@ -131,13 +138,14 @@ def _measure_opensandbox(files: dict[str, str], n: int) -> None:
     except ImportError:
         return
     from analyst_env.envs.remote.opensandbox_backend import OpenSandboxBackend
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runner_image import resolve_default
 
     with fake_opensandbox.FakeOpenSandbox() as fake:
 
         def opensandbox(warm: int) -> OpenSandboxBackend:
             return OpenSandboxBackend(
-                resolve_default, domain=fake.domain, image="runner", warm=warm
+                resolve_default, domain=fake.domain, image="runner", pool=WarmPool(warm=warm)
             )
 
         measure_warm_and_cold("opensandbox, real SDK, fake", opensandbox, files, n)

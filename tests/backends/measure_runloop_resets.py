@@ -17,6 +17,7 @@ def main() -> None:
     import fake_runloop
     from measure_resets import measure_warm_and_cold, task_files
 
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runloop_backend import RunloopSandboxBackend
     from analyst_env.envs.remote.runner_image import resolve_default
 
@@ -25,7 +26,10 @@ def main() -> None:
 
         def runloop(warm: int) -> RunloopSandboxBackend:
             return RunloopSandboxBackend(
-                resolve_default, api_key=api.api_key, base_url=api.base_url, warm=warm
+                resolve_default,
+                api_key=api.api_key,
+                base_url=api.base_url,
+                pool=WarmPool(warm=warm),
             )
 
         measure_warm_and_cold("runloop, fake API", runloop, task_files(), n, cold="new devbox")

@@ -19,6 +19,7 @@ from fake_agent_sandbox import MANIFESTS, FakeAgentSandboxCluster
 
 from analyst_env.envs.backends import make_backend
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import (
     RUNNER_REVISION,
     artifact_tag,
@@ -206,7 +207,7 @@ def test_an_environment_image_needs_its_own_pool(agent_sandbox_cluster, tmp_path
 
 def test_a_pool_deleted_after_start_up_fails_the_claim_at_once(agent_sandbox_cluster, csv_file):
     backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
+        resolve_default, namespace=agent_sandbox_cluster.namespace, pool=WarmPool(warm=0)
     )
     try:
         backend.warm_up("default")
@@ -229,7 +230,7 @@ def test_slots_made_at_once_do_not_disturb_each_others_api_calls(agent_sandbox_c
     # kubernetes.stream swaps the transport of the ApiClient it is given while it opens an
     # exec; other threads' calls on that client must not go out as WebSocket handshakes.
     backend = AgentSandboxBackend(
-        resolve_default, namespace=agent_sandbox_cluster.namespace, warm=0
+        resolve_default, namespace=agent_sandbox_cluster.namespace, pool=WarmPool(warm=0)
     )
     results: list[object] = []
 
@@ -256,7 +257,9 @@ def test_a_sandbox_pod_lost_mid_cell_is_reported_and_the_backend_recovers(
     agent_sandbox_cluster, csv_file
 ):
     cluster = agent_sandbox_cluster
-    backend = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
+    backend = AgentSandboxBackend(
+        resolve_default, namespace=cluster.namespace, pool=WarmPool(warm=0)
+    )
     try:
         sandbox = backend.start("default", files={"sales.csv": csv_file})
         (claim,) = cluster.claims()
@@ -286,7 +289,9 @@ def test_a_role_without_pods_exec_fails_the_start_and_deletes_the_claim(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with FakeAgentSandboxCluster(rbac=rbac) as cluster:
         monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig(tmp_path / "kubeconfig")))
-        backend = AgentSandboxBackend(resolve_default, namespace=cluster.namespace, warm=0)
+        backend = AgentSandboxBackend(
+            resolve_default, namespace=cluster.namespace, pool=WarmPool(warm=0)
+        )
         try:
             with pytest.raises(SandboxError, match=r"could not start the runner .*forbidden"):
                 backend.start("default", files={"sales.csv": csv_file})

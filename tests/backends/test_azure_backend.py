@@ -18,6 +18,7 @@ import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.sandbox import SandboxError
 
 
@@ -26,7 +27,9 @@ def test_a_failed_disk_image_is_refused_with_its_reason_and_not_rebuilt(azure_ap
     from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
 
     recipe = Recipe(name="broken", pip=["no-such-package-x"])
-    backend = AzureSandboxBackend(lambda image: recipe, **azure_api.backend_options(), warm=0)
+    backend = AzureSandboxBackend(
+        lambda image: recipe, **azure_api.backend_options(), pool=WarmPool(warm=0)
+    )
     azure_api.faults.build_failure = "manifest unknown"
     try:
         for _ in range(2):

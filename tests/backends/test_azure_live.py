@@ -68,9 +68,10 @@ def test_a_detached_command_outlives_its_exec(settings):
 
 def test_cells_keep_their_state_on_the_backend(settings):
     from analyst_env.envs.remote.azure_backend import AzureSandboxBackend
+    from analyst_env.envs.remote.options import WarmPool
     from analyst_env.envs.remote.runner_image import resolve_default
 
-    backend = AzureSandboxBackend(resolve_default, **settings, warm=0)
+    backend = AzureSandboxBackend(resolve_default, **settings, pool=WarmPool(warm=0))
     try:
         sandbox = backend.start("default", files={})
         try:

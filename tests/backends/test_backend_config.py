@@ -22,6 +22,7 @@ from analyst_env.envs.backends import BACKENDS, make_backend
 from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import RUNNER_REVISION, resolve_default
 from analyst_env.server.app import build_app
 from analyst_env.server.local_server import BackgroundServer
@@ -132,7 +133,7 @@ def test_serve_refuses_a_bad_backend_with_a_message(backend, env, message, tmp_p
 def test_server_survives_a_remote_runner_lost_mid_cell(modal_sdk, tiny_dataset, tmp_path):
     settings = Settings(cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path))
     backend = ModalSandboxBackend(
-        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0
+        resolve_default, token_id="ak", token_secret="as", sdk=modal_sdk, pool=WarmPool(warm=0)
     )
     runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])
     try:
@@ -177,7 +178,9 @@ def test_environment_built_for_a_remote_backend_binds_episodes(modal_sdk, tiny_d
         cell_timeout_s=60, record_trajectories=False, state_dir=str(tmp_path), allow_builds=True
     )
     resolve = recipe_resolver(tmp_path / "envs" / "images", "modal")  # what make_backend passes
-    backend = ModalSandboxBackend(resolve, token_id="ak", token_secret="as", sdk=modal_sdk, warm=0)
+    backend = ModalSandboxBackend(
+        resolve, token_id="ak", token_secret="as", sdk=modal_sdk, pool=WarmPool(warm=0)
+    )
     runtime = Runtime(settings, backend=backend, datasets=[tiny_dataset])
     try:
         with BackgroundServer(build_app(settings, runtime=runtime)) as url:

@@ -25,6 +25,7 @@ from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.line_relay import EXIT_MARKER, encode_line
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 
@@ -35,7 +36,7 @@ from analyst_env.envs.remote.daytona_backend import DaytonaSandboxBackend  # noq
 
 def _backend(fake, resolve=resolve_default, **kwargs) -> DaytonaSandboxBackend:
     return DaytonaSandboxBackend(
-        resolve, api_key=fake.api_key, api_url=fake.api_url, warm=0, **kwargs
+        resolve, api_key=fake.api_key, api_url=fake.api_url, pool=WarmPool(warm=0), **kwargs
     )
 
 
@@ -203,7 +204,7 @@ def test_an_unanswering_api_fails_within_the_bound(daytona_api):
     started = time.monotonic()
     try:
         with pytest.raises(BackendUnavailable, match="did not answer within 1 s"):
-            _backend(daytona_api, connect_timeout_s=1)
+            _backend(daytona_api, timeouts=Timeouts(connect_s=1))
     finally:
         daytona_api.faults.hang_s = 0.0
     assert time.monotonic() - started < 5

@@ -16,6 +16,7 @@ import pytest
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.remote.slots import Slot
 from analyst_env.envs.sandbox import SandboxError
@@ -26,7 +27,7 @@ from analyst_env.envs.remote.deno_backend import DenoSandboxBackend  # noqa: E40
 
 
 def _backend(fake, resolve=resolve_default, **kwargs) -> DenoSandboxBackend:
-    return DenoSandboxBackend(resolve, token=fake.token, warm=0, **kwargs)
+    return DenoSandboxBackend(resolve, token=fake.token, pool=WarmPool(warm=0), **kwargs)
 
 
 def test_an_episode_runs_in_a_sandbox_booted_from_the_recipes_snapshot(deno_api, csv_file):
@@ -81,7 +82,7 @@ def test_a_missing_token_is_a_one_line_refusal():
 
 def test_a_wrong_token_stops_the_server_at_start(deno_api):
     with pytest.raises(BackendUnavailable, match="refused the request: invalid API token"):
-        DenoSandboxBackend(resolve_default, token="wrong", warm=0)
+        DenoSandboxBackend(resolve_default, token="wrong", pool=WarmPool(warm=0))
 
 
 def test_a_recipe_that_fails_to_build_is_refused_with_its_step_and_not_rebuilt(deno_api):
@@ -112,7 +113,7 @@ def test_a_recipe_with_its_own_base_image_cannot_be_baked(deno_api):
 
 
 def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
-    backend = _backend(deno_api, lifetime_s=900, episode_budget_s=600)
+    backend = _backend(deno_api, timeouts=Timeouts(sandbox_s=900), episode_budget_s=600)
     try:
         slot = Slot(client=None, destroy=lambda: None, meta={"born": time.monotonic()})  # type: ignore[arg-type]
         assert backend._slot_usable(slot)
@@ -121,7 +122,7 @@ def test_a_sandbox_without_an_episodes_lifetime_left_takes_no_episode(deno_api):
     finally:
         backend.close()
     with pytest.raises(ValueError):
-        _backend(deno_api, lifetime_s=3600)  # longer than Deno lets a sandbox live
+        _backend(deno_api, timeouts=Timeouts(sandbox_s=3600))  # longer than Deno lets one live
 
 
 def test_a_build_running_elsewhere_is_waited_for_until_its_snapshot_exists(deno_api, tmp_path):

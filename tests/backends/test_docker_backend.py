@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -25,6 +26,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.channel import StderrTail
 from analyst_env.envs.remote.docker_backend import DockerSandboxBackend, demultiplex, run_options
 from analyst_env.envs.remote.dockerfile import build_context, dockerfile
+from analyst_env.envs.remote.options import Sizing, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default, runner_command
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
@@ -111,7 +113,9 @@ def test_build_context_holds_the_dockerfile_and_the_runner_code():
 
 def test_container_options_isolate_and_size_the_slot():
     recipe = Recipe(name="x", cpus=2, memory_mb=2048, disk_mb=512)
-    options = run_options(recipe, cpus=1, memory_mb=4096, disk_mb=1024, pids=128, runtime="runsc")
+    options = run_options(
+        recipe, Sizing(cpus=1, memory_mb=4096, disk_mb=1024), pids=128, runtime="runsc"
+    )
     assert options["network_mode"] == "none" and options["read_only"] is True
     assert options["cap_drop"] == ["ALL"] and options["security_opt"] == ["no-new-privileges"]
     assert options["mem_limit"] == options["memswap_limit"] == "2048m"
@@ -125,7 +129,7 @@ def test_container_options_isolate_and_size_the_slot():
         and not options["tty"]
     )
     defaults = run_options(
-        Recipe(name="y"), cpus=1.5, memory_mb=4096, disk_mb=1024, pids=256, runtime=None
+        Recipe(name="y"), Sizing(cpus=1.5, memory_mb=4096, disk_mb=1024), pids=256, runtime=None
     )
     assert (
         defaults["mem_limit"] == "4096m"
@@ -152,7 +156,9 @@ def test_attach_stream_is_demultiplexed():
 def test_unreachable_engine_is_a_clear_startup_error(tmp_path):
     with pytest.raises(BackendUnavailable, match="cannot reach the Docker engine at unix://"):
         DockerSandboxBackend(
-            resolve_default, base_url=f"unix://{tmp_path}/no-docker.sock", connect_timeout_s=2
+            resolve_default,
+            base_url=f"unix://{tmp_path}/no-docker.sock",
+            timeouts=replace(DockerSandboxBackend.timeouts, connect_s=2),
         )
 
 
@@ -160,7 +166,7 @@ def test_unreachable_engine_is_a_clear_startup_error(tmp_path):
 def test_live_episode_in_a_container(csv_file):
     backend = DockerSandboxBackend(
         resolve_default,
-        warm=0,
+        pool=WarmPool(warm=0),
         build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
     )
     try:
@@ -193,8 +199,9 @@ def test_live_episode_in_a_container(csv_file):
 _HOLD_A_SLOT = """
 import os, sys
 from analyst_env.envs.remote.docker_backend import DockerSandboxBackend
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
-backend = DockerSandboxBackend(resolve_default, warm=0, build_network=os.environ.get(
+backend = DockerSandboxBackend(resolve_default, pool=WarmPool(warm=0), build_network=os.environ.get(
     "ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"))
 sandbox = backend.start("default", files={})
 print("ready", flush=True)

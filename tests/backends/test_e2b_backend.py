@@ -17,6 +17,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.e2b_backend import E2BSandboxBackend
 from analyst_env.envs.remote.e2b_sandbox import cell_result, strip_ansi
 from analyst_env.envs.remote.e2b_template import template_builder
+from analyst_env.envs.remote.options import Sizing
 from analyst_env.envs.remote.runner_image import RUNNER_REVISION, resolve_default
 from analyst_env.envs.sandbox import SandboxClosedError, SandboxError
 
@@ -146,9 +147,9 @@ def test_template_per_recipe_and_sizing():
     assert "pip install --index-url https://pypi.internal/simple pypdf==4.2.0" in steps
     assert "@scope/tool@1.4.0" in steps
     small = E2BSandboxBackend.__new__(E2BSandboxBackend)
-    small.cpus, small.memory_mb, small.disk_mb = 1.0, 2048, None
+    small.sizing = Sizing(cpus=1.0, memory_mb=2048)
     big = E2BSandboxBackend.__new__(E2BSandboxBackend)
-    big.cpus, big.memory_mb, big.disk_mb = 2.0, 2048, None
+    big.sizing = Sizing(cpus=2.0, memory_mb=2048)
     assert small.template_name(recipe) != big.template_name(recipe), (
         "sizing is part of an E2B template"
     )

@@ -21,6 +21,7 @@ from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.artifacts import recipe_resolver
 from analyst_env.envs.remote.bounded import BackendUnavailable
 from analyst_env.envs.remote.modal_backend import ModalSandboxBackend, modal_image
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import (
     RUNNER_REQUIREMENTS,
     RUNNER_REVISION,
@@ -93,7 +94,11 @@ def test_stream_writer_api_matches(modal_sdk):
 @pytest.fixture
 def backend(modal_sdk):
     b = ModalSandboxBackend(
-        resolve_default, token_id="ak-test", token_secret="as-test", sdk=modal_sdk, warm=1
+        resolve_default,
+        token_id="ak-test",
+        token_secret="as-test",
+        sdk=modal_sdk,
+        pool=WarmPool(warm=1),
     )
     yield b
     b.close()
@@ -146,7 +151,7 @@ def test_sandbox_has_no_network(backend, csv_file):
 
 def test_image_is_published_once_by_hash_and_reused(modal_sdk, csv_file):
     first = ModalSandboxBackend(
-        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0
+        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, pool=WarmPool(warm=0)
     )
     first.start("default", files={}).close()
     first.close()
@@ -157,7 +162,7 @@ def test_image_is_published_once_by_hash_and_reused(modal_sdk, csv_file):
         name == "analyst-env:" + resolve_default("default").content_hash() + f"-r{RUNNER_REVISION}"
     )
     second = ModalSandboxBackend(
-        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, warm=0
+        resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, pool=WarmPool(warm=0)
     )
     second.start("default", files={}).close()
     second.close()
@@ -217,7 +222,11 @@ def test_unreachable_modal_fails_within_the_bound(modal_sdk):
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match="did not answer within 1 s"):
         ModalSandboxBackend(
-            resolve_default, token_id="a", token_secret="b", sdk=modal_sdk, connect_timeout_s=1
+            resolve_default,
+            token_id="a",
+            token_secret="b",
+            sdk=modal_sdk,
+            timeouts=Timeouts(connect_s=1),
         )
     assert time.monotonic() - started < 5
 

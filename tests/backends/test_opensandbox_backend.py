@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import replace
 
 import pytest
 
 from analyst_env.envs.backends import make_backend
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.server.settings import Settings
 
@@ -68,7 +70,11 @@ def test_a_refused_api_key_fails_start_up(opensandbox_server):
             resolve_default, domain=opensandbox_server.domain, api_key="wrong", image="runner"
         )
     backend = OpenSandboxBackend(
-        resolve_default, domain=opensandbox_server.domain, api_key="right", image="runner", warm=0
+        resolve_default,
+        domain=opensandbox_server.domain,
+        api_key="right",
+        image="runner",
+        pool=WarmPool(warm=0),
     )
     backend.close()
 
@@ -79,7 +85,7 @@ def test_building_needs_a_reachable_engine(opensandbox_server, tmp_path):
             resolve_default,
             domain=opensandbox_server.domain,
             docker_host=f"unix://{tmp_path}/docker.sock",
-            connect_timeout_s=2,
+            timeouts=replace(OpenSandboxBackend.timeouts, connect_s=2),
         )
 
 
@@ -93,7 +99,10 @@ def test_a_bad_egress_choice_is_refused(opensandbox_server):
 def test_a_slot_is_sized_by_its_recipe_without_egress_and_deleted_after(opensandbox_server):
     sized = resolve_default("default").model_copy(update={"cpus": 2.0, "memory_mb": 1024})
     backend = OpenSandboxBackend(
-        lambda image: sized, domain=opensandbox_server.domain, image="runner:1", warm=0
+        lambda image: sized,
+        domain=opensandbox_server.domain,
+        image="runner:1",
+        pool=WarmPool(warm=0),
     )
     assert backend.capabilities.network == "none"
     try:
@@ -117,7 +126,11 @@ def test_a_slot_is_sized_by_its_recipe_without_egress_and_deleted_after(opensand
 
 def test_egress_allow_sends_no_policy_and_says_so(opensandbox_server):
     backend = OpenSandboxBackend(
-        resolve_default, domain=opensandbox_server.domain, image="runner", egress="allow", warm=0
+        resolve_default,
+        domain=opensandbox_server.domain,
+        image="runner",
+        egress="allow",
+        pool=WarmPool(warm=0),
     )
     try:
         assert backend.capabilities.network == "host"
@@ -131,7 +144,7 @@ def test_egress_allow_sends_no_policy_and_says_so(opensandbox_server):
 
 def test_a_runner_that_dies_is_replaced_by_a_new_sandbox(opensandbox_server):
     backend = OpenSandboxBackend(
-        resolve_default, domain=opensandbox_server.domain, image="runner", warm=0
+        resolve_default, domain=opensandbox_server.domain, image="runner", pool=WarmPool(warm=0)
     )
     try:
         first = backend.start("default", files={}, seed=1)

@@ -15,6 +15,7 @@ from relayed_episode import assert_the_uploaded_runner_serves, wait_for
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 
@@ -28,7 +29,7 @@ from analyst_env.envs.remote.runloop_backend import (  # noqa: E402
 
 def _backend(fake, resolve=resolve_default, **kwargs) -> RunloopSandboxBackend:
     return RunloopSandboxBackend(
-        resolve, api_key=fake.api_key, base_url=fake.base_url, warm=0, **kwargs
+        resolve, api_key=fake.api_key, base_url=fake.base_url, pool=WarmPool(warm=0), **kwargs
     )
 
 
@@ -63,7 +64,7 @@ def test_missing_credentials_are_one_line_refusals(monkeypatch):
 def test_a_wrong_key_stops_the_server_at_start(runloop_api):
     with pytest.raises(BackendUnavailable, match="refused the request"):
         RunloopSandboxBackend(
-            resolve_default, api_key="wrong", base_url=runloop_api.base_url, warm=0
+            resolve_default, api_key="wrong", base_url=runloop_api.base_url, pool=WarmPool(warm=0)
         )
 
 

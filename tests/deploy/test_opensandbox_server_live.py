@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from analyst_env.envs.remote.bounded import BackendUnavailable
+from analyst_env.envs.remote.options import Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 
@@ -134,7 +135,7 @@ def test_the_real_server_takes_the_key_and_refuses_another(server_domain):
     with pytest.raises(BackendUnavailable, match="OPEN_SANDBOX_API_KEY"):
         OpenSandboxBackend(resolve_default, domain=server_domain, api_key="wrong", image="x")
     backend = OpenSandboxBackend(
-        resolve_default, domain=server_domain, api_key=API_KEY, image="x", warm=0
+        resolve_default, domain=server_domain, api_key=API_KEY, image="x", pool=WarmPool(warm=0)
     )
     backend.close()
 
@@ -145,8 +146,8 @@ def test_a_sandbox_the_server_cannot_create_is_a_sandbox_error(server_domain):
         domain=server_domain,
         api_key=API_KEY,
         image="analyst-env-missing/runner:none",
-        warm=0,
-        boot_timeout_s=60,
+        pool=WarmPool(warm=0),
+        timeouts=Timeouts(boot_s=60),
     )
     try:
         with pytest.raises(SandboxError, match="OpenSandbox did not create a sandbox: .*image"):
@@ -177,8 +178,8 @@ def test_an_episode_runs_in_a_container_the_server_made(server_domain):
         egress="allow",
         docker_host=os.environ["DOCKER_HOST"],
         build_network=os.environ.get("ANALYST_ENV_TEST_DOCKER_BUILD_NETWORK"),
-        warm=0,
-        boot_timeout_s=120,
+        pool=WarmPool(warm=0),
+        timeouts=Timeouts(boot_s=120),
     )
     try:
         sandbox = backend.start("default", files={}, seed=3)
