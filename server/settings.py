@@ -146,7 +146,7 @@ class Settings(BaseModel):
         default=1,
         ge=0,
         le=64,
-        description="Docker/Modal: idle sandbox slots (containers, sandboxes) kept ready per image",
+        description="Remote backends but e2b: idle sandboxes kept ready per image",
     )
     docker_runtime: str | None = Field(
         default=None,
