@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.bounded import BackendUnavailable, import_sdk
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-from analyst_env.envs.remote.engine_image import ensure_image
+from analyst_env.envs.remote.engine_image import connect_engine, ensure_image
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -151,15 +151,9 @@ class DockerSandboxBackend(RunnerBackend):
         self.runtime = runtime
         self.build_network = build_network
         self.pids = pids
-        connect_s = self.timeouts.connect_s
         where = base_url or "the default socket (DOCKER_HOST unset)"
         try:
-            self.docker = (
-                self.sdk.DockerClient(base_url=base_url, timeout=int(connect_s) or 1)
-                if base_url
-                else self.sdk.from_env(timeout=int(connect_s) or 1)
-            )
-            call_within(connect_s + 1, "the Docker engine", self.docker.ping)
+            self.docker = connect_engine(self.sdk, base_url, self.timeouts.connect_s)
         except BackendUnavailable:
             raise
         except Exception as exc:

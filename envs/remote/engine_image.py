@@ -11,8 +11,29 @@ from types import ModuleType
 from typing import Any
 
 from analyst_env.envs.recipes.recipe import Recipe
+from analyst_env.envs.remote.bounded import call_within
 from analyst_env.envs.remote.dockerfile import build_context
 from analyst_env.envs.sandbox import SandboxError
+
+
+def connect_engine(sdk: ModuleType, base_url: str | None, connect_s: float) -> Any:
+    """A ``docker.DockerClient`` for ``base_url`` (``DOCKER_HOST`` or the default socket when
+    None) that answered a ping within ``connect_s``, so a backend refuses at start-up instead
+    of hanging on an engine that is not there.
+
+    Raises:
+        BackendUnavailable: The ping did not answer in time.
+        Exception: The SDK's own error (no socket, refused); the caller says what it needed
+            the engine for.
+    """
+    timeout = int(connect_s) or 1
+    client = (
+        sdk.DockerClient(base_url=base_url, timeout=timeout)
+        if base_url
+        else sdk.from_env(timeout=timeout)
+    )
+    call_within(connect_s + 1, "the Docker engine", client.ping)
+    return client
 
 
 def ensure_image(

@@ -33,7 +33,7 @@ from analyst_env.envs.fork_env import SINGLE_THREADED_ENV
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
-from analyst_env.envs.remote.engine_image import ensure_image
+from analyst_env.envs.remote.engine_image import connect_engine, ensure_image
 from analyst_env.envs.remote.execd_pipe import EXECD_PORT, open_pipe
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
@@ -136,12 +136,7 @@ class OpenSandboxBackend(RunnerBackend):
         if image is None:
             docker_sdk = import_sdk("docker", "docker")
             try:
-                self._docker = (
-                    docker_sdk.DockerClient(base_url=docker_host, timeout=int(connect_s))
-                    if docker_host
-                    else docker_sdk.from_env(timeout=int(connect_s) or 1)
-                )
-                call_within(connect_s + 1, "the Docker engine", self._docker.ping)
+                self._docker = connect_engine(docker_sdk, docker_host, connect_s)
             except BackendUnavailable:
                 raise
             except Exception as exc:
