@@ -49,7 +49,7 @@ from analyst_env.server.sessions import Sessions  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.step_action import install_http_step  # noqa: E402
 from analyst_env.server.web import mount_web  # noqa: E402
-from analyst_env.server.ws_endpoint import install_ws_endpoints  # noqa: E402
+from analyst_env.server.ws_endpoint import SessionSockets, install_ws_endpoints  # noqa: E402
 
 ENV_NAME = "analyst_env"
 
@@ -82,9 +82,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     rpc = McpRpc(sessions)
     siblings = Peers.from_env(settings.token)  # the other workers of `serve --workers N`
     # /ws and /mcp that answer every bad frame and never reap an open socket
-    sockets = install_ws_endpoints(
-        app, sessions, rpc, CallToolAction, settings.resume_grace_s, siblings
-    )
+    sockets = SessionSockets(sessions, rpc, CallToolAction, settings.resume_grace_s, siblings)
+    install_ws_endpoints(app, sockets)
     app.state.sessions, app.state.sockets = sessions, sockets
 
     def draining() -> bool:

@@ -363,18 +363,9 @@ class SessionSockets:
             return error_frame(str(exc), WSErrorCode.EXECUTION_ERROR)
 
 
-def install_ws_endpoints(
-    app: FastAPI,
-    sessions: Sessions,
-    rpc: McpRpc,
-    action_cls: type[Action],
-    resume_grace_s: float = 120.0,
-    peers: Peers | None = None,
-) -> SessionSockets:
-    """Serve ``/ws`` and the ``/mcp`` WebSocket of ``app`` (in place of OpenEnv's) on
-    ``sessions``."""
-    sockets = SessionSockets(sessions, rpc, action_cls, resume_grace_s, peers)
+def install_ws_endpoints(app: FastAPI, sockets: SessionSockets) -> None:
+    """Serve ``/ws`` and the ``/mcp`` WebSocket of ``app`` (in place of OpenEnv's) from
+    ``sockets``."""
     remove_routes(app, "/ws", "/mcp", kind=WebSocketRoute)  # HTTP POST /mcp stays
     app.add_api_websocket_route("/ws", sockets.ws)
     app.add_api_websocket_route("/mcp", sockets.mcp.serve)
-    return sockets
