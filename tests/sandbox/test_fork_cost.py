@@ -1,4 +1,4 @@
-"""``python -m analyst_env.benchmarks.fork_cost``: the floor of making a kernel, measured."""
+"""``python -m analyst_env.envs.local.fork_cost``: the floor of making a kernel, measured."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 def test_fork_cost_reports_parent_and_child_cpu_of_a_warm_zygote() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "analyst_env.benchmarks.fork_cost", "--forks", "3", "--rounds", "1"],
+        [sys.executable, "-m", "analyst_env.envs.local.fork_cost", "--forks", "3", "--rounds", "1"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,7 +6,7 @@ kernel is mostly the operating system copying the warm interpreter's page tables
 that part alone, without the sandbox's confinement or the server, so the floor of
 "first step after a burst" can be read as kernels x CPU per fork / cores.
 
-    python -m analyst_env.benchmarks.fork_cost --forks 200 --rounds 3
+    python -m analyst_env.envs.local.fork_cost --forks 200 --rounds 3
 
 Each round prepares the default image as the zygote does (``zygote.prepare``) in a
 fresh interpreter with the zygote's single-threaded environment, forks ``--forks``
