@@ -8,7 +8,9 @@ its whole process tree (server, zygote, kernels):
 * ``busy_pss_mib``: extra PSS per live episode holding a 200,000-row DataFrame
   (five numeric columns, ~8 MB of data) after ``describe()``;
 * ``cpu_ms_per_step``: server-side CPU per trivial cell with ``--clients`` sessions
-  stepping at once, and ``steps_per_core_s`` = 1000 / that;
+  stepping at once, and ``steps_per_core_s`` = 1000 / that; of it,
+  ``server_process_cpu_ms_per_step`` is the server's own process (protocol, tools,
+  rendering, records) and the rest the zygote and kernels (the cell itself);
 * ``cpu_ms_per_episode``: server-side CPU per episode of reset + one cell + close
   (standby fork, isolation, teardown included), and ``episodes_per_core_s``.
 
@@ -45,14 +47,17 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def tree_cpu_s(pid: int) -> float:
     """User + system CPU seconds of ``pid``'s tree, reaped children included."""
-    total = 0
-    for p in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-    return total / _TICKS
+    return sum(process_cpu_s(p, reaped=True) for p in process_tree(pid))
+
+
+def process_cpu_s(pid: int, reaped: bool = False) -> float:
+    """User + system CPU seconds of ``pid`` alone (and of its reaped children if ``reaped``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, then cutime, cstime
+    return sum(int(v) for v in fields[11 : 15 if reaped else 13]) / _TICKS
 
 
 async def busy_pss_per_episode(ws_url: str, episodes: int, pss) -> float:
@@ -71,13 +76,15 @@ async def busy_pss_per_episode(ws_url: str, episodes: int, pss) -> float:
 
 async def cpu_per_step_ms(
     ws_url: str, pid: int, clients: int, duration_s: float
-) -> tuple[float, float]:
-    """(server CPU ms per trivial cell, wall steps/s) with ``clients`` sessions stepping."""
+) -> tuple[float, float, float]:
+    """(server tree CPU ms per trivial cell, the server process's own share, wall steps/s)
+    with ``clients`` sessions stepping."""
     sessions = await open_episodes(ws_url, RESET, clients)
     steps = 0
     try:
         await settle()
-        cpu0, end = tree_cpu_s(pid), time.monotonic() + duration_s
+        cpu0, own0 = tree_cpu_s(pid), process_cpu_s(pid)
+        end = time.monotonic() + duration_s
 
         async def loop(s: Session) -> None:
             nonlocal steps
@@ -86,10 +93,10 @@ async def cpu_per_step_ms(
                 steps += 1
 
         await asyncio.gather(*(loop(s) for s in sessions))
-        cpu = tree_cpu_s(pid) - cpu0
+        cpu, own = tree_cpu_s(pid) - cpu0, process_cpu_s(pid) - own0
     finally:
         await asyncio.gather(*(s.close() for s in sessions))
-    return 1000 * cpu / steps, steps / duration_s
+    return 1000 * cpu / steps, 1000 * own / steps, steps / duration_s
 
 
 async def cpu_per_episode_ms(ws_url: str, pid: int, clients: int, duration_s: float) -> float:
@@ -123,9 +130,12 @@ def measure(idle: int, busy: int, clients: int, duration_s: float) -> dict[str, 
                 "idle_pss_mib": await idle_pss_per_episode(ws_url, RESET, idle, server.pss_mib),
                 "busy_pss_mib": await busy_pss_per_episode(ws_url, busy, server.pss_mib),
             }
-            step_ms, steps_s = await cpu_per_step_ms(ws_url, pid, clients, duration_s)
+            step_ms, own_ms, steps_s = await cpu_per_step_ms(ws_url, pid, clients, duration_s)
             out.update(
-                cpu_ms_per_step=step_ms, steps_per_core_s=1000 / step_ms, wall_steps_s=steps_s
+                cpu_ms_per_step=step_ms,
+                server_process_cpu_ms_per_step=own_ms,
+                steps_per_core_s=1000 / step_ms,
+                wall_steps_s=steps_s,
             )
             episode_ms = await cpu_per_episode_ms(ws_url, pid, clients, duration_s)
             out.update(cpu_ms_per_episode=episode_ms, episodes_per_core_s=1000 / episode_ms)
@@ -145,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     figures = measure(args.idle, args.busy, args.clients, args.duration)
     for name, value in figures.items():
-        print(f"{name:24} {value:10.2f}")
+        print(f"{name:32} {value:10.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0
