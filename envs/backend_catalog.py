@@ -107,6 +107,12 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="deno",
         variables=("DENO_DEPLOY_TOKEN",),
     ),
+    "prime": BackendInfo(
+        "a Prime Intellect sandbox (VM) per warm slot, images built by Prime's image service",
+        sdk="prime_sandboxes",
+        extra="prime",
+        variables=("PRIME_API_KEY",),
+    ),
 }
 
 

@@ -27,6 +27,7 @@ BACKENDS: dict[str, str] = {
     "runloop": "analyst_env.envs.remote.runloop_backend:from_settings",
     "azure": "analyst_env.envs.remote.azure_backend:from_settings",
     "deno": "analyst_env.envs.remote.deno_backend:from_settings",
+    "prime": "analyst_env.envs.remote.prime_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""

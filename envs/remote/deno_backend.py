@@ -30,11 +30,12 @@ from analyst_env.envs.capabilities import BackendCapabilities
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import BackendUnavailable, import_sdk
-from analyst_env.envs.remote.deno_link import OpenSandbox, SdkLoop, fifo_channel
+from analyst_env.envs.remote.deno_link import OpenSandbox, fifo_channel
 from analyst_env.envs.remote.deno_snapshot import BASE_SNAPSHOT, BuildFailed, bake_steps
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
+from analyst_env.envs.remote.sdk_loop import SdkLoop
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
 from analyst_env.envs.sandbox import SandboxError
 
@@ -103,7 +104,7 @@ class DenoSandboxBackend(RunnerBackend):
             raise ValueError("the deno backend needs sizing.disk_mb, a build volume's capacity")
         self.sdk = import_sdk("deno_sandbox", "deno")
         self.region, self.episode_budget_s = region, episode_budget_s
-        self._sdk_loop = SdkLoop()
+        self._sdk_loop = SdkLoop("Deno")
         self._deploy = self.sdk.AsyncDenoDeploy({"token": token})
         where = os.environ.get("DENO_DEPLOY_ENDPOINT") or "Deno Deploy"
         try:  # one cheap authenticated call, so a bad token stops the server at start-up

@@ -1,6 +1,6 @@
 """The slot runner in a Deno sandbox, through the public calls of the ``deno-sandbox`` SDK.
 
-The SDK is asyncio only, so ``SdkLoop`` runs it on one thread for the whole backend and the
+The SDK is asyncio only, so it runs on the backend's ``sdk_loop.SdkLoop`` and the
 backend's blocking code hands coroutines over. A sandbox lives as long as its create call's
 WebSocket (``timeout="session"``), so ``OpenSandbox`` keeps that context open until the slot
 is destroyed.
@@ -20,46 +20,19 @@ frames need no ``line_relay``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import io
 import shlex
 import threading
 from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
-
-T = TypeVar("T")
+from analyst_env.envs.remote.sdk_loop import SdkLoop
 
 #: How long delivering one request frame into the FIFO may take.
 WRITE_TIMEOUT_S = 60.0
 #: Runner output is read in chunks of at most this many bytes.
 READ_BYTES = 1 << 16
-
-
-class SdkLoop:
-    """One event loop thread on which every SDK call of a backend runs."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="deno-sdk", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for it.
-
-        Raises:
-            TimeoutError: It did not finish within ``timeout_s`` (it is cancelled).
-        """
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return future.result(timeout_s)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TimeoutError(f"no answer from Deno within {timeout_s:g} s") from None
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 class OpenSandbox:

@@ -88,7 +88,7 @@ class SlotCalls:
         run: Runs a shell command to completion; its exit code and output.
         relay: Starts a shell command as the long-lived relay; the channel to it.
         dispose: Deletes the slot (called when its start fails).
-        vendor_error: The SDK's base exception, turned into ``SandboxError``.
+        vendor_error: The SDK's base exception (or exceptions), turned into ``SandboxError``.
     """
 
     label: str
@@ -96,7 +96,7 @@ class SlotCalls:
     run: Callable[[str], tuple[int, str]]
     relay: Callable[[str], QueueChannel]
     dispose: Callable[[], None]
-    vendor_error: type[BaseException]
+    vendor_error: type[BaseException] | tuple[type[BaseException], ...]
 
 
 def start_relayed_runner(

@@ -126,6 +126,16 @@ def _opensandbox(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _prime(request: pytest.FixtureRequest) -> Case:
+    from analyst_env.envs.remote.prime_backend import PrimeSandboxBackend
+
+    fake = request.getfixturevalue("prime_api")
+    backend = PrimeSandboxBackend(
+        resolve_default, api_key=fake.api_key, base_url=fake.base_url, pool=WarmPool(warm=0)
+    )
+    return Case(backend)
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
@@ -136,4 +146,5 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "deno": _deno,
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
+    "prime": _prime,
 }

@@ -1,5 +1,5 @@
 """Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
-fake Daytona, Runloop and Deno APIs.
+fake Daytona, Runloop, Deno and Prime APIs.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -111,6 +111,32 @@ def agent_sandbox_cluster(monkeypatch, tmp_path):
     with fake_agent_sandbox.FakeAgentSandboxCluster() as cluster:
         monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig(tmp_path / "kubeconfig")))
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def _prime_server():
+    from prime_sdk import require_prime_sdk
+
+    require_prime_sdk()
+    import fake_prime
+
+    with fake_prime.FakePrime() as fake:
+        yield fake
+
+
+@pytest.fixture
+def prime_api(request, monkeypatch, tmp_path):
+    """Prime's API faked on a loopback port (images persist), with ``HOME`` in ``tmp_path``:
+    the SDK reads ``~/.prime/config.json`` and caches sandbox tokens beside it."""
+    from prime_sdk import require_prime_sdk
+
+    require_prime_sdk()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PRIME_API_KEY", "PRIME_TEAM_ID", "PRIME_CONTEXT", "PRIME_API_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    fake = request.getfixturevalue("_prime_server")
+    fake.faults.build_failure = None
+    return fake
 
 
 @pytest.fixture
