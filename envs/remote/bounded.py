@@ -49,6 +49,32 @@ def call_within(timeout_s: float, what: str, fn: Callable[[], T]) -> T:
     return box["value"]  # type: ignore[return-value]
 
 
+def first_call(
+    timeout_s: float,
+    vendor: str,
+    where: str,
+    fn: Callable[[], T],
+    refused: type[BaseException] | tuple[type[BaseException], ...],
+) -> T:
+    """A backend's first authenticated call at start-up, so that bad credentials or a wrong
+    endpoint stop the server then, in one line, and not at the first episode.
+
+    Args:
+        timeout_s: How long the service may take to answer (``Timeouts.connect_s``).
+        vendor: The service's name, as the error says it ("Runloop").
+        where: Its endpoint, or "<vendor>'s cloud".
+        fn: One cheap call that needs valid credentials.
+        refused: The SDK's error types for a refused request.
+
+    Raises:
+        BackendUnavailable: No answer within ``timeout_s``, or the request was refused.
+    """
+    try:
+        return call_within(timeout_s, f"{vendor} (API at {where})", fn)
+    except refused as exc:
+        raise BackendUnavailable(f"{vendor} at {where} refused the request: {exc}") from None
+
+
 def import_sdk(module: str, extra: str) -> ModuleType:
     """Import a vendor SDK, or explain which extra installs it.
 

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.bounded import (
+    BackendUnavailable,
+    call_within,
+    first_call,
+    import_sdk,
+)
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
@@ -109,14 +114,13 @@ class DaytonaSandboxBackend(RunnerBackend):
             f"Daytona (client for {where})",
             lambda: self.sdk.Daytona(config),
         )
-        try:  # one cheap authenticated call, so bad credentials stop the server at start-up
-            call_within(
-                self.timeouts.connect_s,
-                f"Daytona (API at {where})",
-                lambda: self._client.snapshot.list(page=1, limit=1),
-            )
-        except self.sdk.DaytonaError as exc:
-            raise BackendUnavailable(f"Daytona at {where} refused the request: {exc}") from None
+        first_call(
+            self.timeouts.connect_s,
+            "Daytona",
+            where,
+            lambda: self._client.snapshot.list(page=1, limit=1),
+            refused=self.sdk.DaytonaError,
+        )
         self._snapshots: dict[str, str] = {}
         self._bundle = runner_bundle()
         super().__init__(resolve, pool=pool)

@@ -27,7 +27,11 @@ import httpx
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.bounded import (
+    BackendUnavailable,
+    first_call,
+    import_sdk,
+)
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.prime_link import process_channel
@@ -96,14 +100,13 @@ class PrimeSandboxBackend(RunnerBackend):
         self._loop = SdkLoop("Prime")
         self._client, self._images = self._loop.run(self._clients(api_key, base_url))
         where = self._client.client.base_url
-        try:  # one cheap authenticated call
-            call_within(
-                self.timeouts.connect_s,
-                f"Prime (API at {where})",
-                lambda: self._loop.run(self._client.list(per_page=1)),
-            )
-        except self.sdk.APIError as exc:
-            raise BackendUnavailable(f"Prime at {where} refused the request: {exc}") from None
+        first_call(
+            self.timeouts.connect_s,
+            "Prime",
+            where,
+            lambda: self._loop.run(self._client.list(per_page=1)),
+            refused=self.sdk.APIError,
+        )
         self._image_paths: dict[str, str] = {}
         self._bundle = runner_bundle()
         super().__init__(resolve, pool=pool)

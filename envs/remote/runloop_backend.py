@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, import_sdk
+from analyst_env.envs.remote.bounded import (
+    BackendUnavailable,
+    first_call,
+    import_sdk,
+)
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
@@ -96,12 +100,14 @@ class RunloopSandboxBackend(RunnerBackend):
         self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         where = base_url or "Runloop's cloud"
         self._client = self.sdk.Runloop(bearer_token=api_key, base_url=base_url)
-        try:  # one cheap authenticated call, and the deny-all policy every devbox uses
-            self._policy_id = call_within(
-                self.timeouts.connect_s, f"Runloop (API at {where})", self._deny_all_policy
-            )
-        except self.sdk.RunloopError as exc:
-            raise BackendUnavailable(f"Runloop at {where} refused the request: {exc}") from None
+        # the first authenticated call also finds the deny-all policy every devbox uses
+        self._policy_id = first_call(
+            self.timeouts.connect_s,
+            "Runloop",
+            where,
+            self._deny_all_policy,
+            refused=self.sdk.RunloopError,
+        )
         self._blueprints: dict[str, str] = {}
         self._bundle = runner_bundle()
         super().__init__(resolve, pool=pool)
