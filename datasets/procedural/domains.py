@@ -6,7 +6,7 @@ categorical columns (``g1``, ``g2``), two measures (``m1``, ``m2``) and a key
 into a dimension table that carries one more categorical attribute (``attr``).
 What differs is the vocabulary, the units and the value distributions, which
 is what makes a schema a different problem to read. Category values avoid the
-strings pandas reads as missing (``NA``, ``None``, ``null``).
+strings pandas reads as missing (``NA``, ``None``, ``null``; loading refuses them).
 
 The rows are data, kept by subject area in the ``GROUP_FILES`` beside this
 module (package data, so an installed wheel carries them); ``domain_schema``
