@@ -6,24 +6,30 @@ categorical columns (``g1``, ``g2``), two measures (``m1``, ``m2``) and a key
 into a dimension table that carries one more categorical attribute (``attr``).
 What differs is the vocabulary, the units and the value distributions, which
 is what makes a schema a different problem to read. Category values avoid the
-strings pandas reads as missing (``NA``, ``None``, ``null``).
+strings pandas reads as missing (``NA``, ``None``, ``null``; loading refuses them).
 
-The rows are kept by subject area (``domains_commerce``, ``domains_industry``,
-``domains_people``, ``domains_leisure``; their shape is ``domain_schema``).
-This module puts them in one tuple in ``ORDER``, the order the domains were
-written in: a task draws its domain by position, so the order is part of what
-a seed makes, and a new domain is only ever appended.
+The rows are data, kept by subject area in the ``GROUP_FILES`` beside this
+module (package data, so an installed wheel carries them); ``domain_schema``
+says what each field means and checks every row as it is read. This module puts
+them in one tuple in ``ORDER``, the order the domains were written in: a task
+draws its domain by position, so the order is part of what a seed makes, and a
+new domain is only ever appended (to its group's file, and its name to ``ORDER``).
 """
 
 from __future__ import annotations
 
-from analyst_env.datasets.procedural import (
-    domains_commerce,
-    domains_industry,
-    domains_leisure,
-    domains_people,
+from importlib import resources
+
+from analyst_env.datasets.procedural.domain_schema import Domain, DomainDataError, domains_from_toml
+
+GROUP_FILES = (
+    "domains_commerce.toml",
+    "domains_industry.toml",
+    "domains_people.toml",
+    "domains_leisure.toml",
 )
-from analyst_env.datasets.procedural.domain_schema import Domain
+"""The domain data files, one per subject area; the split is for the reader, ``ORDER``
+alone decides where each domain stands."""
 
 ORDER = (
     "sales",
@@ -63,21 +69,32 @@ ORDER = (
 )
 
 
-def _in_order(groups: tuple[tuple[Domain, ...], ...]) -> tuple[Domain, ...]:
-    """The domains of ``groups`` in ``ORDER``; every domain is placed exactly once."""
-    by_name = {d.name: d for group in groups for d in group}
-    if sum(map(len, groups)) != len(by_name) or sorted(by_name) != sorted(ORDER):
-        raise RuntimeError("ORDER must name every domain of the domains_* modules exactly once")
+def load_domains(files: tuple[str, ...] = GROUP_FILES) -> tuple[Domain, ...]:
+    """The domains of ``files`` (package data beside this module) in ``ORDER``.
+
+    Every domain is defined once and placed exactly once, or the error says which
+    names are defined twice, missing from ``ORDER``, in ``ORDER`` twice or in no file."""
+    source_of: dict[str, str] = {}
+    by_name: dict[str, Domain] = {}
+    for file_name in files:
+        text = resources.files(__package__).joinpath(file_name).read_text("utf-8")
+        for domain in domains_from_toml(text, file_name):
+            if domain.name in by_name:
+                first = source_of[domain.name]
+                raise DomainDataError(f"{file_name}, domain {domain.name!r}: also in {first}")
+            source_of[domain.name] = file_name
+            by_name[domain.name] = domain
+    unplaced = sorted(set(by_name) - set(ORDER))
+    undefined = sorted(set(ORDER) - set(by_name))
+    twice = sorted({name for name in ORDER if ORDER.count(name) > 1})
+    if unplaced or undefined or twice:
+        raise DomainDataError(
+            f"domains not in ORDER (append them): {unplaced}; in ORDER but in no file: "
+            f"{undefined}; named twice in ORDER: {twice}"
+        )
     return tuple(by_name[name] for name in ORDER)
 
 
-DOMAINS: tuple[Domain, ...] = _in_order(
-    (
-        domains_commerce.DOMAINS,
-        domains_industry.DOMAINS,
-        domains_people.DOMAINS,
-        domains_leisure.DOMAINS,
-    )
-)
+DOMAINS: tuple[Domain, ...] = load_domains()
 
 BY_NAME = {d.name: d for d in DOMAINS}
