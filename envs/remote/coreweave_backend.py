@@ -142,7 +142,8 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         created = time.monotonic()
 
         def delete() -> None:
-            agent.call("delete", self.timeouts.connect_s, sandbox=sandbox)
+            if not agent.closed:  # else the agent stopped it when its input ended
+                agent.call("delete", self.timeouts.connect_s, sandbox=sandbox)
 
         def upload(data: bytes, path: str) -> None:
             agent.write_file(sandbox, path, data, boot_s)

@@ -149,6 +149,11 @@ class CoreWeaveAgent:
         encoded = base64.b64encode(data).decode("ascii")
         self.call("write", timeout_s, sandbox=sandbox, path=path, data=encoded)
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` ended the agent (and with it every sandbox it held)."""
+        return self._proc.stdin is None or self._proc.stdin.closed
+
     def close(self) -> None:
         """End the agent's input (it stops the sandboxes it still holds) and wait for it."""
         try:
