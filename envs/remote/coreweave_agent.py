@@ -144,9 +144,12 @@ def serve(lines: Any, write: Callable[[str], None]) -> None:
 
 
 def main() -> int:
+    replies = sys.stdout
+    sys.stdout = sys.stderr  # whatever else prints goes to stderr, never between replies
+
     def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        replies.write(text)
+        replies.flush()
 
     serve(sys.stdin, write)
     return 0
