@@ -113,6 +113,13 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         extra="prime",
         variables=("PRIME_API_KEY",),
     ),
+    "coreweave": BackendInfo(
+        "a CoreWeave sandbox (Kata container) per warm slot, the default image only "
+        "(ANALYST_ENV_COREWEAVE_IMAGE); the SDK runs in a helper process",
+        sdk="cwsandbox",
+        extra="coreweave",
+        variables=("CWSANDBOX_API_KEY",),
+    ),
 }
 
 

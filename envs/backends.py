@@ -28,6 +28,7 @@ BACKENDS: dict[str, str] = {
     "azure": "analyst_env.envs.remote.azure_backend:from_settings",
     "deno": "analyst_env.envs.remote.deno_backend:from_settings",
     "prime": "analyst_env.envs.remote.prime_backend:from_settings",
+    "coreweave": "analyst_env.envs.remote.coreweave_backend:from_settings",
 }
 """The package's backends. Another package adds its own under the entry-point group
 ``analyst_env.backends`` (docs/backends.md, "Adding a backend")."""
@@ -58,6 +59,7 @@ class BackendSettings(Protocol):
     agent_sandbox_warm_pool: str
     opensandbox_image: str | None
     opensandbox_egress: str
+    coreweave_image: str | None
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

@@ -182,6 +182,13 @@ class Settings(BaseModel):
             "the slot runner) instead of one built per environment on the local Docker engine"
         ),
     )
+    coreweave_image: str | None = Field(
+        default=None,
+        description=(
+            "coreweave: the image reference default episodes run (Python with the slot "
+            "runner's packages, in a registry CoreWeave pulls from; CoreWeave builds no images)"
+        ),
+    )
     opensandbox_egress: str = Field(
         default="deny",
         pattern="^(deny|allow)$",

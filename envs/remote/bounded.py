@@ -9,6 +9,7 @@ runs in a daemon thread that is abandoned at the deadline.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import threading
 from collections.abc import Callable
 from types import ModuleType
@@ -84,7 +85,22 @@ def import_sdk(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise BackendUnavailable(
-            f"the {extra} backend needs the {module!r} package: "
-            f"pip install 'analyst-env[{extra}]' ({exc})"
-        ) from None
+        raise _not_installed(module, extra, str(exc)) from None
+
+
+def require_sdk(module: str, extra: str) -> None:
+    """Check that a vendor SDK is installed without importing it here (the coreweave
+    backend's SDK runs in a process of its own).
+
+    Raises:
+        BackendUnavailable: The SDK is not installed.
+    """
+    if importlib.util.find_spec(module) is None:
+        raise _not_installed(module, extra, f"no module named {module!r}")
+
+
+def _not_installed(module: str, extra: str, why: str) -> BackendUnavailable:
+    return BackendUnavailable(
+        f"the {extra} backend needs the {module!r} package: pip install 'analyst-env[{extra}]' "
+        f"({why})"
+    )

@@ -136,6 +136,20 @@ def _prime(request: pytest.FixtureRequest) -> Case:
     return Case(backend)
 
 
+def _coreweave(request: pytest.FixtureRequest) -> Case:
+    from analyst_env.envs.remote.coreweave_backend import CoreWeaveSandboxBackend
+
+    fake = request.getfixturevalue("coreweave_api")
+    backend = CoreWeaveSandboxBackend(
+        resolve_default,
+        api_key=fake.api_key,
+        base_url=fake.base_url,
+        image="registry.example/analyst-env-runner",
+        pool=WarmPool(warm=0),
+    )
+    return Case(backend)
+
+
 CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "local": _local,
     "runner": _runner,
@@ -147,4 +161,5 @@ CASES: dict[str, Callable[[pytest.FixtureRequest], Case]] = {
     "agent-sandbox": _agent_sandbox,
     "opensandbox": _opensandbox,
     "prime": _prime,
+    "coreweave": _coreweave,
 }

@@ -1,5 +1,5 @@
 """Fixtures for the remote backends: the fake Modal SDK, the fake E2B sandbox services and the
-fake Daytona, Runloop, Deno and Prime APIs.
+fake Daytona, Runloop, Deno, Prime and CoreWeave APIs.
 
 The fakes stand in only for the cloud services; everything behind them is
 real (the slot runner runs as a local process, E2B cells run in a real
@@ -8,6 +8,7 @@ ipykernel, the SDKs are the installed vendor packages).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -137,6 +138,18 @@ def prime_api(request, monkeypatch, tmp_path):
     fake = request.getfixturevalue("_prime_server")
     fake.faults.build_failure = None
     return fake
+
+
+@pytest.fixture(scope="session")
+def coreweave_api():
+    """CoreWeave's gRPC API faked in a process of its own (never gRPC in this one: the SDK is
+    looked for, not imported)."""
+    if importlib.util.find_spec("cwsandbox") is None:
+        pytest.skip("the coreweave extra is not installed")
+    import fake_coreweave_process
+
+    with fake_coreweave_process.FakeCoreWeaveProcess() as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -49,6 +49,22 @@ def kill_process(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def shell_argv(root: str, command: str, block_network: bool) -> list[str]:
+    """``command`` as a fake sandbox rooted at ``root`` runs it: the sandbox's absolute paths
+    mapped into ``root``, ``python`` this interpreter, in a fresh network namespace when
+    ``block_network`` and the tests run as root (the fake CoreWeave's execs run the same way)."""
+    mapped = re.sub(
+        r"(?<=[\s=\"'])(/work|/opt/analyst_env|/tmp)(?=[/\s\"']|$)",
+        lambda m: root + m.group(1),
+        " " + command,
+    )
+    mapped = re.sub(r"(?<![\w/.=-])python(?=\s)", sys.executable, mapped).strip()
+    argv = ["bash", "-c", mapped]
+    if block_network and os.geteuid() == 0 and shutil.which("unshare"):
+        argv = ["unshare", "--net", "--", *argv]
+    return argv
+
+
 class Command:
     """One session command: a local process and its prefixed log."""
 
@@ -93,16 +109,7 @@ class FakeSandbox:
         return self.root + path if path.startswith(MAPPED) else path
 
     def argv(self, command: str) -> list[str]:
-        mapped = re.sub(
-            r"(?<=[\s=\"'])(/work|/opt/analyst_env|/tmp)(?=[/\s\"']|$)",
-            lambda m: self.root + m.group(1),
-            " " + command,
-        )
-        mapped = re.sub(r"(?<![\w/.=-])python(?=\s)", sys.executable, mapped).strip()
-        argv = ["bash", "-c", mapped]
-        if self.body.get("networkBlockAll") and os.geteuid() == 0 and shutil.which("unshare"):
-            argv = ["unshare", "--net", "--", *argv]
-        return argv
+        return shell_argv(self.root, command, bool(self.body.get("networkBlockAll")))
 
     def dto(self) -> dict:
         return {

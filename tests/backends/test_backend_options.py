@@ -40,6 +40,7 @@ EXPECTED = {
     "runloop": {"sizing": SIZED, "timeouts": Timeouts(connect_s=3.0), "pool": WarmPool(warm=4)},
     "azure": {"sizing": SIZED, "timeouts": Timeouts(connect_s=3.0), "pool": WarmPool(warm=4)},
     "prime": {"sizing": SIZED, "timeouts": Timeouts(connect_s=3.0), "pool": WarmPool(warm=4)},
+    "coreweave": {"sizing": SIZED, "timeouts": Timeouts(connect_s=3.0), "pool": WarmPool(warm=4)},
     "deno": {
         "sizing": Sizing(cpus=2.0, memory_mb=1024, disk_mb=8192),
         "timeouts": Timeouts(connect_s=3.0, sandbox_s=1800),

@@ -1,54 +1,58 @@
-"""The CoreWeave fake answers the real ``cwsandbox`` SDK: create, exec with streamed
-stdin, files written and read back, stop, and a wrong API key refused. The groundwork
-for a ``coreweave`` backend (docs/coreweave-sdk.md); skipped where the ``coreweave``
-extra is not installed."""
+"""The CoreWeave fake answers the real ``cwsandbox`` SDK, driven through the coreweave backend's
+agent process (``coreweave_agent``): create, a live exec with streamed stdin, a command run to
+completion, a file written, delete, and a wrong API key refused. Both the fake and the SDK run
+in processes of their own; this one never imports ``grpc``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
 
 import pytest
 
-pytest.importorskip("cwsandbox")
-
-from tests.backends.fake_coreweave import FakeCoreWeave  # noqa: E402
+from analyst_env.envs.remote.coreweave_link import AgentRefused, CoreWeaveAgent, agent_environment
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCoreWeave]:
-    server = FakeCoreWeave(api_key="test-key")
-    monkeypatch.setenv("CWSANDBOX_BASE_URL", server.start())
-    monkeypatch.setenv("CWSANDBOX_API_KEY", "test-key")
-    yield server
-    server.stop()
+def agent(coreweave_api):
+    agent = CoreWeaveAgent(agent_environment(coreweave_api.api_key, coreweave_api.base_url))
+    yield agent
+    agent.close()
 
 
-def test_the_sdk_runs_a_command_with_streamed_stdin(fake: FakeCoreWeave) -> None:
-    import cwsandbox
-
-    sandbox = cwsandbox.Sandbox.run(container_image="python:3.11", request_timeout_seconds=10)
-    sandbox.wait(timeout=10)
-    process = sandbox.exec(
-        ["python3", "-c", "import sys; sys.stdout.write(sys.stdin.read()[::-1])"], stdin=True
-    )
-    process.stdin.write(b"frame-1\n").result()
-    process.stdin.close().result()
-    result = process.result()
-    assert (result.returncode, result.stdout) == (0, "\n1-emarf")
-    sandbox.write_file("/opt/runner/bundle.bin", b"\x00\xffbytes").result()
-    assert sandbox.read_file("/opt/runner/bundle.bin").result() == b"\x00\xffbytes"
-    listed = sandbox.exec(["cat", "opt/runner/bundle.bin"]).result()  # the exec's folder
-    assert listed.returncode == 0
-    sandbox.stop().result()
-    assert fake.calls[:3] == ["CreateSandbox", "GetSandbox", "StreamExec"]
-    assert "DeleteSandbox" in fake.calls and not fake.folders
+def _create(agent: CoreWeaveAgent) -> str:
+    return agent.call("create", 20, image="python:3.11", cpus="1", memory="512Mi", lifetime_s=60.0)
 
 
-def test_a_wrong_api_key_is_refused(fake: FakeCoreWeave, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cwsandbox
+def test_the_sdk_creates_runs_streams_and_deletes(agent, coreweave_api):
+    sandbox = _create(agent)
+    spec = coreweave_api.created()[-1]["spec"]
+    assert spec["network"] == {"denyEgress": True, "denyIngress": True}
+    assert (spec["tags"], spec["maxLifetimeSeconds"]) == (["analyst-env"], 60)
+    (container,) = spec["containers"]
+    assert container["image"] == "python:3.11"
+    assert container["resourceRequirements"]["limits"] == {"cpu": "1", "memory": "512Mi"}
+    agent.write_file(sandbox, "/work/bundle.bin", b"\x00\xffbytes", 10)
+    code, output = agent.call("run", 10, sandbox=sandbox, command="wc -c < /work/bundle.bin")
+    assert (code, output.strip()) == (0, "7")
+    relay = "python -u -m analyst_env.envs.remote.line_relay cat"
+    channel = agent.open_channel(sandbox, relay)
+    channel.send(b"\x00frame\xff")
+    received, deadline = b"", time.monotonic() + 10
+    while len(received) < 7 and time.monotonic() < deadline:
+        received += channel.recv(1.0) or b""
+    assert received == b"\x00frame\xff"
+    channel.close()
+    agent.call("delete", 10, sandbox=sandbox)
+    assert "StreamExec" in coreweave_api.methods()
+    assert "DeleteSandbox" in coreweave_api.methods()
+    assert not any(sandbox in folder for folder in coreweave_api.folders())
 
-    monkeypatch.setenv("CWSANDBOX_API_KEY", "wrong")
-    with pytest.raises(cwsandbox.exceptions.CWSandboxError):
-        sandbox = cwsandbox.Sandbox.run(container_image="python:3.11", request_timeout_seconds=5)
-        sandbox.wait(timeout=5)
-    assert fake.sandboxes == {}
+
+def test_a_wrong_api_key_is_refused(coreweave_api):
+    agent = CoreWeaveAgent(agent_environment("wrong", coreweave_api.base_url))
+    try:
+        with pytest.raises(AgentRefused, match="Authentication failed"):
+            agent.call("count", 10)
+    finally:
+        agent.close()
+    assert coreweave_api.methods()[-1] == "ListSandboxes"  # refused there, nothing created

@@ -50,9 +50,10 @@ def test_agent_processes_are_stopped_and_verifiers_get_a_clean_environment(case,
         sandbox.run_cell("1", timeout_s=10)
     sandbox.run_shell("mkdir -p logs/verifier-x", timeout_s=20)
     check = 'test -z "$AGENT_MARK" && test "$HOME" = "$VERIFIER_DIR" && echo "$PATH"'
-    # The fakes of Modal, Daytona, Runloop, Azure, Deno, Prime, the cluster and OpenSandbox run
-    # the runner as this process's user.
-    vendors = ("modal", "daytona", "runloop", "azure", "deno", "prime", "agent-sandbox")
+    # The fakes of Modal, Daytona, Runloop, Azure, Deno, Prime, CoreWeave, the cluster and
+    # OpenSandbox run the runner as this process's user.
+    vendors = ("modal", "daytona", "runloop", "azure", "deno", "prime", "coreweave")
+    vendors = (*vendors, "agent-sandbox")
     if kind in (*vendors, "opensandbox") and _host_could_write_trusted_dirs():
         with pytest.raises(VerifierUnavailable, match="verification refused"):
             sandbox.run_verifier(check, verifier_dir="logs/verifier-x", timeout_s=20)
