@@ -13,6 +13,8 @@ service said no, as to a wrong key). A live process (``op: "open"``) sends its o
 ``{"stream": n, "end": reason}`` last. Requests run on threads of their own, so one slow
 sandbox never holds up another's. At end of input every sandbox still held is stopped.
 The credentials are the SDK's own variables (``CWSANDBOX_API_KEY``, ``CWSANDBOX_BASE_URL``).
+``cwsandbox`` is imported when ``serve`` starts, not with this module: importing every module
+of the package (the doctest walk) must not load gRPC into that process either.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import cwsandbox
-from cwsandbox import NetworkOptions, ResourceOptions, Sandbox
+if TYPE_CHECKING:
+    from cwsandbox import Sandbox
 
 #: Every sandbox this backend creates carries this tag (``count`` counts only those).
 TAG = "analyst-env"
@@ -37,22 +40,23 @@ OPS = frozenset({"count", "create", "write", "run", "open", "send", "close_strea
 class Agent:
     """The sandboxes and live processes of one backend, and the SDK calls on them."""
 
-    def __init__(self, emit: Callable[[dict], None]) -> None:
+    def __init__(self, sdk: ModuleType, emit: Callable[[dict], None]) -> None:
+        self.sdk = sdk
         self.emit = emit
         self.sandboxes: dict[str, Sandbox] = {}
         self.processes: dict[int, Any] = {}
 
     def count(self, timeout_s: float) -> int:
         """The first authenticated call: how many of our sandboxes are running."""
-        return len(Sandbox.list(tags=[TAG], timeout_seconds=timeout_s).result(timeout_s))
+        return len(self.sdk.Sandbox.list(tags=[TAG], timeout_seconds=timeout_s).result(timeout_s))
 
     def create(
         self, image: str, cpus: str, memory: str, lifetime_s: float, timeout_s: float
     ) -> str:
-        sandbox = Sandbox.run(
+        sandbox = self.sdk.Sandbox.run(
             container_image=image,
-            resources=ResourceOptions(limits={"cpu": cpus, "memory": memory}),
-            network=NetworkOptions(deny_egress=True, deny_ingress=True),
+            resources=self.sdk.ResourceOptions(limits={"cpu": cpus, "memory": memory}),
+            network=self.sdk.NetworkOptions(deny_egress=True, deny_ingress=True),
             max_lifetime_seconds=lifetime_s,
             tags=[TAG],
             request_timeout_seconds=timeout_s,
@@ -116,13 +120,15 @@ class Agent:
 
 def serve(lines: Any, write: Callable[[str], None]) -> None:
     """Answer every request line of ``lines``; stop our sandboxes at end of input."""
+    import cwsandbox
+
     lock = threading.Lock()
 
     def emit(message: dict) -> None:
         with lock:
             write(json.dumps(message) + "\n")
 
-    agent = Agent(emit)
+    agent = Agent(cwsandbox, emit)
 
     def answer(request: dict) -> None:
         reply: dict[str, Any] = {"id": request.pop("id")}
