@@ -84,12 +84,22 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
 
 
 def _answer(q: dict, fact: Any, dim: Any, d: Domain, mess: Mess, engine: Any) -> Any:
-    """The answer to ``q`` by one engine, from the tables as that engine read them."""
-    if q["op"][0] == "finding":  # several sub-queries over the same filters
-        return [_answer({**q, "op": sub}, fact, dim, d, mess, engine) for sub in q["op"][1:]]
-    if q["op"][0] == "raw":  # about the file as written: duplicate rows, unknown keys
-        return engine.raw_facts(fact, dim, d).get(q["op"][1])
-    return engine.evaluate(q, engine.prepare(fact, dim, d, mess))
+    """The answer to ``q`` by one engine, from the tables as that engine read them.
+
+    A finding's sub-queries share one preparation of the records (evaluating never
+    changes them), so a finding costs one reading of the tables, not one per sub-query.
+    """
+    subs = q["op"][1:] if q["op"][0] == "finding" else [q["op"]]
+    records = None
+    answers = []
+    for op in subs:
+        if op[0] == "raw":  # about the file as written: duplicate rows, unknown keys
+            answers.append(engine.raw_facts(fact, dim, d).get(op[1]))
+            continue
+        if records is None:
+            records = engine.prepare(fact, dim, d, mess)
+        answers.append(engine.evaluate({**q, "op": op}, records))
+    return answers if q["op"][0] == "finding" else answers[0]
 
 
 def _near_half(value: float, decimals: int) -> bool:
