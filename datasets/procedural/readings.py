@@ -1,0 +1,60 @@
+"""A task's files read back by both engines, each reading prepared once for every question.
+
+The gold comes from pandas reading the files as written, the check from the
+standard library reading them (``files``). Each reading is made when first
+needed and its records prepared once, so a question drawn again on the same
+files (``generator``) costs its evaluation only, not another reading.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from analyst_env.datasets.procedural import engine_pandas, engine_plain, files
+from analyst_env.datasets.procedural.domain_schema import Domain
+from analyst_env.datasets.procedural.tables import Mess
+
+
+class Reading:
+    """The fact and lookup tables as one engine read them, and their records prepared once."""
+
+    def __init__(self, engine: ModuleType, fact: Any, dim: Any, domain: Domain, mess: Mess):
+        self.engine, self.fact, self.dim, self.domain, self.mess = engine, fact, dim, domain, mess
+
+    @functools.cached_property
+    def records(self) -> Any:
+        """The records by role (evaluating a query never changes them, so they are shared)."""
+        return self.engine.prepare(self.fact, self.dim, self.domain, self.mess)
+
+    def answer(self, q: dict) -> Any:
+        """The answer to ``q`` by this engine; a finding's answer is its sub-queries' list."""
+        finding = q["op"][0] == "finding"
+        answers = [self._one({**q, "op": op}) for op in (q["op"][1:] if finding else [q["op"]])]
+        return answers if finding else answers[0]
+
+    def _one(self, q: dict) -> Any:
+        if q["op"][0] == "raw":  # about the file as written: duplicate rows, unknown keys
+            return self.engine.raw_facts(self.fact, self.dim, self.domain).get(q["op"][1])
+        return self.engine.evaluate(q, self.records)
+
+
+class Readings:
+    """Both engines' readings of the files of ``place`` in ``directory``, each read when needed."""
+
+    def __init__(self, place: files.Placement, directory: Path, domain: Domain, mess: Mess):
+        self.place, self.directory, self.domain, self.mess = place, directory, domain, mess
+
+    @functools.cached_property
+    def pandas(self) -> Reading:
+        """The files through pandas, as an analyst would load them: the gold's reading."""
+        tables = files.read_pandas(self.place, self.directory)
+        return Reading(engine_pandas, *tables, self.domain, self.mess)
+
+    @functools.cached_property
+    def plain(self) -> Reading:
+        """The files through the standard library alone: the check's reading."""
+        tables = files.read_plain(self.place, self.directory)
+        return Reading(engine_plain, *tables, self.domain, self.mess)
