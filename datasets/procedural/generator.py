@@ -44,7 +44,7 @@ from analyst_env.datasets.procedural.dropped import Dropped
 from analyst_env.datasets.procedural.phrasing import format_request, wording_rng
 from analyst_env.datasets.procedural.query import agree
 from analyst_env.datasets.procedural.question import BOOK_STYLES, Question, draw_question
-from analyst_env.datasets.procedural.readings import Readings
+from analyst_env.datasets.procedural.readings import Reading, Readings, operations
 from analyst_env.datasets.procedural.splits import global_number
 from analyst_env.datasets.procedural.tables import apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
@@ -152,8 +152,9 @@ def attempt(
 
     first = question(rng)  # from the attempt's generator, before the defects are drawn
     fact, dim = apply_mess(truth, drawn.mess, rng)
-    paths = files.write(place, fact, dim, directory)
-    readings = Readings(place, directory, d, drawn.mess)
+    clean = None if drawn.template.needs else Reading.of_records(engine_pandas, records)
+    readings: Readings | None = None  # the files, once a question passes the screen
+    paths: dict[str, str] = {}
     failure, asked = None, set()
     for k in range(QUESTION_TRIES):
         q = first if k == 0 else question(np.random.default_rng([seed, number, tries, k]))
@@ -167,6 +168,11 @@ def attempt(
             if isinstance(q, Dropped):
                 raise q
             made = Made(split, index, drawn, q.depth, int(len(fact)))
+            if clean is not None:
+                _screen(made, q, clean)
+            if readings is None:
+                paths = files.write(place, fact, dim, directory)
+                readings = Readings(place, directory, d, drawn.mess)
             task = _task(made, q, place, paths, (fact, dim), readings, directory)
         except Dropped as exc:
             failure = exc
@@ -182,6 +188,46 @@ def attempt(
     raise failure
 
 
+def _screen(made: Made, q: Question, clean: Reading) -> None:
+    """Raise Dropped if the question's answer on the clean tables already fails a check.
+
+    Writing and reading the files back costs more than this, so a question that fails
+    here is drawn again before any file is written. The gold is never taken from here:
+    a question that passes is asked of the files as written, with every check. Questions
+    about the defects themselves are not screened (the clean tables have none).
+    """
+    ask = q.ask
+    if ask.style == "column" or any(op[0] == "raw" for op in operations(q.query)):
+        return
+    answer = clean.answer(q.query)
+    if ask.style == "workbook":
+        try:
+            books.screen(ask, answer, level_of(made.depth))
+        except books.Unscorable as exc:
+            raise Dropped(exc.reason) from None
+    elif ask.style == "chart":
+        if answer is None:
+            raise Dropped("undefined-answer")
+    else:
+        _worded(made, q, answer)
+
+
+def _worded(made: Made, q: Question, gold: Any) -> tuple[Draft, str, tuple]:
+    """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped if
+    they cannot be fair (no answer, a rounding boundary, the answer in the question)."""
+    if gold is None or (isinstance(gold, (list, str)) and not gold):
+        raise Dropped("undefined-answer")
+    q.wording.setstate(q.answer_format)  # the same sentence however often it is worded
+    if q.ask.style == "finding":
+        return _finding(gold, q)
+    draft = _draft(q.ask, gold, q.text, level_of(made.depth), made.drawn.domain)
+    instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
+    scored = oracle_and_verifier(draft)
+    if leaks(instruction, scored[0], draft.style):
+        raise Dropped("answer-in-question")
+    return draft, instruction, scored
+
+
 def _task(
     made: Made,
     q: Question,
@@ -192,26 +238,15 @@ def _task(
     directory: Path,
 ) -> Task:
     """The task asking ``q`` of the written files; Dropped if it cannot be fair."""
-    ask, d = q.ask, made.drawn.domain
-    if ask.style in BOOK_STYLES:
+    if q.ask.style in BOOK_STYLES:
         try:
             return _book_task(made, q, place, paths, tables, readings, directory)
         except books.Unscorable as exc:
             raise Dropped(exc.reason) from None
-    if ask.style == "chart":
+    if q.ask.style == "chart":
         return _chart_task(made, q, paths, readings)
     gold = readings.pandas.answer(q.query)
-    if gold is None or (isinstance(gold, (list, str)) and not gold):
-        raise Dropped("undefined-answer")
-    if ask.style == "finding":
-        draft, instruction, (oracle, answer, verifier) = _finding(gold, q)
-    else:
-        draft = _draft(ask, gold, q.text, level_of(made.depth), d)
-        q.wording.setstate(q.answer_format)  # the same sentence however often it is worded
-        instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
-        oracle, answer, verifier = oracle_and_verifier(draft)
-        if leaks(instruction, oracle, draft.style):
-            raise Dropped("answer-in-question")
+    draft, instruction, (oracle, answer, verifier) = _worded(made, q, gold)
     if not agree(gold, readings.plain.answer(q.query)):
         raise Dropped("engines-disagree")
     if in_previews(paths, oracle, draft.style):

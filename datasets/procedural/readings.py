@@ -18,11 +18,23 @@ from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.tables import Mess
 
 
+def operations(q: dict) -> list[tuple]:
+    """The query's operations: a finding's sub-queries, or its one operation."""
+    return list(q["op"][1:]) if q["op"][0] == "finding" else [q["op"]]
+
+
 class Reading:
     """The fact and lookup tables as one engine read them, and their records prepared once."""
 
     def __init__(self, engine: ModuleType, fact: Any, dim: Any, domain: Domain, mess: Mess):
         self.engine, self.fact, self.dim, self.domain, self.mess = engine, fact, dim, domain, mess
+
+    @classmethod
+    def of_records(cls, engine: ModuleType, records: Any) -> Reading:
+        """A reading of records already by role (the clean truth): no file, nothing to prepare."""
+        reading = cls(engine, None, None, None, None)  # type: ignore[arg-type]
+        reading.__dict__["records"] = records  # the cached property, filled in
+        return reading
 
     @functools.cached_property
     def records(self) -> Any:
@@ -31,9 +43,8 @@ class Reading:
 
     def answer(self, q: dict) -> Any:
         """The answer to ``q`` by this engine; a finding's answer is its sub-queries' list."""
-        finding = q["op"][0] == "finding"
-        answers = [self._one({**q, "op": op}) for op in (q["op"][1:] if finding else [q["op"]])]
-        return answers if finding else answers[0]
+        answers = [self._one({**q, "op": op}) for op in operations(q)]
+        return answers if q["op"][0] == "finding" else answers[0]
 
     def _one(self, q: dict) -> Any:
         if q["op"][0] == "raw":  # about the file as written: duplicate rows, unknown keys
