@@ -151,10 +151,8 @@ def attempt(
             return exc
 
     first = question(rng)  # from the attempt's generator, before the defects are drawn
-    fact, dim = apply_mess(truth, drawn.mess, rng)
     clean = None if drawn.template.needs else Reading.of_records(engine_pandas, records)
-    readings: Readings | None = None  # the files, once a question passes the screen
-    paths: dict[str, str] = {}
+    written = None  # the tables with their defects, the files, their readings: made once
     failure, asked = None, set()
     for k in range(QUESTION_TRIES):
         q = first if k == 0 else question(np.random.default_rng([seed, number, tries, k]))
@@ -167,13 +165,15 @@ def attempt(
         try:
             if isinstance(q, Dropped):
                 raise q
-            made = Made(split, index, drawn, q.depth, int(len(fact)))
             if clean is not None:
-                _screen(made, q, clean)
-            if readings is None:
+                _screen(q, clean, d)
+            if written is None:  # the defects draw from the attempt's generator after `first`
+                fact, dim = apply_mess(truth, drawn.mess, rng)
                 paths = files.write(place, fact, dim, directory)
-                readings = Readings(place, directory, d, drawn.mess)
-            task = _task(made, q, place, paths, (fact, dim), readings, directory)
+                written = (fact, dim), paths, Readings(place, directory, d, drawn.mess)
+            tables, paths, readings = written
+            made = Made(split, index, drawn, q.depth, int(len(tables[0])))
+            task = _task(made, q, place, paths, tables, readings, directory)
         except Dropped as exc:
             failure = exc
             column = isinstance(q, Question) and q.ask.style == "column"  # asks nothing else
@@ -188,7 +188,7 @@ def attempt(
     raise failure
 
 
-def _screen(made: Made, q: Question, clean: Reading) -> None:
+def _screen(q: Question, clean: Reading, d: Domain) -> None:
     """Raise Dropped if the question's answer on the clean tables already fails a check.
 
     Writing and reading the files back costs more than this, so a question that fails
@@ -202,17 +202,17 @@ def _screen(made: Made, q: Question, clean: Reading) -> None:
     answer = clean.answer(q.query)
     if ask.style == "workbook":
         try:
-            books.screen(ask, answer, level_of(made.depth))
+            books.screen(ask, answer, level_of(q.depth))
         except books.Unscorable as exc:
             raise Dropped(exc.reason) from None
     elif ask.style == "chart":
         if answer is None:
             raise Dropped("undefined-answer")
     else:
-        _worded(made, q, answer)
+        _worded(q, answer, d)
 
 
-def _worded(made: Made, q: Question, gold: Any) -> tuple[Draft, str, tuple]:
+def _worded(q: Question, gold: Any, d: Domain) -> tuple[Draft, str, tuple]:
     """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped if
     they cannot be fair (no answer, a rounding boundary, the answer in the question)."""
     if gold is None or (isinstance(gold, (list, str)) and not gold):
@@ -220,7 +220,7 @@ def _worded(made: Made, q: Question, gold: Any) -> tuple[Draft, str, tuple]:
     q.wording.setstate(q.answer_format)  # the same sentence however often it is worded
     if q.ask.style == "finding":
         return _finding(gold, q)
-    draft = _draft(q.ask, gold, q.text, level_of(made.depth), made.drawn.domain)
+    draft = _draft(q.ask, gold, q.text, level_of(q.depth), d)
     instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
     scored = oracle_and_verifier(draft)
     if leaks(instruction, scored[0], draft.style):
@@ -246,7 +246,7 @@ def _task(
     if q.ask.style == "chart":
         return _chart_task(made, q, paths, readings)
     gold = readings.pandas.answer(q.query)
-    draft, instruction, (oracle, answer, verifier) = _worded(made, q, gold)
+    draft, instruction, (oracle, answer, verifier) = _worded(q, gold, made.drawn.domain)
     if not agree(gold, readings.plain.answer(q.query)):
         raise Dropped("engines-disagree")
     if in_previews(paths, oracle, draft.style):
