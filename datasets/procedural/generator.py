@@ -44,7 +44,7 @@ from analyst_env.datasets.procedural.dropped import Dropped
 from analyst_env.datasets.procedural.phrasing import format_request, wording_rng
 from analyst_env.datasets.procedural.query import agree
 from analyst_env.datasets.procedural.question import BOOK_STYLES, Question, draw_question
-from analyst_env.datasets.procedural.readings import Reading, Readings, operations
+from analyst_env.datasets.procedural.readings import Reading, Written, operations
 from analyst_env.datasets.procedural.splits import global_number
 from analyst_env.datasets.procedural.tables import apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
@@ -152,7 +152,7 @@ def attempt(
 
     first = question(rng)  # from the attempt's generator, before the defects are drawn
     clean = None if drawn.template.needs else Reading.of_records(engine_pandas, records)
-    written = None  # the tables with their defects, the files, their readings: made once
+    written = None  # the tables with their defects, as files, and their readings: made once
     failure, asked = None, set()
     for k in range(QUESTION_TRIES):
         q = first if k == 0 else question(np.random.default_rng([seed, number, tries, k]))
@@ -168,12 +168,10 @@ def attempt(
             if clean is not None:
                 _screen(q, clean, d)
             if written is None:  # the defects draw from the attempt's generator after `first`
-                fact, dim = apply_mess(truth, drawn.mess, rng)
-                paths = files.write(place, fact, dim, directory)
-                written = (fact, dim), paths, Readings(place, directory, d, drawn.mess)
-            tables, paths, readings = written
-            made = Made(split, index, drawn, q.depth, int(len(tables[0])))
-            task = _task(made, q, place, paths, tables, readings, directory)
+                tables = apply_mess(truth, drawn.mess, rng)
+                written = Written(place, directory, tables, d, drawn.mess)
+            made = Made(split, index, drawn, q.depth, int(len(written.tables[0])))
+            task = _task(made, q, written)
         except Dropped as exc:
             failure = exc
             column = isinstance(q, Question) and q.ask.style == "column"  # asks nothing else
@@ -228,33 +226,25 @@ def _worded(q: Question, gold: Any, d: Domain) -> tuple[Draft, str, tuple]:
     return draft, instruction, scored
 
 
-def _task(
-    made: Made,
-    q: Question,
-    place: files.Placement,
-    paths: dict[str, str],
-    tables: tuple[pd.DataFrame, pd.DataFrame],
-    readings: Readings,
-    directory: Path,
-) -> Task:
+def _task(made: Made, q: Question, written: Written) -> Task:
     """The task asking ``q`` of the written files; Dropped if it cannot be fair."""
     if q.ask.style in BOOK_STYLES:
         try:
-            return _book_task(made, q, place, paths, tables, readings, directory)
+            return _book_task(made, q, written)
         except books.Unscorable as exc:
             raise Dropped(exc.reason) from None
     if q.ask.style == "chart":
-        return _chart_task(made, q, paths, readings)
-    gold = readings.pandas.answer(q.query)
+        return _chart_task(made, q, written)
+    gold = written.pandas.answer(q.query)
     draft, instruction, (oracle, answer, verifier) = _worded(q, gold, made.drawn.domain)
-    if not agree(gold, readings.plain.answer(q.query)):
+    if not agree(gold, written.plain.answer(q.query)):
         raise Dropped("engines-disagree")
-    if in_previews(paths, oracle, draft.style):
+    if in_previews(written.paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
     shown = gold[1] if draft.style == "finding" else answer  # a finding's label: the leader
     if draft.style in ("text", "set", "list", "parts", "finding") and in_shared_text(shown):
         raise Dropped("answer-in-shared-text")
-    return made.task(instruction, paths, answer, oracle, verifier)
+    return made.task(instruction, written.paths, answer, oracle, verifier)
 
 
 def _finding(gold: Any, q: Question) -> tuple:
@@ -323,19 +313,12 @@ class Made:
         )
 
 
-def _book_task(
-    made: Made,
-    q: Question,
-    place: files.Placement,
-    paths: dict[str, str],
-    tables: tuple[pd.DataFrame, pd.DataFrame],
-    readings: Readings,
-    directory: Path,
-) -> Task:
+def _book_task(made: Made, q: Question, written: Written) -> Task:
     """A task answered by a saved workbook: the sheet's table (or column) found by both engines
     from the files as written, then the reference, instruction and oracle (``books``)."""
-    d, level, (fact, dim) = made.drawn.domain, level_of(made.depth), tables
-    pd_read, pl_read = readings.pandas, readings.plain
+    d, level, (fact, dim) = made.drawn.domain, level_of(made.depth), written.tables
+    pd_read, pl_read = written.pandas, written.plain
+    place, directory = written.place, written.directory
     if q.ask.style != "column" or dim is None or pd_read.dim is None or pl_read.dim is None:
         table = pd_read.answer(q.query)
         if table is None:
@@ -353,7 +336,7 @@ def _book_task(
         book = books.column_book(cells, q.head, d, place, fact, dim, directory)
     return made.task(
         book.instruction,
-        paths,
+        written.paths,
         book.answer,
         "done",
         books.VERIFIER,
@@ -362,11 +345,11 @@ def _book_task(
     )
 
 
-def _chart_task(made: Made, q: Question, paths: dict[str, str], readings: Readings) -> Task:
+def _chart_task(made: Made, q: Question, written: Written) -> Task:
     """A task answered by a saved figure: the series found by both engines from the files as
     written, then the gold, request and oracle cell (``charts``)."""
-    series = readings.pandas.answer(q.query)
-    check = readings.plain.answer(q.query)
+    series = written.pandas.answer(q.query)
+    check = written.plain.answer(q.query)
     if series is None:
         raise Dropped("undefined-answer")
     if not agree(series, check):
@@ -376,4 +359,6 @@ def _chart_task(made: Made, q: Question, paths: dict[str, str], readings: Readin
     except ValueError as exc:
         raise Dropped(str(exc)) from None
     instruction = f"{q.head}\n\n{fig.request}"
-    return made.task(instruction, paths, fig.answer, "done", charts.VERIFIER, fig.oracle_steps)
+    return made.task(
+        instruction, written.paths, fig.answer, "done", charts.VERIFIER, fig.oracle_steps
+    )

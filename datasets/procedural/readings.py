@@ -1,4 +1,4 @@
-"""A task's files read back by both engines, each reading prepared once for every question.
+"""A task's files, written once and read back by both engines, each reading prepared once.
 
 The gold comes from pandas reading the files as written, the check from the
 standard library reading them (``files``). Each reading is made when first
@@ -12,6 +12,8 @@ import functools
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pandas as pd
 
 from analyst_env.datasets.procedural import engine_pandas, engine_plain, files
 from analyst_env.datasets.procedural.domain_schema import Domain
@@ -52,11 +54,21 @@ class Reading:
         return self.engine.evaluate(q, self.records)
 
 
-class Readings:
-    """Both engines' readings of the files of ``place`` in ``directory``, each read when needed."""
+class Written:
+    """An attempt's files as written (where, which, the tables they hold) and both engines'
+    readings of them, each read when first needed."""
 
-    def __init__(self, place: files.Placement, directory: Path, domain: Domain, mess: Mess):
-        self.place, self.directory, self.domain, self.mess = place, directory, domain, mess
+    def __init__(
+        self,
+        place: files.Placement,
+        directory: Path,
+        tables: tuple[pd.DataFrame, pd.DataFrame],
+        domain: Domain,
+        mess: Mess,
+    ):
+        self.place, self.directory, self.tables = place, directory, tables
+        self.domain, self.mess = domain, mess
+        self.paths = files.write(place, *tables, directory)
 
     @functools.cached_property
     def pandas(self) -> Reading:
