@@ -57,6 +57,8 @@ def run(count: int, seed: int, split: str) -> dict:
         "dropped": stats["dropped"],
         "drop_rate": round(stats["drop_rate"], 4),
         "by_reason": stats["by_reason"],
+        "questions_redrawn": stats["questions_redrawn"],
+        "redrawn_by_reason": stats["redrawn_by_reason"],
         "distinct_data_ratio": len(digests) / count,
     }
 

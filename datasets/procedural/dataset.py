@@ -45,12 +45,19 @@ SEED_ENV = "ANALYST_ENV_PROCEDURAL_SEED"
 
 
 class DroppedCounts:
-    """Thread-safe tally of attempts made and attempts dropped, by reason."""
+    """Thread-safe tally of attempts made and attempts dropped, by reason, and of questions
+    drawn again on an attempt's files (``generator.attempt``), by the reason the one before
+    failed."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.attempts = 0
         self.dropped: collections.Counter[str] = collections.Counter()
+        self.redrawn: collections.Counter[str] = collections.Counter()
+
+    def redraw(self, reason: str) -> None:
+        with self._lock:
+            self.redrawn[reason] += 1
 
     def add(self, reason: str | None) -> None:
         with self._lock:
@@ -67,6 +74,8 @@ class DroppedCounts:
                 "kept": self.attempts - total,
                 "drop_rate": total / self.attempts if self.attempts else 0.0,
                 "by_reason": dict(sorted(self.dropped.items())),
+                "questions_redrawn": sum(self.redrawn.values()),
+                "redrawn_by_reason": dict(sorted(self.redrawn.items())),
             }
 
 
@@ -144,7 +153,7 @@ class ProceduralDataset:
             work = directory / f"attempt-{tries}"
             work.mkdir()
             try:
-                task = attempt(self._seed, split, index, tries, work)
+                task = attempt(self._seed, split, index, tries, work, redrawn=self.counts.redraw)
             except Dropped as exc:
                 self.counts.add(exc.reason)
                 shutil.rmtree(work)

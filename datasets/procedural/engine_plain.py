@@ -112,24 +112,43 @@ def prepare(
         fact = unique
     lookup = {_text(r[d.key]): _text(r[d.attr[0]]) for r in dim} if dim is not None else None
     other, factor = ALT_UNITS[d.m1.unit][1:] if mess.units and d.m1.unit in ALT_UNITS else (None, 1)
+    unit = unit_col(d) if other is not None else ""
+    id_col, date_col, g1, g2, key, m1_col, m2_col = (
+        d.id_col,
+        d.date_col,
+        d.g1[0],
+        d.g2[0],
+        d.key,
+        d.m1.name,
+        d.m2.name,
+    )
+    dates: dict[tuple[type, Any], dt.date | None] = {}  # a day recurs on many rows: read it once
     records = []
     for row in fact:
-        m1 = _number(row[d.m1.name])
-        if m1 is not None and other is not None and row[unit_col(d)] == other:
+        m1 = _number(row[m1_col])
+        if m1 is not None and other is not None and row[unit] == other:
             m1 = m1 / factor
+        cell = row[date_col]
+        day = dates.get((type(cell), cell), _UNREAD)
+        if day is _UNREAD:
+            day = dates[(type(cell), cell)] = _date(cell)
         rec: Record = {
-            "id": _text(row[d.id_col]),
-            "date": _date(row[d.date_col]),
-            "g1": _text(row[d.g1[0]]),
-            "g2": _text(row[d.g2[0]]),
-            "key": _text(row[d.key]),
+            "id": str(row[id_col]),
+            "date": day,
+            "g1": str(row[g1]),
+            "g2": str(row[g2]),
+            "key": str(row[key]),
             "m1": m1,
-            "m2": _number(row[d.m2.name]),
+            "m2": _number(row[m2_col]),
         }
         if lookup is not None:
             rec["attr"] = lookup.get(rec["key"])
         records.append(rec)
     return records
+
+
+_UNREAD = object()
+"""A date cell not read yet (``None`` is a date cell that does not read as a date)."""
 
 
 def _keep(rec: Record, role: str, op: str, value: Any) -> bool:

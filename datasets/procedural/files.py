@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,7 +165,27 @@ def _plain_one(path: Path, table: str | None) -> Rows:
         with xlsx_plain.Workbook(path) as wb:
             return _sheet_rows(wb, _table(table))
     with open(path, newline="", encoding="utf-8") as fh:
-        return [dict(r) for r in csv.DictReader(fh)]
+        return _csv_rows(csv.reader(fh))
+
+
+def _csv_rows(reader: Iterator[list[str]]) -> Rows:
+    """Each row as ``{header: cell}``, as ``csv.DictReader`` gives them (blank lines skipped,
+    a short row padded with None, a long row's extra cells under the key None), faster."""
+    names = next(reader, None)
+    if names is None:
+        return []
+    width, rows = len(names), []  # type: tuple[int, Rows]
+    for row in reader:
+        if len(row) == width:
+            rows.append(dict(zip(names, row)))
+        elif row:
+            cells: dict = dict(zip(names, row))
+            if len(row) > width:
+                cells[None] = row[width:]
+            else:
+                cells.update(dict.fromkeys(names[len(row) :]))
+            rows.append(cells)
+    return rows
 
 
 def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:

@@ -5,17 +5,21 @@ count; composes the template with extra filters (each one more operation the
 answer depends on); writes the files; reads them back through pandas and
 through the standard library; and keeps the task only if both readings give
 the same, unambiguous answer that neither the question nor the file previews
-state. A draw that fails any check is dropped (the reason is counted) and the
-next attempt of the same index is drawn, so every index still names one task.
+state. A question that fails a check (its answer undefined, or spelled out by
+the question) is drawn again on the same files, a few times; a draw that still
+fails, or whose two readings disagree, is dropped (the reason is counted) and
+the next attempt of the same index is drawn, so every index still names one task.
 
-The parts live beside it: the draw in ``attempt_draw``, the added filters in
-``composition``, the defect sentences in ``defect_notes``, the checks that the
-answer is not already shown in ``answer_leaks``, workbook answers in ``books``.
+The parts live beside it: the draw in ``attempt_draw``, the question and its
+added filters in ``question`` and ``composition``, the two readings of the
+files in ``readings``, the defect sentences in ``defect_notes``, the checks that
+the answer is not already shown in ``answer_leaks``, workbook answers in ``books``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,32 +38,26 @@ from analyst_env.datasets.procedural import (
 )
 from analyst_env.datasets.procedural.answer_leaks import in_previews, in_shared_text
 from analyst_env.datasets.procedural.attempt_draw import Drawn, draw_attempt
-from analyst_env.datasets.procedural.composition import compose_filters
-from analyst_env.datasets.procedural.defect_notes import defect_notes
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.draft import Draft, leaks, oracle_and_verifier
-from analyst_env.datasets.procedural.phrasing import format_request, reword_question, wording_rng
-from analyst_env.datasets.procedural.query import agree, uses_attr
+from analyst_env.datasets.procedural.dropped import Dropped
+from analyst_env.datasets.procedural.phrasing import format_request, wording_rng
+from analyst_env.datasets.procedural.query import agree
+from analyst_env.datasets.procedural.question import BOOK_STYLES, Question, draw_question
+from analyst_env.datasets.procedural.readings import Reading, Written, operations
 from analyst_env.datasets.procedural.splits import global_number
-from analyst_env.datasets.procedural.tables import Mess, apply_mess, draw
+from analyst_env.datasets.procedural.tables import apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 10  # 10: the plan records a saved answer's sheet or chart (solutions)
+GENERATOR_VERSION = 11  # 11: a failed question is drawn again on the same files (question.py)
+# 10: the plan records a saved answer's sheet or chart (solutions)
 # 9: charts saved as SVG, verified from the figure (charts, chart_figure)
 # 8: open questions answered by a written finding (findings, rubric)
 # 6: questions and answer formats worded several ways (phrasing.py)
 # 5: articles and plurals from inflect ("stays", "an `agent_id`")
 NAME = "procedural"
 LEVELS = {1: "easy", 2: "easy", 3: "medium"}  # depth 4 and more: hard
-
-
-class Dropped(Exception):
-    """A drawn task failed a check; ``reason`` is the counted cause."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def level_of(depth: int) -> str:
@@ -81,15 +79,6 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
     )
     out["attr"] = out["key"].map(dict(zip(truth_dim[d.key], truth_dim[d.attr[0]])))
     return out
-
-
-def _answer(q: dict, fact: Any, dim: Any, d: Domain, mess: Mess, engine: Any) -> Any:
-    """The answer to ``q`` by one engine, from the tables as that engine read them."""
-    if q["op"][0] == "finding":  # several sub-queries over the same filters
-        return [_answer({**q, "op": sub}, fact, dim, d, mess, engine) for sub in q["op"][1:]]
-    if q["op"][0] == "raw":  # about the file as written: duplicate rows, unknown keys
-        return engine.raw_facts(fact, dim, d).get(q["op"][1])
-    return engine.evaluate(q, engine.prepare(fact, dim, d, mess))
 
 
 def _near_half(value: float, decimals: int) -> bool:
@@ -123,109 +112,155 @@ def _draft(ask: Ask, gold: Any, question: str, level: str, d: Domain) -> Draft:
     )
 
 
+QUESTION_TRIES = 4
+"""Questions asked of one attempt's data before the whole attempt is drawn again."""
+FINAL_REASONS = frozenset({"engines-disagree"})
+"""Drops that condemn the data itself (the two readings differ), not only its question."""
+
+
 def attempt(
-    seed: int, split: str, index: int, tries: int, directory: Path, only: str | None = None
+    seed: int,
+    split: str,
+    index: int,
+    tries: int,
+    directory: Path,
+    only: str | None = None,
+    redrawn: Callable[[str], None] | None = None,
 ) -> Task:
     """One attempt at task ``index`` of ``split``; files go into ``directory`` (existing, empty).
 
-    ``only`` restricts the draw to one template (for checking a template on its own).
+    The files are written once; a question that fails its checks (its answer undefined,
+    spelled out by the question, on a rounding boundary...) is drawn again on the same
+    files, up to ``QUESTION_TRIES`` questions, each redraw reported to ``redrawn`` with
+    its reason. ``only`` restricts the draw to one template (for checking a template on
+    its own).
     """
     number = global_number(split, index)
     rng = np.random.default_rng([seed, number, tries])
     drawn = draw_attempt(rng, split, only)
-    t, d = drawn.template, drawn.domain
+    d = drawn.domain
     truth = draw(d, rng, drawn.rows)
-    ctx = Ctx(d, _records(truth.fact, truth.dim, d), rng)
-    ask = t.fn(ctx)
-    if ask is None:
-        raise Dropped("template-unsuited")
+    records = _records(truth.fact, truth.dim, d)
     place = files.placement(d, drawn.layout)
-    has_dim = place.dim_file is not None
-    filters, words, extra_ops = compose_filters(ctx, t, ask, drawn.n_extra, has_dim)
-    depth = min(t.depth + extra_ops, 6)
-    query = {"filters": filters, "op": ask.op}
-    if uses_attr(query) and not has_dim:
-        raise Dropped("no-lookup-table")
-    question = ask.question + (
-        f", counting only the {ctx.entity_plural()} " + " and ".join(words) if words else ""
-    )
-    question += "." if ask.style in SAVED_STYLES else "?"
-    wording = wording_rng(seed, split, index, tries)
-    if ask.style not in SAVED_STYLES:
-        question = reword_question(question, wording)
-    answer_format = wording.getstate()
-    notes = " ".join(defect_notes(d, drawn.mess, has_dim and uses_attr(query)))
-    if ask.style == "column":  # an edit of the file as written: no repair to do, none to state
-        notes = ""
-    describe = f"{question}\n\n{files.describe(place)}" + (f" {notes}" if notes else "")
-    fact, dim = apply_mess(truth, drawn.mess, rng)
-    solution_plan.write(directory, solution_plan.make(t, d, ask, query, place, drawn.mess))
-    made = Made(split, index, drawn, depth, int(len(fact)))
-    if ask.style in BOOK_STYLES:
+
+    def question(q_rng: np.random.Generator) -> Question | Dropped:
+        wording = wording_rng(seed, split, index, tries)
         try:
-            return _book_task(made, ask, query, describe, place, fact, dim, directory)
+            return draw_question(Ctx(d, records, q_rng), drawn, place, wording)
+        except Dropped as exc:
+            return exc
+
+    first = question(rng)  # from the attempt's generator, before the defects are drawn
+    clean = None if drawn.template.needs else Reading.of_records(engine_pandas, records)
+    written = None  # the tables with their defects, as files, and their readings: made once
+    failure, asked = None, set()
+    for k in range(QUESTION_TRIES):
+        q = first if k == 0 else question(np.random.default_rng([seed, number, tries, k]))
+        if isinstance(q, Question):
+            if repr(q.query) in asked:  # the data allows no other question: the same failure
+                break
+            asked.add(repr(q.query))
+        if failure is not None and redrawn is not None:
+            redrawn(failure.reason)
+        try:
+            if isinstance(q, Dropped):
+                raise q
+            if clean is not None:
+                _screen(q, clean, d)
+            if written is None:  # the defects draw from the attempt's generator after `first`
+                tables = apply_mess(truth, drawn.mess, rng)
+                written = Written(place, directory, tables, d, drawn.mess)
+            made = Made(split, index, drawn, q.depth, int(len(written.tables[0])))
+            task = _task(made, q, written)
+        except Dropped as exc:
+            failure = exc
+            column = isinstance(q, Question) and q.ask.style == "column"  # asks nothing else
+            if exc.reason in FINAL_REASONS or column:
+                break
+            continue
+        solution_plan.write(
+            directory, solution_plan.make(drawn.template, d, q.ask, q.query, place, drawn.mess)
+        )
+        return task
+    assert failure is not None
+    raise failure
+
+
+def _screen(q: Question, clean: Reading, d: Domain) -> None:
+    """Raise Dropped if the question's answer on the clean tables already fails a check.
+
+    Writing and reading the files back costs more than this, so a question that fails
+    here is drawn again before any file is written. The gold is never taken from here:
+    a question that passes is asked of the files as written, with every check. Questions
+    about the defects themselves are not screened (the clean tables have none).
+    """
+    ask = q.ask
+    if ask.style == "column" or any(op[0] == "raw" for op in operations(q.query)):
+        return
+    answer = clean.answer(q.query)
+    if ask.style == "workbook":
+        try:
+            books.screen(ask, answer, level_of(q.depth))
         except books.Unscorable as exc:
             raise Dropped(exc.reason) from None
-    if ask.style == "chart":
-        return _chart_task(made, ask, query, describe, place, (fact, dim), directory, ctx)
-
-    def worded(gold: Any) -> tuple[Draft, str, tuple]:
-        """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped
-        if they cannot be fair."""
-        if gold is None or (isinstance(gold, (list, str)) and not gold):
+    elif ask.style == "chart":
+        if answer is None:
             raise Dropped("undefined-answer")
-        if ask.style == "finding":
-            return _finding(gold, question, describe, ctx, wording)
-        draft = _draft(ask, gold, question, level_of(depth), d)
-        wording.setstate(answer_format)  # the same sentence however often the gold is worded
-        instruction = f"{describe}\n\n{format_request(draft, wording)}"
-        scored = oracle_and_verifier(draft)
-        if leaks(instruction, scored[0], draft.style):
-            raise Dropped("answer-in-question")
-        return draft, instruction, scored
+    else:
+        _worded(q, answer, d)
 
-    if files.has_workbook(drawn.layout):
-        # A screen on the tables before they are written: most drops are decided here,
-        # without paying for a workbook. A CSV or SQLite file costs less than the screen's
-        # pandas answer, so there the drop is found on the gold itself. The gold always
-        # comes from the files as written, read back below.
-        worded(_answer(query, fact, dim, d, drawn.mess, engine_pandas))
-    paths = files.write(place, fact, dim, directory)
-    pd_fact, pd_dim = files.read_pandas(place, directory)
-    gold = _answer(query, pd_fact, pd_dim, d, drawn.mess, engine_pandas)
-    draft, instruction, (oracle, answer, verifier) = worded(gold)
-    pl_fact, pl_dim = files.read_plain(place, directory)
-    check = _answer(query, pl_fact, pl_dim, d, drawn.mess, engine_plain)
-    if not agree(gold, check):
+
+def _worded(q: Question, gold: Any, d: Domain) -> tuple[Draft, str, tuple]:
+    """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped if
+    they cannot be fair (no answer, a rounding boundary, the answer in the question)."""
+    if gold is None or (isinstance(gold, (list, str)) and not gold):
+        raise Dropped("undefined-answer")
+    q.wording.setstate(q.answer_format)  # the same sentence however often it is worded
+    if q.ask.style == "finding":
+        return _finding(gold, q)
+    draft = _draft(q.ask, gold, q.text, level_of(q.depth), d)
+    instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
+    scored = oracle_and_verifier(draft)
+    if leaks(instruction, scored[0], draft.style):
+        raise Dropped("answer-in-question")
+    return draft, instruction, scored
+
+
+def _task(made: Made, q: Question, written: Written) -> Task:
+    """The task asking ``q`` of the written files; Dropped if it cannot be fair."""
+    if q.ask.style in BOOK_STYLES:
+        try:
+            return _book_task(made, q, written)
+        except books.Unscorable as exc:
+            raise Dropped(exc.reason) from None
+    if q.ask.style == "chart":
+        return _chart_task(made, q, written)
+    gold = written.pandas.answer(q.query)
+    draft, instruction, (oracle, answer, verifier) = _worded(q, gold, made.drawn.domain)
+    if not agree(gold, written.plain.answer(q.query)):
         raise Dropped("engines-disagree")
-    if in_previews(paths, oracle, draft.style):
+    if in_previews(written.paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
     shown = gold[1] if draft.style == "finding" else answer  # a finding's label: the leader
     if draft.style in ("text", "set", "list", "parts", "finding") and in_shared_text(shown):
         raise Dropped("answer-in-shared-text")
-    return made.task(instruction, paths, answer, oracle, verifier)
+    return made.task(instruction, written.paths, answer, oracle, verifier)
 
 
-def _finding(gold: Any, question: str, describe: str, ctx: Ctx, wording: Any) -> tuple:
+def _finding(gold: Any, q: Question) -> tuple:
     """A findings task's draft stand-in, instruction and (oracle, rubric gold, verifier)."""
-    if gold is None or any(g is None for g in gold):
+    if any(g is None for g in gold):
         raise Dropped("undefined-answer")
-    labels = sorted(set(ctx.records["g1"].dropna().astype(str)))
+    labels = sorted(set(q.ctx.records["g1"].dropna().astype(str)))
     try:
-        oracle, answer, verifier, request = findings.scored(gold, labels, wording.randrange(9))
+        oracle, answer, verifier, request = findings.scored(gold, labels, q.wording.randrange(9))
     except ValueError as exc:
         raise Dropped(str(exc)) from None
-    draft = Draft(question, answer, "finding", "")
-    instruction = f"{describe}\n\n{request}"
+    draft = Draft(q.text, answer, "finding", "")
+    instruction = f"{q.head}\n\n{request}"
     if gold[1].lower() in instruction.lower():
         raise Dropped("answer-in-question")
     return draft, instruction, (oracle, answer, verifier)
-
-
-BOOK_STYLES = ("workbook", "column")
-"""Answer styles scored on a workbook the agent saves (``books``), not on its words."""
-SAVED_STYLES = (*BOOK_STYLES, "chart")
-"""Answer styles scored on a file the agent saves: asked in a sentence, never reworded."""
 
 
 @dataclass
@@ -278,42 +313,30 @@ class Made:
         )
 
 
-def _book_task(
-    made: Made,
-    ask: Ask,
-    query: dict,
-    head: str,
-    place: files.Placement,
-    fact: pd.DataFrame,
-    dim: pd.DataFrame | None,
-    directory: Path,
-) -> Task:
+def _book_task(made: Made, q: Question, written: Written) -> Task:
     """A task answered by a saved workbook: the sheet's table (or column) found by both engines
     from the files as written, then the reference, instruction and oracle (``books``)."""
-    d, mess, level = made.drawn.domain, made.drawn.mess, level_of(made.depth)
-    if ask.style != "column":
-        books.screen(ask, _answer(query, fact, dim, d, mess, engine_pandas), level)
-    paths = files.write(place, fact, dim, directory)
-    pd_fact, pd_dim = files.read_pandas(place, directory)
-    pl_fact, pl_dim = files.read_plain(place, directory)
-    if ask.style != "column" or dim is None or pd_dim is None or pl_dim is None:
-        table = _answer(query, pd_fact, pd_dim, d, mess, engine_pandas)
+    d, level, (fact, dim) = made.drawn.domain, level_of(made.depth), written.tables
+    pd_read, pl_read = written.pandas, written.plain
+    place, directory = written.place, written.directory
+    if q.ask.style != "column" or dim is None or pd_read.dim is None or pl_read.dim is None:
+        table = pd_read.answer(q.query)
         if table is None:
             raise Dropped("undefined-answer")
-        if not agree(table, _answer(query, pl_fact, pl_dim, d, mess, engine_plain)):
+        if not agree(table, pl_read.answer(q.query)):
             raise Dropped("engines-disagree")
-        book = books.sheet_book(ask, table, level, head, place, fact, dim, directory)
+        book = books.sheet_book(q.ask, table, level, q.head, place, fact, dim, directory)
     else:
-        looked_up = engine_pandas.lookup_column(pd_fact, pd_dim, d)
-        cells = engine_plain.lookup_column(pl_fact, pl_dim, d)  # as the lookup sheet stores them
+        looked_up = engine_pandas.lookup_column(pd_read.fact, pd_read.dim, d)
+        cells = engine_plain.lookup_column(pl_read.fact, pl_read.dim, d)  # as the sheet stores them
         if all(v is None for v in looked_up):
             raise Dropped("undefined-answer")
         if looked_up != [None if v is None else str(v) for v in cells]:
             raise Dropped("engines-disagree")
-        book = books.column_book(cells, head, d, place, fact, dim, directory)
+        book = books.column_book(cells, q.head, d, place, fact, dim, directory)
     return made.task(
         book.instruction,
-        paths,
+        written.paths,
         book.answer,
         "done",
         books.VERIFIER,
@@ -322,29 +345,20 @@ def _book_task(
     )
 
 
-def _chart_task(
-    made: Made,
-    ask: Ask,
-    query: dict,
-    head: str,
-    place: files.Placement,
-    tables: tuple[pd.DataFrame, pd.DataFrame | None],
-    directory: Path,
-    ctx: Ctx,
-) -> Task:
+def _chart_task(made: Made, q: Question, written: Written) -> Task:
     """A task answered by a saved figure: the series found by both engines from the files as
     written, then the gold, request and oracle cell (``charts``)."""
-    d, mess = made.drawn.domain, made.drawn.mess
-    paths = files.write(place, *tables, directory)
-    series = _answer(query, *files.read_pandas(place, directory), d, mess, engine_pandas)
-    check = _answer(query, *files.read_plain(place, directory), d, mess, engine_plain)
+    series = written.pandas.answer(q.query)
+    check = written.plain.answer(q.query)
     if series is None:
         raise Dropped("undefined-answer")
     if not agree(series, check):
         raise Dropped("engines-disagree")
     try:
-        fig = charts.figure(ask, series, ctx)
+        fig = charts.figure(q.ask, series, q.ctx)
     except ValueError as exc:
         raise Dropped(str(exc)) from None
-    instruction = f"{head}\n\n{fig.request}"
-    return made.task(instruction, paths, fig.answer, "done", charts.VERIFIER, fig.oracle_steps)
+    instruction = f"{q.head}\n\n{fig.request}"
+    return made.task(
+        instruction, written.paths, fig.answer, "done", charts.VERIFIER, fig.oracle_steps
+    )

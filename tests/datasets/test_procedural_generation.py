@@ -259,10 +259,10 @@ def test_a_generator_error_is_counted_and_the_index_still_gets_a_task(tmp_path, 
 
     real = module.attempt
 
-    def flaky(seed, split, index, tries, directory):
+    def flaky(seed, split, index, tries, directory, **options):
         if tries == 0:
             raise TypeError("a bug in one draw")
-        return real(seed, split, index, tries, directory)
+        return real(seed, split, index, tries, directory, **options)
 
     monkeypatch.setattr(module, "attempt", flaky)
     ds = ProceduralDataset(1, cache_dir=tmp_path)
