@@ -1,11 +1,12 @@
 """Opt-in, live: a whole ``analyst-env serve`` on a real Docker engine, Modal, E2B, Daytona,
-OpenSandbox, Runloop, Deno or a cluster with Kubernetes Agent Sandbox.
+OpenSandbox, Runloop, Azure, Deno, Prime, CoreWeave or a cluster with Kubernetes Agent Sandbox.
 
 The backend tests in ``tests/backends`` drive the vendors' SDKs against local fakes;
 this one needs the real service, so it runs only when asked (``ANALYST_ENV_TEST_DOCKER``,
 ``ANALYST_ENV_TEST_MODAL``, ``ANALYST_ENV_TEST_E2B``, ``ANALYST_ENV_TEST_DAYTONA``,
 ``ANALYST_ENV_TEST_AGENT_SANDBOX``, ``ANALYST_ENV_TEST_OPENSANDBOX``, ``ANALYST_ENV_TEST_RUNLOOP``,
-``ANALYST_ENV_TEST_AZURE``, ``ANALYST_ENV_TEST_DENO`` set to 1) and when the
+``ANALYST_ENV_TEST_AZURE``, ``ANALYST_ENV_TEST_DENO``, ``ANALYST_ENV_TEST_PRIME``,
+``ANALYST_ENV_TEST_COREWEAVE`` set to 1) and when the
 vendor's credentials are set; otherwise it skips saying which. One episode goes through the
 protocol: reset (the first one builds or pulls the default image, hence the long timeouts),
 a cell, the oracle's ``final_answer`` scoring 1, and ``/health`` and
@@ -46,6 +47,13 @@ BACKENDS = {
         ),
     ),
     "deno": ("ANALYST_ENV_TEST_DENO", ("DENO_DEPLOY_TOKEN",)),
+    "prime": ("ANALYST_ENV_TEST_PRIME", ("PRIME_API_KEY",)),
+    # CoreWeave builds no images: the default image is one the user pushed
+    # (docs/backend-coreweave.md).
+    "coreweave": (
+        "ANALYST_ENV_TEST_COREWEAVE",
+        ("CWSANDBOX_API_KEY", "ANALYST_ENV_COREWEAVE_IMAGE"),
+    ),
 }
 
 
