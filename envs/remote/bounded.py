@@ -50,6 +50,27 @@ def call_within(timeout_s: float, what: str, fn: Callable[[], T]) -> T:
     return box["value"]  # type: ignore[return-value]
 
 
+def require_api_key(api_key: str | None, backend: str, key: str, endpoint: str, vendor: str) -> str:
+    """``api_key``, or the one-line refusal that names the variables to set.
+
+    Args:
+        api_key: What the settings gave (None or empty when the variable is unset).
+        backend: The backend's name ("runloop").
+        key: The variable that holds the key ("RUNLOOP_API_KEY").
+        endpoint: The variable for another endpoint ("RUNLOOP_BASE_URL").
+        vendor: The service's name, as the message says it ("Runloop").
+
+    Raises:
+        BackendUnavailable: No key.
+    """
+    if not api_key:
+        raise BackendUnavailable(
+            f"the {backend} backend needs credentials: set {key} "
+            f"(and {endpoint} for an endpoint other than {vendor}'s cloud)"
+        )
+    return api_key
+
+
 def first_call(
     timeout_s: float,
     vendor: str,

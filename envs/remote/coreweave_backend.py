@@ -25,7 +25,11 @@ from typing import TYPE_CHECKING
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
-from analyst_env.envs.remote.bounded import BackendUnavailable, first_call, require_sdk
+from analyst_env.envs.remote.bounded import (
+    first_call,
+    require_api_key,
+    require_sdk,
+)
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.coreweave_link import (
     AgentError,
@@ -79,11 +83,9 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         timeouts: Timeouts | None = None,
         pool: WarmPool | None = None,
     ) -> None:
-        if not api_key:
-            raise BackendUnavailable(
-                "the coreweave backend needs credentials: set CWSANDBOX_API_KEY "
-                "(and CWSANDBOX_BASE_URL for an endpoint other than CoreWeave's)"
-            )
+        api_key = require_api_key(
+            api_key, "coreweave", "CWSANDBOX_API_KEY", "CWSANDBOX_BASE_URL", "CoreWeave"
+        )
         require_sdk("cwsandbox", "coreweave")
         self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         self.image = image

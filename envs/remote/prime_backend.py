@@ -28,9 +28,9 @@ import httpx
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import (
-    BackendUnavailable,
     first_call,
     import_sdk,
+    require_api_key,
 )
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
@@ -90,11 +90,7 @@ class PrimeSandboxBackend(RunnerBackend):
         timeouts: Timeouts | None = None,
         pool: WarmPool | None = None,
     ) -> None:
-        if not api_key:
-            raise BackendUnavailable(
-                "the prime backend needs credentials: set PRIME_API_KEY "
-                "(and PRIME_API_BASE_URL for an endpoint other than Prime's cloud)"
-            )
+        api_key = require_api_key(api_key, "prime", "PRIME_API_KEY", "PRIME_API_BASE_URL", "Prime")
         self.sdk = import_sdk("prime_sandboxes", "prime")
         self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         self._loop = SdkLoop("Prime")

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import (
-    BackendUnavailable,
     first_call,
     import_sdk,
+    require_api_key,
 )
 from analyst_env.envs.remote.channel import QueueChannel
 from analyst_env.envs.remote.dockerfile import dockerfile
@@ -91,11 +91,9 @@ class RunloopSandboxBackend(RunnerBackend):
         timeouts: Timeouts | None = None,
         pool: WarmPool | None = None,
     ) -> None:
-        if not api_key:
-            raise BackendUnavailable(
-                "the runloop backend needs credentials: set RUNLOOP_API_KEY "
-                "(and RUNLOOP_BASE_URL for an endpoint other than Runloop's cloud)"
-            )
+        api_key = require_api_key(
+            api_key, "runloop", "RUNLOOP_API_KEY", "RUNLOOP_BASE_URL", "Runloop"
+        )
         self.sdk = import_sdk("runloop_api_client", "runloop")
         self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
         where = base_url or "Runloop's cloud"
