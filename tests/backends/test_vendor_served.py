@@ -2,7 +2,8 @@
 
 The server is a real child process with the vendor's unmodified SDK, configured only by
 the SDK's own variables (``DAYTONA_API_KEY``/``DAYTONA_API_URL``,
-``RUNLOOP_API_KEY``/``RUNLOOP_BASE_URL``); one episode goes through the WebSocket
+``RUNLOOP_API_KEY``/``RUNLOOP_BASE_URL``, ``PRIME_API_KEY``/``PRIME_API_BASE_URL``,
+``CWSANDBOX_API_KEY``/``CWSANDBOX_BASE_URL``); one episode goes through the WebSocket
 protocol and is scored by the oracle's answer (``server/oracle_episode.py``), like the
 live test in ``tests/deploy/test_remote_backends_live.py``. One table row per vendor, so
 every vendor is asked the same.
@@ -11,6 +12,7 @@ every vendor is asked the same.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +34,9 @@ class Vendor:
     url_variable: str
     url: Callable[[Any], str]
     made: Callable[[Any], set[str]]
-    """The ids of the sandboxes (devboxes ...) the fake holds."""
+    """The ids of the sandboxes (devboxes ...) the fake holds, or made."""
+    extra: Callable[[], dict[str, str]] = dict
+    """More of the server's environment (the backend's own settings, where the SDK is)."""
 
     def env(self, fake: Any, key: str | None = None) -> dict[str, str]:
         return {
@@ -41,7 +45,17 @@ class Vendor:
             self.url_variable: self.url(fake),
             # Making the SDK's client alone has taken 9 s on a loaded 2-core host (imports).
             "ANALYST_ENV_BACKEND_CONNECT_TIMEOUT_S": "60",
+            **self.extra(),
         }
+
+
+def _prime_env() -> dict[str, str]:
+    """The server finds ``prime-sandboxes`` where the tests do (``.venv/prime``, after its own
+    packages: prime_sdk.py) and keeps the SDK's token cache in the test's ``HOME``."""
+    from prime_sdk import FOLDER
+
+    path = [p for p in (os.environ.get("PYTHONPATH"), os.path.realpath(FOLDER)) if p]
+    return {"PYTHONPATH": os.pathsep.join(path), "HOME": os.environ["HOME"]}
 
 
 VENDORS = {
@@ -58,6 +72,23 @@ VENDORS = {
         "RUNLOOP_BASE_URL",
         lambda fake: fake.base_url,
         lambda fake: set(fake.devboxes),
+    ),
+    "prime": Vendor(
+        "prime_api",
+        "PRIME_API_KEY",
+        "PRIME_API_BASE_URL",
+        lambda fake: fake.base_url,
+        lambda fake: set(fake.sandboxes),
+        _prime_env,
+    ),
+    "coreweave": Vendor(
+        "coreweave_api",
+        "CWSANDBOX_API_KEY",
+        "CWSANDBOX_BASE_URL",
+        lambda fake: fake.base_url,
+        # the fake runs each exec as a local process: any reference names the default image
+        lambda fake: {str(n) for n, _ in enumerate(fake.created())},
+        lambda: {"ANALYST_ENV_COREWEAVE_IMAGE": "registry.example/analyst-env-runner"},
     ),
 }
 
