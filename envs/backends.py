@@ -60,6 +60,7 @@ class BackendSettings(Protocol):
     opensandbox_image: str | None
     opensandbox_egress: str
     coreweave_image: str | None
+    coreweave_image_repository: str | None
 
 
 def make_backend(settings: BackendSettings) -> SandboxBackend:

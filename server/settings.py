@@ -189,6 +189,14 @@ class Settings(BaseModel):
             "runner's packages, in a registry CoreWeave pulls from; CoreWeave builds no images)"
         ),
     )
+    coreweave_image_repository: str | None = Field(
+        default=None,
+        description=(
+            "coreweave: the repository (<registry>/<path>) a recipe's runner image is pushed "
+            "to, built on the Docker engine of DOCKER_HOST; CoreWeave runs <repository>:<tag>. "
+            "Unset, recipes of their own are refused"
+        ),
+    )
     opensandbox_egress: str = Field(
         default="deny",
         pattern="^(deny|allow)$",

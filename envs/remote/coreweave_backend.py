@@ -12,7 +12,10 @@ runner behind ``line_relay`` through ``exec(stdin=True)`` (the SDK gives stdout 
 
 Images: CoreWeave builds none (the SDK has no Dockerfile build), so a sandbox runs an image
 reference a registry serves. The ``default`` image runs ``image`` (an image holding Python
-and ``runner_image.RUNNER_REQUIREMENTS``); a recipe of its own is refused with what to push.
+and ``runner_image.RUNNER_REQUIREMENTS``). A recipe of its own needs ``image_repository``:
+its runner image is then built on the Docker engine the server reaches (``engine_image``, as
+the Docker backend builds it, without the runner's code, which each slot receives) and pushed
+as ``<repository>:<artifact tag>``, the reference its sandboxes run; without one it is refused.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote import artifacts, runner_image
 from analyst_env.envs.remote.bounded import (
+    BackendUnavailable,
     first_call,
+    import_sdk,
     require_api_key,
     require_sdk,
 )
@@ -37,6 +42,7 @@ from analyst_env.envs.remote.coreweave_link import (
     CoreWeaveAgent,
     agent_environment,
 )
+from analyst_env.envs.remote.engine_image import connect_engine, ensure_image, push_image
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
@@ -59,6 +65,13 @@ class CoreWeaveSandboxBackend(RunnerBackend):
             reached without TLS, as the SDK does).
         image: The image reference ``default`` episodes run (``ANALYST_ENV_COREWEAVE_IMAGE``):
             Python 3.10+ with ``RUNNER_REQUIREMENTS``, in a registry CoreWeave pulls from.
+        image_repository: Where recipe images are pushed
+            (``ANALYST_ENV_COREWEAVE_IMAGE_REPOSITORY``, ``<registry>/<path>``, a registry
+            CoreWeave pulls from); ``None``: recipes of their own are refused. Also builds
+            ``default`` when ``image`` is None.
+        docker_host: The Docker engine that builds and pushes recipe images (``DOCKER_HOST``;
+            the SDK's default socket when None); used only with ``image_repository``.
+        build_network: Network for those builds' ``RUN`` steps (e.g. ``"host"``).
         sizing: ``cpus`` and ``memory_mb`` when a recipe sets none, as the sandbox's limits;
             ``disk_mb`` is ignored (CoreWeave sizes the disk).
         timeouts: ``connect_s`` bounds the first authenticated call, ``boot_s`` a sandbox and
@@ -67,7 +80,8 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         pool: See ``RunnerBackend``.
 
     Raises:
-        BackendUnavailable: Credentials or SDK missing, or CoreWeave refused or silent.
+        BackendUnavailable: Credentials or SDK missing, CoreWeave refused or silent, or
+            ``image_repository`` set and no Docker engine answers.
     """
 
     name = "coreweave"
@@ -79,6 +93,9 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         api_key: str | None,
         base_url: str | None = None,
         image: str | None = None,
+        image_repository: str | None = None,
+        docker_host: str | None = None,
+        build_network: str | None = None,
         sizing: Sizing | None = None,
         timeouts: Timeouts | None = None,
         pool: WarmPool | None = None,
@@ -88,7 +105,15 @@ class CoreWeaveSandboxBackend(RunnerBackend):
         )
         require_sdk("cwsandbox", "coreweave")
         self.sizing, self.timeouts = sizing or self.sizing, timeouts or self.timeouts
-        self.image = image
+        self.image, self.image_repository = image, image_repository
+        self.build_network = build_network
+        self._docker: Any = None
+        if image_repository:
+            self._docker_sdk = import_sdk("docker", "docker")
+            self._docker = _recipe_image_engine(
+                self._docker_sdk, docker_host, self.timeouts.connect_s
+            )
+        self._images: dict[str, str] = {}
         self._agent = CoreWeaveAgent(agent_environment(api_key, base_url))
         where = base_url or "CoreWeave's API"
         try:
@@ -102,29 +127,48 @@ class CoreWeaveSandboxBackend(RunnerBackend):
             )
         except BaseException:
             self._agent.close()
+            if self._docker is not None:
+                self._docker.close()
             raise
         self._bundle = runner_bundle()
         super().__init__(resolve, pool=pool)
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
-        default = runner_image.default_recipe().content_hash()
-        if recipe.content_hash() != default:
-            raise SandboxError(
-                f"the coreweave backend runs only the default image: CoreWeave builds no "
-                f"images, and recipe {recipe.name!r} would need its runner image "
-                f"({self.artifact_name(recipe)}) built and pushed to a registry the cluster "
-                f"pulls from (docs/backend-coreweave.md)"
-            )
-        if not self.image:
+        default = recipe.content_hash() == runner_image.default_recipe().content_hash()
+        if default and self.image:
+            log(f"coreweave: default episodes run {self.image}")
+            self._images[image] = self.image
+            return
+        if not self.image_repository:
             raise SandboxError(
                 "the coreweave backend needs an image to run: set ANALYST_ENV_COREWEAVE_IMAGE "
                 "to an image reference with Python and the runner's packages "
                 "(docs/backend-coreweave.md)"
+                if default
+                else f"the coreweave backend runs only the default image: CoreWeave builds no "
+                f"images, and recipe {recipe.name!r} needs its runner image built and pushed: "
+                f"set ANALYST_ENV_COREWEAVE_IMAGE_REPOSITORY to a registry the cluster pulls "
+                f"from (docs/backend-coreweave.md)"
             )
-        log(f"coreweave: default episodes run {self.image}")
+        reference = self.artifact_name(recipe)
+        log(f"coreweave: building {reference} on the Docker engine")
+        ensure_image(
+            self._docker,
+            self._docker_sdk,
+            recipe,
+            reference,
+            build_network=self.build_network,
+            runner_baked=False,  # each slot receives the runner's code (relayed_runner)
+        )
+        log(f"coreweave: pushing {reference}")
+        push_image(self._docker, self._docker_sdk, reference)
+        self._images[image] = reference
 
     def artifact_name(self, recipe: Recipe) -> str:
-        """``analyst-env:<hash>-r<rev>``: the runner image a recipe would need."""
+        """The image reference sandboxes of ``recipe`` run: ``<repository>:<artifact tag>``
+        with a repository, else ``analyst-env:<artifact tag>`` (the image it would need)."""
+        if self.image_repository:
+            return f"{self.image_repository}:{runner_image.artifact_tag(recipe)}"
         return runner_image.image_reference(recipe)
 
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:
@@ -134,7 +178,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
             sandbox = agent.call(
                 "create",
                 boot_s,
-                image=self.image,
+                image=self._images[image],
                 cpus=f"{recipe.cpus or self.sizing.cpus:g}",
                 memory=f"{max(1, math.ceil(memory_mb))}Mi",
                 lifetime_s=float(self.timeouts.sandbox_s),
@@ -169,17 +213,41 @@ class CoreWeaveSandboxBackend(RunnerBackend):
     def close(self) -> None:
         super().close()
         self._agent.close()
+        if self._docker is not None:
+            self._docker.close()
+
+
+def _recipe_image_engine(sdk: Any, docker_host: str | None, connect_s: float) -> Any:
+    """The Docker engine that builds and pushes recipe images, answering, or a one-line
+    refusal naming ``DOCKER_HOST``.
+
+    Raises:
+        BackendUnavailable: No engine answered.
+    """
+    try:
+        return connect_engine(sdk, docker_host, connect_s)
+    except Exception as exc:
+        where = docker_host or "the default socket"
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BackendUnavailable(
+            f"the coreweave backend builds recipe images (ANALYST_ENV_COREWEAVE_IMAGE_REPOSITORY "
+            f"is set) on a Docker engine and none answers at {where} ({detail}): set "
+            f"DOCKER_HOST to an engine that answers"
+        ) from None
 
 
 def from_settings(settings: BackendSettings) -> CoreWeaveSandboxBackend:
     """The backend ``make_backend`` builds: ``CWSANDBOX_API_KEY`` and ``CWSANDBOX_BASE_URL``, as
-    the SDK reads them, and the image of ``ANALYST_ENV_COREWEAVE_IMAGE``."""
+    the SDK reads them, the image of ``ANALYST_ENV_COREWEAVE_IMAGE``, and recipe images pushed
+    to ``ANALYST_ENV_COREWEAVE_IMAGE_REPOSITORY``, built on the engine of ``DOCKER_HOST``."""
     sizing, timeouts, pool = options_from_settings(settings, CoreWeaveSandboxBackend)
     return CoreWeaveSandboxBackend(
         artifacts.settings_resolver(settings, "coreweave"),
         api_key=os.environ.get("CWSANDBOX_API_KEY") or None,
         base_url=os.environ.get("CWSANDBOX_BASE_URL") or None,
         image=settings.coreweave_image,
+        image_repository=settings.coreweave_image_repository,
+        docker_host=os.environ.get("DOCKER_HOST") or None,
         sizing=sizing,
         timeouts=timeouts,
         pool=pool,

@@ -74,11 +74,15 @@ def dockerfile(recipe: Recipe, *, runner_baked: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_context(recipe: Recipe) -> io.BytesIO:
-    """A tar archive (the Docker build context): the Dockerfile and the runner's sources."""
+def build_context(recipe: Recipe, *, runner_baked: bool = True) -> io.BytesIO:
+    """A tar archive (the Docker build context): the Dockerfile and, when the image bakes the
+    runner (see ``dockerfile``), the runner's sources."""
+    files = {"Dockerfile": dockerfile(recipe, runner_baked=runner_baked).encode()}
+    if runner_baked:
+        files.update(runner_sources())
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in {"Dockerfile": dockerfile(recipe).encode(), **runner_sources()}.items():
+        for name, data in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mode = 0o644

@@ -2,7 +2,9 @@
 
 Shared by the backends whose sandboxes run images from the local engine: the
 Docker backend, and OpenSandbox with its Docker runtime (its server starts
-containers from the same engine, so an image built here is one it can run).
+containers from the same engine, so an image built here is one it can run);
+and by CoreWeave, which builds no images: there the image built here is pushed
+to a registry (``push_image``) and sandboxes run it from there.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ def connect_engine(sdk: ModuleType, base_url: str | None, connect_s: float) -> A
 
 
 def ensure_image(
-    docker: Any, sdk: ModuleType, recipe: Recipe, tag: str, *, build_network: str | None
+    docker: Any,
+    sdk: ModuleType,
+    recipe: Recipe,
+    tag: str,
+    *,
+    build_network: str | None,
+    runner_baked: bool = True,
 ) -> None:
     """Build ``recipe``'s generated Dockerfile as ``tag`` unless the engine has it.
 
@@ -45,6 +53,8 @@ def ensure_image(
         docker: A ``docker.DockerClient``.
         sdk: The ``docker`` module (for its error types).
         build_network: Network for the build's ``RUN`` steps (``None``: the engine's default).
+        runner_baked: Whether the image holds the runner's code (``dockerfile``); without it,
+            for a backend that writes the code to each slot itself.
 
     Raises:
         SandboxError: The build failed (the message ends with the build log's tail).
@@ -56,7 +66,7 @@ def ensure_image(
         pass
     try:
         docker.images.build(
-            fileobj=build_context(recipe),
+            fileobj=build_context(recipe, runner_baked=runner_baked),
             custom_context=True,
             tag=tag,
             rm=True,
@@ -68,3 +78,21 @@ def ensure_image(
         raise SandboxError(
             f"building {tag} for recipe {recipe.name!r} failed: {exc}\n{log}"
         ) from exc
+
+
+def push_image(docker: Any, sdk: ModuleType, reference: str) -> None:
+    """Push ``reference`` (``<repository>:<tag>``, built on this engine) to its registry, with
+    the credentials Docker's own configuration (``~/.docker/config.json``, ``DOCKER_CONFIG``,
+    credential helpers) gives the SDK.
+
+    Raises:
+        SandboxError: The engine or the registry refused the push (the engine reports a
+            failed push as a line of its progress stream, not as an error: each is read).
+    """
+    repository, _, tag = reference.rpartition(":")
+    try:
+        for line in docker.images.push(repository, tag=tag, stream=True, decode=True):
+            if isinstance(line, dict) and line.get("error"):
+                raise SandboxError(f"pushing {reference} failed: {line['error']}")
+    except sdk.errors.APIError as exc:
+        raise SandboxError(f"pushing {reference} failed: {exc}") from exc

@@ -16,7 +16,7 @@ from relayed_episode import assert_the_uploaded_runner_serves, wait_for
 
 from analyst_env.envs.recipes.recipe import Recipe
 from analyst_env.envs.remote.bounded import BackendUnavailable
-from analyst_env.envs.remote.options import Sizing, WarmPool
+from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool
 from analyst_env.envs.remote.runner_image import resolve_default
 from analyst_env.envs.sandbox import SandboxError
 from analyst_env.task_format import VerifierSpec
@@ -104,7 +104,9 @@ def test_a_recipe_image_and_a_missing_image_are_refused_with_what_to_do(coreweav
     recipe = Recipe(name="geo", pip=["shapely"])
     b = _backend(coreweave_api, {"env-geo": recipe, "default": resolve_default("default")}.get)
     try:
-        with pytest.raises(SandboxError, match="runs only the default image: .*pushed"):
+        with pytest.raises(
+            SandboxError, match="runs only the default image: .*ANALYST_ENV_COREWEAVE_IMAGE_REPO"
+        ):
             b.start("env-geo", files={})
     finally:
         b.close()
@@ -114,3 +116,17 @@ def test_a_recipe_image_and_a_missing_image_are_refused_with_what_to_do(coreweav
             b.start("default", files={})
     finally:
         b.close()
+
+
+def test_a_repository_without_a_docker_engine_stops_the_server_naming_docker_host(
+    coreweave_api, tmp_path
+):
+    pytest.importorskip("docker", reason="the docker extra is not installed")
+    with pytest.raises(BackendUnavailable, match=r"none answers at unix://.*set DOCKER_HOST") as e:
+        _backend(
+            coreweave_api,
+            image_repository="127.0.0.1:5000/analyst-env",
+            docker_host=f"unix://{tmp_path}/no-docker.sock",
+            timeouts=Timeouts(connect_s=2),
+        )
+    assert "\n" not in str(e.value)
