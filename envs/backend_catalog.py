@@ -114,8 +114,9 @@ BACKEND_CATALOG: dict[str, BackendInfo] = {
         variables=("PRIME_API_KEY",),
     ),
     "coreweave": BackendInfo(
-        "a CoreWeave sandbox (Kata container) per warm slot, the default image only "
-        "(ANALYST_ENV_COREWEAVE_IMAGE); the SDK runs in a helper process",
+        "a CoreWeave sandbox (Kata container) per warm slot, running ANALYST_ENV_COREWEAVE_IMAGE "
+        "or recipe images pushed to ANALYST_ENV_COREWEAVE_IMAGE_REPOSITORY; the SDK runs in a "
+        "helper process",
         sdk="cwsandbox",
         extra="coreweave",
         variables=("CWSANDBOX_API_KEY",),
