@@ -83,7 +83,7 @@ def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
     out = dirs / "export"
     code, summary, records = export(
         capsys, out, "--dataset", "procedural:7", "--count", "4", "--start", "2"
-    )  # generator 10: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
+    )  # generator 11: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
     assert code == 0 and summary["dropped"] == [] and summary["uncovered_by_category"] == {}
     assert summary["tasks"] == summary["kept"] == len(records) == summary["replayed"] == 4
     for record in records:
