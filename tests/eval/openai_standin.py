@@ -69,6 +69,7 @@ class StandIn:
                 run stopped there, whatever the machine's speed).
         """
         with self.lock:
+            self.generation = getattr(self, "generation", 0) + 1
             self.script = script
             self.native_tools = native_tools
             self.delay_s = delay_s
@@ -110,6 +111,7 @@ class StandIn:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         key = f"{_task_text(messages)[:200]}|{turn}"
         with self.lock:
+            generation = self.generation
             self.requests.append(body)
             attempt = self.attempts[key]
             self.attempts[key] += 1
@@ -127,6 +129,10 @@ class StandIn:
             return JSONResponse({"error": {"message": "busy"}}, status_code=status, headers=headers)
         if attempt == 0 and self.delay_s:
             await asyncio.sleep(self.delay_s)
+        if generation != self.generation:
+            # Asked before the last use() (a request its client gave up on, a held one):
+            # answering it now would play the new script and count an episode it never had.
+            return JSONResponse({"error": {"message": "script changed"}}, status_code=503)
         text = body.get("tools") is None
         task = None if self.script in BLIND_SCRIPTS else self._task(messages)
         reply = getattr(self, f"_script_{self.script.replace('-', '_')}")(

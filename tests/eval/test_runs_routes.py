@@ -38,6 +38,8 @@ def two_runs(standin_server, env_url, eval_tasks, eval_state_dir):
             env_url,
         )
     )
+    # the expected figures below assume every episode reached the model's answer
+    assert model["errors"] == 0, [r for r in model["episode_rows"] if r.get("error")]
     return oracle, model
 
 

@@ -269,6 +269,9 @@ def test_new_readings_handle_capped_nasty_answers_quickly(name, gold, shapes):
     for shape in shapes:
         answer = NEW_NASTY[shape]
         assert len(answer.encode()) <= CAP, shape
-        started = time.process_time()
+        # A guard against super-linear readings, not a speed goal: the readings take
+        # about 0.05 s on these answers, a quadratic one would take minutes. This
+        # thread's CPU time only, so other threads of the test process do not count.
+        started = time.thread_time()
         assert judge(VerifierSpec(name=name), answer, gold).reward == 0.0, shape
-        assert time.process_time() - started < 0.5, f"{name} took too long on {shape}"
+        assert time.thread_time() - started < 5, f"{name} took too long on {shape}"
