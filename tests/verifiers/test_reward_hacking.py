@@ -9,7 +9,6 @@ every text scorer well under a second, and a huge workbook is refused unopened.
 
 from __future__ import annotations
 
-import gc
 import io
 import time
 import zipfile
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from cpu_time import cpu_seconds
 
 from analyst_env.datasets import load_dataset
 from analyst_env.task_format import VerifierSpec
@@ -30,23 +30,6 @@ CAP = 65_536
 @pytest.fixture(scope="module")
 def starter():
     return {t.id: t for t in load_dataset("starter").tasks}
-
-
-def cpu_seconds(fn, *args):
-    """``fn(*args)``'s result and the CPU time it took in this process.
-
-    CPU time, not wall time, so that other work on the machine does not count; with the
-    cyclic collector off, so that a collection of the test process's own heap (large late
-    in a suite) does not land inside the call. (A full collection before each call did the
-    same at ~100 ms each late in the suite: 13 s per test instead of 2.)
-    """
-    gc.disable()
-    try:
-        started = time.process_time()
-        result = fn(*args)
-        return result, time.process_time() - started
-    finally:
-        gc.enable()
 
 
 def score(task, answer: str, files: dict[str, bytes] | None = None) -> float:
@@ -582,9 +565,8 @@ def test_scorers_run_in_the_server_cost_little_on_the_nastiest_short_answers(nam
     size = ScoringLimits().in_process_max_bytes
     for shape, answer in NASTY.items():
         answer = answer.encode()[:size].decode(errors="ignore")
-        started = time.monotonic()
-        judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
-        assert time.monotonic() - started < 0.25, f"{name} took too long on {shape}"
+        _, took = cpu_seconds(judge, VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
+        assert took < 0.25, f"{name} took too long on {shape}"
         tracemalloc.start()
         judge(VerifierSpec(name=name), answer, IN_PROCESS_GOLDS[name])
         peak = tracemalloc.get_traced_memory()[1]
