@@ -63,12 +63,18 @@ def run(count: int, seed: int, split: str) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tasks_to_make(description: str) -> argparse.Namespace:
+    """``--count``, ``--seed`` and ``--split`` from the command line (this and
+    ``phase_costs`` make the same tasks)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--split", default="train")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = tasks_to_make(__doc__.splitlines()[0])
     print(json.dumps(run(args.count, args.seed, args.split), indent=1))
 
 
