@@ -14,24 +14,34 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import gc
 import json
 import tempfile
 import time
+from collections.abc import Iterator
 
 from analyst_env.datasets.procedural.dataset import DroppedCounts, ProceduralDataset
 from analyst_env.datasets.procedural.sampling import data_digest, timing
 from analyst_env.paths import cache_root
 
 
-def run(count: int, seed: int, split: str) -> dict:
+@contextlib.contextmanager
+def warm_dataset(seed: int, split: str, count: int) -> Iterator[ProceduralDataset]:
+    """A dataset in a fresh cache, warmed on a task past the ``count`` to be measured (imports
+    and first-use costs are not per-task costs), its drop counts zeroed."""
     cache_root().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="procedural-bench-", dir=cache_root()) as tmp:
         ds = ProceduralDataset(seed, cache_dir=tmp, keep_dirs=256)
-        ds.task(split, count + 10)  # imports and first-use costs are not per-task costs
+        ds.task(split, count + 10)
         gc.collect()
         gc.freeze()  # as `serve` does once started (cli._freeze_startup_heap)
         ds.counts = DroppedCounts()
+        yield ds
+
+
+def run(count: int, seed: int, split: str) -> dict:
+    with warm_dataset(seed, split, count) as ds:
         seconds, cpu, by_kind, digests = [], [], collections.defaultdict(list), set()
         started, cpu_started = time.perf_counter(), time.process_time()
         for i in range(count):

@@ -19,9 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import gc
 import json
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -30,8 +28,7 @@ from typing import Any
 from analyst_env.datasets.procedural import dataset as dataset_module
 from analyst_env.datasets.procedural import engine_pandas, engine_plain, files, generator
 from analyst_env.datasets.procedural import readings as readings_module
-from analyst_env.datasets.procedural.bench import tasks_to_make
-from analyst_env.paths import cache_root
+from analyst_env.datasets.procedural.bench import tasks_to_make, warm_dataset
 
 PHASES: tuple[tuple[ModuleType | type, str, str], ...] = (
     (generator, "draw_attempt", "choose template, domain and layout"),
@@ -121,12 +118,7 @@ def _means(rows: list[tuple[bool, float, dict[str, float]]]) -> dict[str, Any]:
 
 def run(count: int, seed: int, split: str) -> dict[str, Any]:
     """Make ``count`` tasks and split their attempts' CPU time by phase."""
-    cache_root().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="procedural-phases-", dir=cache_root()) as tmp:
-        ds = dataset_module.ProceduralDataset(seed, cache_dir=tmp, keep_dirs=256)
-        ds.task(split, count + 10)  # imports and first-use costs are not per-task costs
-        gc.collect()
-        gc.freeze()
+    with warm_dataset(seed, split, count) as ds:
         recorded: list[tuple[bool, float, dict[str, float]]] = []
         tasks: list[tuple[float, int, int]] = []  # (CPU seconds, attempts, index)
         with attempts_recorded(recorded):

@@ -43,6 +43,7 @@ class StandIn:
         self.tasks = tasks
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.generation = 0  # counts use() calls: a request remembers the one it arrived under
         self.use("oracle")
         app = FastAPI()
         app.post("/v1/chat/completions")(self._complete)
@@ -69,7 +70,7 @@ class StandIn:
                 run stopped there, whatever the machine's speed).
         """
         with self.lock:
-            self.generation = getattr(self, "generation", 0) + 1
+            self.generation += 1
             self.script = script
             self.native_tools = native_tools
             self.delay_s = delay_s
