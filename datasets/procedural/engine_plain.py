@@ -43,6 +43,16 @@ def _blank(cell: Any) -> bool:
 
 
 def _number(cell: Any) -> float | None:
+    kind = type(cell)  # a plain number or a plain numeral first: this runs for most cells
+    if kind is float:
+        return None if math.isnan(cell) else cell
+    if kind is int:
+        return float(cell)
+    if kind is str and cell and cell[-1] in _DIGITS and cell[0] in _DIGITS:
+        try:
+            return float(cell)
+        except ValueError:
+            pass
     if _blank(cell):
         return None
     if isinstance(cell, (int, float)):
@@ -51,6 +61,9 @@ def _number(cell: Any) -> float | None:
         return float(str(cell).replace("$", "").replace(",", ""))
     except ValueError:
         return None
+
+
+_DIGITS = frozenset("0123456789")
 
 
 def _date(cell: Any) -> dt.date | None:

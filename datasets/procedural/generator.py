@@ -68,7 +68,7 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
     """The clean truth by role, for templates to draw parameters from."""
     out = pd.DataFrame(
         {
-            "id": truth_fact[d.id_col].astype(str),
+            "id": pd.Series([str(v) for v in truth_fact[d.id_col]], dtype=object),
             "date": pd.to_datetime(truth_fact[d.date_col], format="%Y-%m-%d"),
             "g1": truth_fact[d.g1[0]],
             "g2": truth_fact[d.g2[0]],
@@ -77,7 +77,8 @@ def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd
             "m2": truth_fact[d.m2.name].astype(float),
         }
     )
-    out["attr"] = out["key"].map(dict(zip(truth_dim[d.key], truth_dim[d.attr[0]])))
+    lookup = dict(zip(truth_dim[d.key], truth_dim[d.attr[0]]))
+    out["attr"] = pd.Series([lookup.get(k, np.nan) for k in out["key"]], dtype=object)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -100,25 +101,33 @@ def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
     z1 = (m1 - m1.mean()) / (m1.std() or 1.0)
     m2 = np.round(np.abs(m2 + rho * z1 * (m2.std() or 1.0)), domain.m2.decimals)
     ids = np.arange(1, n_rows + 1) + int(rng.integers(1, 9)) * 1000
+    g1_texts, g2_texts, key_texts = (np.array(x, dtype=object) for x in (g1_pool, g2_pool, keys))
     fact = pd.DataFrame(
         {
             domain.id_col: ids,
-            domain.date_col: [(start + dt.timedelta(days=int(d))).isoformat() for d in days],
-            domain.g1[0]: [g1_pool[i] for i in g1],
-            domain.g2[0]: [g2_pool[i] for i in rng.choice(len(g2_pool), n_rows, p=w2)],
-            domain.key: [keys[i] for i in rng.integers(0, n_keys, n_rows)],
+            domain.date_col: _text([(start + dt.timedelta(days=int(d))).isoformat() for d in days]),
+            domain.g1[0]: _text(g1_texts[g1]),
+            domain.g2[0]: _text(g2_texts[rng.choice(len(g2_pool), n_rows, p=w2)]),
+            domain.key: _text(key_texts[rng.integers(0, n_keys, n_rows)]),
             domain.m1.name: m1,
             domain.m2.name: m2.astype(int) if domain.m2.decimals == 0 else m2,
         }
     )
-    attr_pool = list(domain.attr[1])
+    attr_pool = np.array(domain.attr[1], dtype=object)
     dim = pd.DataFrame(
         {
-            domain.key: sorted(keys),
-            domain.attr[0]: [attr_pool[i] for i in rng.integers(0, len(attr_pool), n_keys)],
+            domain.key: _text(sorted(keys)),
+            domain.attr[0]: _text(attr_pool[rng.integers(0, len(attr_pool), n_keys)]),
         }
     )
     return Truth(fact, dim, domain)
+
+
+def _text(values: Any) -> pd.Series:
+    """Text cells as Python strings (object dtype), not pandas' default Arrow-backed strings:
+    the generator reads them back cell by cell, which Arrow makes several times slower. The
+    files written are the same."""
+    return pd.Series(values, dtype=object)
 
 
 def _text_number(value: float, decimals: int, dollars: bool) -> str:

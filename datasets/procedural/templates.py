@@ -60,7 +60,8 @@ class Ctx:
     rng: np.random.Generator
 
     def pick(self, role: str, exclude: tuple = ()) -> str | None:
-        values = sorted(set(self.records[role].dropna().astype(str)) - set(exclude))
+        """One value of a text role (g1, g2, attr), drawn from its distinct values in order."""
+        values = sorted({str(v) for v in self.records[role].dropna().unique()} - set(exclude))
         return str(self.rng.choice(values)) if values else None
 
     def pick_two(self, role: str) -> tuple[str, str] | None:
