@@ -39,6 +39,7 @@ FIGURES = {
     "grpo_batch_s",
     "serve_cold_start_s",
     "client_import_s",
+    "step_p50_in_turn_ms",
     *BURST,
 }
 
@@ -57,11 +58,14 @@ def test_bench_quick_writes_all_figures_for_all_targets(tmp_path):
         assert set(row) == {"analyst_env", "jupyter_kernel", "protocol_floor"}
         assert isinstance(row["analyst_env"], (int, float)), name
     assert figures["describe_p50_ms"]["protocol_floor"] is None
+    in_turn = figures["step_p50_in_turn_ms"]  # analyst_env and the floor, stepped in turn
+    assert in_turn["jupyter_kernel"] is None and in_turn["protocol_floor"] > 0, in_turn
     assert figures["max_concurrent"]["analyst_env"] == report["config"]["max_probe"]
     assert figures["reset_p50_ms"]["jupyter_kernel"] > figures["reset_p50_ms"]["protocol_floor"]
     assert {g["goal"] for g in report["goals"]} >= {
         "reset p50 <= 10 ms",
         ">= 500 concurrent live episodes",
+        "trivial cell <= 3x the protocol floor, stepped in turn",
     }
     assert "| reset_p50_ms |" in proc.stdout
 
