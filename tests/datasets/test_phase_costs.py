@@ -28,4 +28,10 @@ def test_phases_add_up_and_the_timers_are_removed(tmp_path, monkeypatch):
     slowest = report["slowest_1pct"]
     assert slowest["tasks"] == 1 and len(slowest["rows"]) == 1
     assert slowest["rows"][0]["attempts"] >= 1
+    over = report["over_goal"]
+    assert over["goal_ms"] == phase_costs.GOAL_MS
+    assert sum(over["by_kind"].values()) == over["tasks"] <= 6
+    assert (
+        over["with_more_than_one_attempt"] + over["single_attempt_over_1000_rows"] <= over["tasks"]
+    )
     assert generator.draw is original_draw  # the wrappers are gone
