@@ -89,6 +89,11 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(message: str) -> None:
+    """A long measurement's progress line: on stderr, so stdout stays the report alone."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from analyst_env.benchmarks.run import BenchConfig, format_markdown, run_bench
 
@@ -105,7 +110,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     cfg.include_jupyter = not args.no_jupyter
     cfg.burst_only = args.burst_only
     cfg.import_only = args.import_only
-    report = run_bench(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = run_bench(cfg, log=_progress)
     print(format_markdown(report))
     if args.json:
         with open(args.json, "w") as fh:
@@ -125,7 +130,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
         warm_up_s=args.warm_up,
         settle_s=args.settle,
     )
-    report = run_soak(cfg, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = run_soak(cfg, log=_progress)
     print(json.dumps(report, indent=2))
     if args.json:
         with open(args.json, "w") as fh:
