@@ -65,7 +65,8 @@ def level_of(depth: int) -> str:
 
 
 def _records(truth_fact: pd.DataFrame, truth_dim: pd.DataFrame, d: Domain) -> pd.DataFrame:
-    """The clean truth by role, for templates to draw parameters from."""
+    """The clean truth by role, for templates to draw parameters from; text stays Python
+    strings (object dtype), as ``tables.draw`` makes it, because templates read it cell by cell."""
     out = pd.DataFrame(
         {
             "id": pd.Series([str(v) for v in truth_fact[d.id_col]], dtype=object),
