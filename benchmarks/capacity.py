@@ -121,7 +121,7 @@ async def cpu_per_episode_ms(ws_url: str, pid: int, clients: int, duration_s: fl
 
 def measure(idle: int, busy: int, clients: int, duration_s: float) -> dict[str, float]:
     with analyst_server(max(idle, busy, clients) + 8) as server:
-        ws_url = server.url.replace("http://", "ws://") + "/ws"
+        ws_url = server.ws_url
         assert server.proc is not None
         pid = server.proc.pid
 

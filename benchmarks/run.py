@@ -73,6 +73,11 @@ class BenchConfig:
     paired_blocks: int = 20
     paired_steps: int = 100
 
+    @property
+    def reset_frame(self) -> str:
+        """The ``reset`` frame every measurement sends: the benchmark's task."""
+        return json.dumps({"type": "reset", "data": {"task_id": self.task_id}})
+
     @classmethod
     def quick(cls) -> BenchConfig:
         """A smoke-test run: every code path, tiny samples."""
@@ -110,8 +115,8 @@ def _measure_target(
     target: str,
     burst_server: Callable[[], ServerProcess] | None = None,
 ) -> dict[str, float | None]:
-    ws_url = server.url.replace("http://", "ws://") + "/ws"
-    reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
+    ws_url = server.ws_url
+    reset = cfg.reset_frame
     slow = target == "jupyter_kernel"
     n_reset = cfg.jupyter_n_reset if slow else cfg.n_reset
     idle = cfg.jupyter_idle_episodes if slow else cfg.idle_episodes
@@ -129,7 +134,7 @@ def _measure_target(
         with burst_server() as other:
             await measure.settle(max_wait_s=cfg.settle_max_s)
             return await measure.burst(
-                other.url.replace("http://", "ws://") + "/ws",
+                other.ws_url,
                 reset,
                 cfg.burst_clients,
                 cfg.burst_rounds,
@@ -244,10 +249,10 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
             in_turn = asyncio.run(
                 paired.steps_in_turn(
                     {
-                        "analyst_env": ours.url.replace("http://", "ws://") + "/ws",
-                        "protocol_floor": floor.url.replace("http://", "ws://") + "/ws",
+                        "analyst_env": ours.ws_url,
+                        "protocol_floor": floor.ws_url,
                     },
-                    json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}}),
+                    cfg.reset_frame,
                     cfg.paired_blocks,
                     cfg.paired_steps,
                 )
@@ -295,12 +300,12 @@ def run_bench(cfg: BenchConfig, log=print) -> dict[str, Any]:
 def _worker_figures(cfg: BenchConfig, log) -> dict[str, dict[str, float]]:
     """Resets/s, steps/s and step p99 of analyst_env for each of ``cfg.worker_counts``."""
     out = {}
-    reset = json.dumps({"type": "reset", "data": {"task_id": cfg.task_id}})
+    reset = cfg.reset_frame
     for workers in cfg.worker_counts:
         log(f"measuring analyst_env with --workers {workers} ...")
         asyncio.run(measure.settle(max_wait_s=cfg.settle_max_s))
         with analyst_server(16 + cfg.worker_clients, workers=workers) as server:
-            ws_url = server.url.replace("http://", "ws://") + "/ws"
+            ws_url = server.ws_url
             out[str(workers)] = asyncio.run(
                 measure.throughput(ws_url, reset, cfg.worker_clients, cfg.worker_rounds)
             )

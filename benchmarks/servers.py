@@ -74,6 +74,11 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def ws_url(self) -> str:
+        """The server's OpenEnv WebSocket endpoint (``/ws``)."""
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
     def running(self) -> subprocess.Popen[bytes]:
         """The server's process, which exists only inside the ``with`` block."""
         if self.proc is None:

@@ -69,7 +69,7 @@ def run_soak(cfg: SoakConfig, log=print) -> dict[str, Any]:
     rng = random.Random(cfg.seed)
     tally = Tally()
     with scratch, server_process as server:
-        ws_url = server.url.replace("http://", "ws://") + "/ws"
+        ws_url = server.ws_url
         warm_up_s = cfg.warm_up_seconds()
         baseline = snapshot(server)
         if warm_up_s > 0:
