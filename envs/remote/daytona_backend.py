@@ -38,7 +38,7 @@ from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ class DaytonaSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Replace a sandbox well before Daytona's auto-stop could end it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.auto_stop_minutes * 30
+        return before_half_life(slot, self.auto_stop_minutes * 60)
 
 
 def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:

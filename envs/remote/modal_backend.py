@@ -30,7 +30,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -192,7 +192,7 @@ class ModalSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
 
 def from_settings(settings: BackendSettings) -> ModalSandboxBackend:

@@ -37,7 +37,7 @@ from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_
 from analyst_env.envs.remote.prime_link import process_channel
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.sdk_loop import SdkLoop
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ class PrimeSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Replace a sandbox well before Prime's timeout_minutes ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
     def close(self) -> None:
         super().close()
