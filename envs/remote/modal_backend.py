@@ -128,10 +128,6 @@ class ModalSandboxBackend(RunnerBackend):
         self._images: dict[str, Any] = {}
         super().__init__(resolve, pool=pool)
 
-    def artifact_name(self, recipe: Recipe) -> str:
-        """The published name of ``recipe``'s image."""
-        return runner_image.image_reference(recipe)
-
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         found = self.sdk.Image.from_name(name, client=self._client)

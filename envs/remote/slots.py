@@ -143,7 +143,10 @@ class RunnerBackend(BakesItself, SandboxBackend):
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
 
     def artifact_name(self, recipe: Recipe) -> str:
-        return runner_image.artifact_tag(recipe)
+        """What ``bake`` records as ``recipe``'s artifact: the runner image's reference
+        (``analyst-env:<artifact tag>``) where an image engine or registry holds it (Docker,
+        Modal); a vendor that names its images otherwise (snapshots, blueprints) overrides it."""
+        return runner_image.image_reference(recipe)
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""
