@@ -32,7 +32,13 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.options import Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, quiet_build
+from analyst_env.envs.remote.slots import (
+    BuildLog,
+    RunnerBackend,
+    Slot,
+    before_half_life,
+    quiet_build,
+)
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -324,7 +330,7 @@ class AgentSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before its claim's shutdownTime ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
 
 def _selector(labels: dict[str, str]) -> str:

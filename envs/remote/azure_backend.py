@@ -18,7 +18,6 @@ requests (``azure_link``), at a cost of about two requests per message (docs/bac
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -31,6 +30,7 @@ from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_
 from analyst_env.envs.remote.relayed_runner import BUNDLE_PATH, runner_bundle, unpack_command
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.vendor_builds import furthest_build, wait_while_building
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -58,6 +58,14 @@ class AzureGroup(TypedDict):
 
 def _state(image: Any) -> str:
     return (image.status.state if image.status else "").lower()
+
+
+def _ready(image: Any) -> bool:
+    return _state(image) in _READY
+
+
+def _building(image: Any) -> bool:
+    return _state(image) not in (*_READY, "failed")
 
 
 class AzureSandboxBackend(RunnerBackend):
@@ -143,9 +151,7 @@ class AzureSandboxBackend(RunnerBackend):
 
     def _lookup(self, name: str) -> Any | None:
         found = [i for i in self._group.list_disk_images() if i.labels.get("name") == name]
-        ready = [i for i in found if _state(i) in _READY]
-        building = [i for i in found if _state(i) not in (*_READY, "failed")]
-        return (ready or building or found or [None])[0]
+        return furthest_build(found, ready=_ready, building=_building)
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
@@ -153,10 +159,10 @@ class AzureSandboxBackend(RunnerBackend):
             disk = self._lookup(name)
             if disk is None:
                 disk = self._group.create_disk_image(self.image_reference(recipe), name=name)
-            deadline = time.monotonic() + self.timeouts.build_s
-            while _state(disk) not in (*_READY, "failed") and time.monotonic() < deadline:
-                time.sleep(2.0)
-                disk = self._group.get_disk_image(disk.id)
+            disk_id = disk.id
+            disk = wait_while_building(
+                disk, lambda: self._group.get_disk_image(disk_id), _building, self.timeouts.build_s
+            )
         except self._errors as exc:
             raise SandboxError(f"Azure could not build disk image {name}: {exc}") from exc
         if _state(disk) == "failed":
@@ -166,7 +172,7 @@ class AzureSandboxBackend(RunnerBackend):
                 f"{self.image_reference(recipe)}; push the recipe's runner image there "
                 f"(docs/backend-azure.md) and delete disk image {disk.id} to build it again"
             )
-        if _state(disk) not in _READY:
+        if not _ready(disk):
             raise SandboxError(f"Azure disk image {name} is {_state(disk) or 'pending'}, not ready")
         self._disk_images[image] = str(disk.id)
 

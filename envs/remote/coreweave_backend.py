@@ -45,7 +45,7 @@ from analyst_env.envs.remote.coreweave_link import (
 from analyst_env.envs.remote.engine_image import connect_engine, ensure_image, push_image
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ class CoreWeaveSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Replace a sandbox well before max_lifetime_seconds ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
     def close(self) -> None:
         super().close()

@@ -38,7 +38,8 @@ from analyst_env.envs.remote.daytona_link import session_channel
 from analyst_env.envs.remote.dockerfile import dockerfile
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
+from analyst_env.envs.remote.vendor_builds import wait_while_building
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -188,10 +189,12 @@ class DaytonaSandboxBackend(RunnerBackend):
                 )
             except self.sdk.DaytonaError as exc:
                 raise SandboxError(f"Daytona could not activate snapshot {name}: {exc}") from exc
-        deadline = time.monotonic() + self.timeouts.build_s
-        while _state(snapshot) in _BUILDING and time.monotonic() < deadline:
-            time.sleep(2.0)  # another server is building it
-            snapshot = self._lookup(name) or self._build(recipe, name, log)
+        snapshot = wait_while_building(  # another server is building it
+            snapshot,
+            lambda: self._lookup(name) or self._build(recipe, name, log),
+            lambda snapshot: _state(snapshot) in _BUILDING,
+            self.timeouts.build_s,
+        )
         state = _state(snapshot)
         if state in _FAILED:
             raise SandboxError(
@@ -242,7 +245,7 @@ class DaytonaSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Replace a sandbox well before Daytona's auto-stop could end it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.auto_stop_minutes * 30
+        return before_half_life(slot, self.auto_stop_minutes * 60)
 
 
 def from_settings(settings: BackendSettings) -> DaytonaSandboxBackend:

@@ -37,6 +37,7 @@ from analyst_env.envs.remote.relayed_runner import fifo_command, runner_bundle
 from analyst_env.envs.remote.runner_link import RunnerClient
 from analyst_env.envs.remote.sdk_loop import SdkLoop
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.vendor_builds import wait_while_building
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -228,14 +229,17 @@ class DenoSandboxBackend(RunnerBackend):
             time.sleep(0.5)  # the volume is still attached
 
     def _await_other_build(self, name: str) -> None:
-        deadline = time.monotonic() + self.timeouts.build_s
-        while self._snapshot(name) is None:
-            if time.monotonic() > deadline:
-                raise SandboxError(
-                    f"Deno snapshot {name} is still building elsewhere, not ready (if no server "
-                    f"is building it, delete volume {name}-build to build it again)"
-                )
-            time.sleep(2.0)
+        snapshot = wait_while_building(
+            self._snapshot(name),
+            lambda: self._snapshot(name),
+            lambda snapshot: snapshot is None,
+            self.timeouts.build_s,
+        )
+        if snapshot is None:
+            raise SandboxError(
+                f"Deno snapshot {name} is still building elsewhere, not ready (if no server "
+                f"is building it, delete volume {name}-build to build it again)"
+            )
 
     # ── slots ──────────────────────────────────────────────────────────────
     def _create_slot(self, image: str, recipe: Recipe) -> Slot:

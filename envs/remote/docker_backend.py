@@ -165,9 +165,6 @@ class DockerSandboxBackend(RunnerBackend):
         self._tags: dict[str, str] = {}
         super().__init__(resolve, pool=pool)
 
-    def artifact_name(self, recipe: Recipe) -> str:
-        return runner_image.image_reference(recipe)
-
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         tag = self.artifact_name(recipe)
         ensure_image(self.docker, self.sdk, recipe, tag, build_network=self.build_network)

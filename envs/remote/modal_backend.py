@@ -30,7 +30,7 @@ from analyst_env.envs.remote.bounded import BackendUnavailable, call_within, imp
 from analyst_env.envs.remote.channel import QueueChannel, StderrTail
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 
 if TYPE_CHECKING:
     from analyst_env.envs.backends import BackendSettings
@@ -128,10 +128,6 @@ class ModalSandboxBackend(RunnerBackend):
         self._images: dict[str, Any] = {}
         super().__init__(resolve, pool=pool)
 
-    def artifact_name(self, recipe: Recipe) -> str:
-        """The published name of ``recipe``'s image."""
-        return runner_image.image_reference(recipe)
-
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
         found = self.sdk.Image.from_name(name, client=self._client)
@@ -192,7 +188,7 @@ class ModalSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before Modal's timeout ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
 
 def from_settings(settings: BackendSettings) -> ModalSandboxBackend:

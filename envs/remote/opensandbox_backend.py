@@ -37,7 +37,7 @@ from analyst_env.envs.remote.engine_image import connect_engine, ensure_image
 from analyst_env.envs.remote.execd_pipe import EXECD_PORT, open_pipe
 from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_from_settings
 from analyst_env.envs.remote.runner_link import RunnerClient
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class OpenSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Retire a sandbox well before the server's timeout ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
     def close(self) -> None:
         super().close()

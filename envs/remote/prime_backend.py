@@ -37,7 +37,8 @@ from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_
 from analyst_env.envs.remote.prime_link import process_channel
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.sdk_loop import SdkLoop
-from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot, before_half_life
+from analyst_env.envs.remote.vendor_builds import furthest_build, wait_while_building
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -47,6 +48,10 @@ _BUILDING = ("PENDING", "UPLOADING", "BUILDING")
 _FAILED = ("FAILED", "CANCELLED")
 #: The tag of every image this backend builds (the name carries the hash and revision).
 IMAGE_TAG = "latest"
+
+
+def _building(row: Any) -> bool:
+    return row is not None and row.status.value in _BUILDING
 
 
 def build_context(text: str) -> bytes:
@@ -121,9 +126,9 @@ class PrimeSandboxBackend(RunnerBackend):
     def _find_image(self, name: str) -> Any | None:
         page = self._loop.run(self._images.list(search=name, limit=250), self.timeouts.connect_s)
         rows = [row for row in page.data if row.image_name == name and row.image_tag == IMAGE_TAG]
-        ready = [row for row in rows if row.status.value == "COMPLETED"]
-        building = [row for row in rows if row.status.value in _BUILDING]
-        return (ready or building or rows or [None])[0]
+        return furthest_build(
+            rows, ready=lambda row: row.status.value == "COMPLETED", building=_building
+        )
 
     def _start_build(self, name: str, recipe: Recipe, log: BuildLog) -> None:
         request = self.sdk.BuildImageRequest(image_name=name, image_tag=IMAGE_TAG)
@@ -140,12 +145,11 @@ class PrimeSandboxBackend(RunnerBackend):
             if row is None:
                 self._start_build(name, recipe, log)
                 row = self._find_image(name)
-            deadline = time.monotonic() + self.timeouts.build_s
-            while row is not None and row.status.value in _BUILDING:
-                if time.monotonic() > deadline:
-                    raise SandboxError(f"Prime image {name} is still {row.status.value}")
-                time.sleep(2.0)
-                row = self._find_image(name)
+            row = wait_while_building(
+                row, lambda: self._find_image(name), _building, self.timeouts.build_s
+            )
+            if row is not None and _building(row):  # the build's time is up
+                raise SandboxError(f"Prime image {name} is still {row.status.value}")
         except (self.sdk.APIError, httpx.HTTPError, TimeoutError) as exc:
             raise SandboxError(f"Prime could not build image {name}: {exc}") from exc
         if row is None or row.status.value in _FAILED:
@@ -198,7 +202,7 @@ class PrimeSandboxBackend(RunnerBackend):
 
     def _slot_usable(self, slot: Slot) -> bool:
         # Replace a sandbox well before Prime's timeout_minutes ends it under an episode.
-        return time.monotonic() - slot.meta["created"] < self.timeouts.sandbox_s * 0.5
+        return before_half_life(slot, self.timeouts.sandbox_s)
 
     def close(self) -> None:
         super().close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from analyst_env.envs.remote.options import Sizing, Timeouts, WarmPool, options_
 from analyst_env.envs.remote.relayed_runner import SlotCalls, runner_bundle, start_relayed_runner
 from analyst_env.envs.remote.runloop_link import execution_channel
 from analyst_env.envs.remote.slots import BuildLog, RunnerBackend, Slot
+from analyst_env.envs.remote.vendor_builds import furthest_build, wait_while_building
 from analyst_env.envs.sandbox import SandboxError
 
 if TYPE_CHECKING:
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 _BUILDING = ("queued", "provisioning", "building", "awaiting_upload")
 #: The network policy every devbox gets: nothing allowed out.
 DENY_ALL_POLICY = "analyst-env-deny-all"
+
+
+def _building(blueprint: Any) -> bool:
+    return blueprint.status in _BUILDING
 
 
 def custom_size(cpus: float, memory_mb: int) -> dict[str, Any]:
@@ -143,9 +147,9 @@ class RunloopSandboxBackend(RunnerBackend):
             found = [bp for bp in self._client.blueprints.list(name=name) if bp.name == name]
         except self.sdk.RunloopError as exc:
             raise SandboxError(f"Runloop could not look up blueprint {name}: {exc}") from exc
-        ready = [bp for bp in found if bp.status == "build_complete"]
-        building = [bp for bp in found if bp.status in _BUILDING]
-        return (ready or building or found or [None])[0]
+        return furthest_build(
+            found, ready=lambda bp: bp.status == "build_complete", building=_building
+        )
 
     def _prepare_image(self, image: str, recipe: Recipe, log: BuildLog) -> None:
         name = self.artifact_name(recipe)
@@ -160,10 +164,13 @@ class RunloopSandboxBackend(RunnerBackend):
                 )
             except self.sdk.RunloopError as exc:
                 raise SandboxError(f"Runloop could not build blueprint {name}: {exc}") from exc
-        deadline = time.monotonic() + self.timeouts.build_s
-        while blueprint.status in _BUILDING and time.monotonic() < deadline:
-            time.sleep(2.0)
-            blueprint = self._client.blueprints.retrieve(blueprint.id)
+        blueprint_id = blueprint.id
+        blueprint = wait_while_building(
+            blueprint,
+            lambda: self._client.blueprints.retrieve(blueprint_id),
+            _building,
+            self.timeouts.build_s,
+        )
         if blueprint.status == "failed":
             raise SandboxError(
                 f"Runloop blueprint {name} failed to build ({blueprint.failure_reason}); "

@@ -16,6 +16,7 @@ import collections
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,17 @@ class Slot:
             self.destroy()
         except Exception as exc:
             log.warning("destroying slot %s failed: %s", self.client.label, exc)
+
+
+def before_half_life(slot: Slot, lifetime_s: float) -> bool:
+    """Whether ``slot`` is younger than half ``lifetime_s``, counted from its sandbox's
+    creation (``meta["created"]``, a ``time.monotonic()`` reading).
+
+    Where the vendor ends a sandbox once its lifetime is over (a timeout, a shutdown time,
+    an auto-stop), a slot retired at half of it never has its sandbox ended under an
+    episode, and the warm pool replaces it in the background instead.
+    """
+    return time.monotonic() - slot.meta["created"] < lifetime_s * 0.5
 
 
 BuildLog = Callable[[str], None]
@@ -131,7 +143,10 @@ class RunnerBackend(BakesItself, SandboxBackend):
         log(f"{self.name}: {self.artifact_name(recipe)} is ready")
 
     def artifact_name(self, recipe: Recipe) -> str:
-        return runner_image.artifact_tag(recipe)
+        """What ``bake`` records as ``recipe``'s artifact: the runner image's reference
+        (``analyst-env:<artifact tag>``) where an image engine or registry holds it (Docker,
+        Modal); a vendor that names its images otherwise (snapshots, blueprints) overrides it."""
+        return runner_image.image_reference(recipe)
 
     def _slot_usable(self, slot: Slot) -> bool:
         """Whether an idle slot may serve another episode (e.g. not about to expire)."""
