@@ -76,7 +76,7 @@ def draw_attempt(rng: np.random.Generator, split: str, only: str | None = None) 
     )
     layout = str(layouts[int(rng.integers(len(layouts)))])
     has_dim = layout != "csv"
-    cap = EXCEL_MAX_ROWS if files.has_workbook(layout) else MAX_ROWS
+    cap = min(EXCEL_MAX_ROWS if files.has_workbook(layout) else MAX_ROWS, t.max_rows or MAX_ROWS)
     rows = int(math.exp(rng.uniform(math.log(MIN_ROWS), math.log(cap))))
     n_extra = min(2, max(0, int(rng.choice(TARGET_DEPTHS)) - t.depth))
     return Drawn(t, d, layout, _draw_mess(rng, t, d, has_dim), rows, n_extra)

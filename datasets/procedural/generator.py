@@ -50,7 +50,8 @@ from analyst_env.datasets.procedural.tables import apply_mess, draw
 from analyst_env.datasets.procedural.templates import Ask, Ctx
 from analyst_env.task_format import Task
 
-GENERATOR_VERSION = 11  # 11: a failed question is drawn again on the same files (question.py)
+GENERATOR_VERSION = 12  # 12: set differences on small tables, cohorts that exist, labels screened
+# 11: a failed question is drawn again on the same files (question.py)
 # 10: the plan records a saved answer's sheet or chart (solutions)
 # 9: charts saved as SVG, verified from the figure (charts, chart_figure)
 # 8: open questions answered by a written finding (findings, rubric)
@@ -214,17 +215,23 @@ def _screen(q: Question, clean: Reading, d: Domain) -> None:
 
 def _worded(q: Question, gold: Any, d: Domain) -> tuple[Draft, str, tuple]:
     """The draft, the instruction and the (oracle, answer, verifier) for ``gold``; Dropped if
-    they cannot be fair (no answer, a rounding boundary, the answer in the question)."""
+    they cannot be fair (no answer, a rounding boundary, the answer in the question or in
+    what every episode shows). The screen asks this of the clean tables too, so a label
+    answer that every episode shows is redrawn before any file is written."""
     if gold is None or (isinstance(gold, (list, str)) and not gold):
         raise Dropped("undefined-answer")
     q.wording.setstate(q.answer_format)  # the same sentence however often it is worded
     if q.ask.style == "finding":
-        return _finding(gold, q)
-    draft = _draft(q.ask, gold, q.text, level_of(q.depth), d)
-    instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
-    scored = oracle_and_verifier(draft)
-    if leaks(instruction, scored[0], draft.style):
-        raise Dropped("answer-in-question")
+        draft, instruction, scored = _finding(gold, q)
+    else:
+        draft = _draft(q.ask, gold, q.text, level_of(q.depth), d)
+        instruction = f"{q.head}\n\n{format_request(draft, q.wording)}"
+        scored = oracle_and_verifier(draft)
+        if leaks(instruction, scored[0], draft.style):
+            raise Dropped("answer-in-question")
+    shown = gold[1] if draft.style == "finding" else scored[1]  # a finding's label: the leader
+    if draft.style in ("text", "set", "list", "parts", "finding") and in_shared_text(shown):
+        raise Dropped("answer-in-shared-text")
     return draft, instruction, scored
 
 
@@ -243,9 +250,6 @@ def _task(made: Made, q: Question, written: Written) -> Task:
         raise Dropped("engines-disagree")
     if in_previews(written.paths, oracle, draft.style):
         raise Dropped("answer-in-preview")
-    shown = gold[1] if draft.style == "finding" else answer  # a finding's label: the leader
-    if draft.style in ("text", "set", "list", "parts", "finding") and in_shared_text(shown):
-        raise Dropped("answer-in-shared-text")
     return made.task(instruction, written.paths, answer, oracle, verifier)
 
 

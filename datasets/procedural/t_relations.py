@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from analyst_env.datasets.procedural.templates import Ask, Ctx, template
 
+SET_DIFFERENCE_MAX_ROWS = 80
+"""Above about this many records every label occurs with every other, and "which values occur
+with a but never with b" has no answer: the set-difference templates draw at most this many."""
+
 
 def _via(c: Ctx) -> str:
     return f"the {c.col('attr')} of each {c.domain.entity}'s {c.col('key')} in the lookup table"
@@ -82,9 +86,30 @@ def join_rank_attr(c: Ctx) -> Ask | None:
     )
 
 
+def _cohort_month(c: Ctx, measure: str) -> str | None:
+    """A cohort month to ask about (any month with data but the last), drawn among those whose
+    ``measure`` (``size`` or ``retained``) on the clean records is not zero and is not spelled
+    by the month's own name: "3" is in "2023-03", and a count that the question spells out
+    is a count given away. None when no month qualifies."""
+    first: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for key, month in zip(c.records["key"], c.records["date"].dt.strftime("%Y-%m")):
+        if isinstance(month, str):
+            first[key] = min(first.get(key, month), month)
+            last[key] = max(last.get(key, month), month)
+    counts: dict[str, int] = {}
+    for key, month in first.items():
+        counts[month] = counts.get(month, 0) + (measure == "size" or last[key] > month)
+    months = c.months()
+    fit = [m for m in months[:-1] or months if counts.get(m) and str(counts[m]) not in m]
+    return str(c.rng.choice(fit)) if fit else None
+
+
 @template("cohorts-funnels", "cohort", 2, "key date")
 def cohort_size(c: Ctx) -> Ask | None:
-    month = str(c.rng.choice(c.months()[:-1] or c.months()))
+    month = _cohort_month(c, "size")
+    if month is None:
+        return None
     return Ask(
         f"{c.a('key', capital=True)}'s cohort is the month (YYYY-MM) of its first "
         f"{c.domain.entity}. How many {c.col('key')} values are in the {month} cohort",
@@ -95,7 +120,9 @@ def cohort_size(c: Ctx) -> Ask | None:
 
 @template("cohorts-funnels", "cohort", 3, "key date")
 def cohort_retained(c: Ctx) -> Ask | None:
-    month = str(c.rng.choice(c.months()[:-1] or c.months()))
+    month = _cohort_month(c, "retained")
+    if month is None:
+        return None
     return Ask(
         f"{c.a('key', capital=True)}'s cohort is the month (YYYY-MM) of its first "
         f"{c.domain.entity}. Of the {month} cohort, how many {c.col('key')} values have "
@@ -119,9 +146,9 @@ def funnel_both_steps(c: Ctx) -> Ask | None:
     )
 
 
-@template("set-operations", "difference", 2, "g1 g2")
+@template("set-operations", "difference", 2, "g1 g2", max_rows=SET_DIFFERENCE_MAX_ROWS)
 def set_only_with(c: Ctx) -> Ask | None:
-    pair = c.pick_two("g2")
+    pair = c.pick_only_with("g1")
     if pair is None:
         return None
     a, b = pair
@@ -153,9 +180,11 @@ def set_orphan_keys(c: Ctx) -> Ask | None:
     )
 
 
-@template("set-operations", "difference", 3, "attr g2", needs_dim=True)
+@template(
+    "set-operations", "difference", 3, "attr g2", needs_dim=True, max_rows=SET_DIFFERENCE_MAX_ROWS
+)
 def set_attr_only_with(c: Ctx) -> Ask | None:
-    pair = c.pick_two("g2")
+    pair = c.pick_only_with("attr")
     if pair is None:
         return None
     a, b = pair

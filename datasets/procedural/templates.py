@@ -71,6 +71,19 @@ class Ctx:
         b = self.pick(role, exclude=(a,))
         return None if a is None or b is None else (a, b)
 
+    def pick_only_with(self, by: str) -> tuple[str, str] | None:
+        """Two different ``g2`` values (a, b) such that some ``by`` value occurs with a and
+        never with b in the clean records, drawn among all such pairs; None when no pair has
+        one. On a large table most pairs share every value: the set difference asked about
+        ("occurs with a but never with b") would be empty, with no answer to ask for."""
+        seen: dict[str, set[str]] = {}
+        for g2, value in zip(self.records["g2"], self.records[by]):
+            if isinstance(value, str):
+                seen.setdefault(str(g2), set()).add(value)
+        names = sorted(seen)
+        pairs = [(a, b) for a in names for b in names if a != b and seen[a] - seen[b]]
+        return pairs[int(self.rng.integers(len(pairs)))] if pairs else None
+
     def consecutive_months(self) -> tuple[str, str] | None:
         """A month with data and the next month with data (YYYY-MM), or None with fewer than
         two such months: the pair a month-on-month change is asked about."""
@@ -157,6 +170,7 @@ class Template:
     layouts: tuple | None  # None: any layout that suits needs_dim
     fn: Callable[[Ctx], Ask | None]
     composable: bool = True  # False: the answer is about the file as a whole; no filters are added
+    max_rows: int | None = None  # a cap on the records drawn, below the file layout's own
 
 
 TEMPLATES: list[Template] = []
@@ -172,6 +186,7 @@ def template(
     layouts: tuple | None = None,
     composable: bool = True,
     name: str | None = None,
+    max_rows: int | None = None,
 ) -> Callable:
     """Register a template (decorator). ``uses`` is a space-separated list of roles.
 
@@ -181,6 +196,9 @@ def template(
     ``composable=False`` marks a template whose answer is about the whole file
     (duplicate rows, keys missing from the lookup table): composition adds no
     filter to it, since a filter in its question would change nothing in its answer.
+
+    ``max_rows`` caps the records drawn for the template, for a question that has an
+    answer only on a small table (on a large one every value occurs with every other).
     """
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
@@ -198,6 +216,7 @@ def template(
                 layouts,
                 fn,
                 composable,
+                max_rows,
             )
         )
         return fn

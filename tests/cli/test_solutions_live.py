@@ -83,7 +83,7 @@ def test_replayed_solutions_are_written_in_the_sft_format(dirs, capsys):
     out = dirs / "export"
     code, summary, records = export(
         capsys, out, "--dataset", "procedural:7", "--count", "4", "--start", "2"
-    )  # generator 11: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
+    )  # generator 12: cohorts (sql), outliers (pandas), a result workbook, window (mixed)
     assert code == 0 and summary["dropped"] == [] and summary["uncovered_by_category"] == {}
     assert summary["tasks"] == summary["kept"] == len(records) == summary["replayed"] == 4
     for record in records:
@@ -197,8 +197,8 @@ def test_validate_replays_a_frozen_sets_written_solutions(dirs, capsys):
     capsys.readouterr()
 
 
-SAVED_TASKS = {  # procedural:7 (generator 11), train: the first two tasks of each template
-    "book_monthly": (202, 279),
+SAVED_TASKS = {  # procedural:7 (generator 12), train: the first two tasks of each template
+    "book_monthly": (279, 283),
     "book_pivot": (21, 30),
     "book_summary_attr": (12, 236),
     "book_summary_g1": (321, 415),
