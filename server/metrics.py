@@ -42,11 +42,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from analyst_env.envs.capabilities import KeepsStandbys
+from analyst_env.server.workers import MULTIPROC_ENV
 from analyst_env.verifiers.bounded import SCORING_POOL
 
 log = logging.getLogger(__name__)
-#: Set by ``serve --workers`` for its workers (``server/workers.py``): metrics are summed.
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Seconds: a standby hand-out is ~1 ms, a cold zygote seconds, a long cell up to the timeout.
 LATENCY_BUCKETS = (

@@ -43,7 +43,12 @@ import time
 from pathlib import Path
 
 from analyst_env.server import peers
-from analyst_env.server.metrics import MULTIPROC_ENV
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""``prometheus_client``'s variable: the directory the supervisor makes for every worker's
+metric values, which ``/metrics`` sums (``server/metrics.py``). Defined here, not beside the
+metrics, so that the supervisor does not import them: they import the scorers (pandas,
+openpyxl), about half a second before any worker could start."""
 
 MAX_DEFAULT_WORKERS = 8
 """``serve`` starts one worker per available core, up to this many (``--workers`` overrides)."""
