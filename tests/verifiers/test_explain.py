@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 
 import pytest
@@ -53,3 +54,14 @@ def test_the_line_never_states_the_gold(name):
 
 def test_every_explainer_names_a_real_scorer():
     assert set(EXPLAINERS) <= set(SCORERS)
+
+
+def test_every_explainer_takes_its_scorers_parameters_and_defaults():
+    """An explainer restates its scorer's parameters (it cannot import the scorer: the
+    scorers import it); a default that drifted would explain a tolerance the scorer does
+    not apply ("not within 1e-06 absolute" where the scorer allows 1e-3)."""
+    for name, explainer in EXPLAINERS.items():
+        said = inspect.signature(explainer).parameters
+        applied = inspect.signature(SCORERS[name]).parameters
+        assert list(said) == list(applied), name
+        assert [p.default for p in said.values()] == [p.default for p in applied.values()], name
