@@ -119,6 +119,14 @@ class _RecordingDisplayHook(DisplayHook):
     def finish_displayhook(self) -> None:
         self._is_active = False
 
+    def quiet(self) -> bool:
+        """IPython's rule (a value is not shown after a trailing ``;``), without tokenizing a
+        cell that has no ``;`` at all: that cell cannot end in one."""
+        hist = self.shell.history_manager.input_hist_parsed if self.shell else []
+        if hist and ";" not in hist[-1]:
+            return False
+        return super().quiet()
+
 
 class _RecordingDisplayPublisher(DisplayPublisher):
     """Records ``display()`` calls as mime bundles instead of printing them."""
@@ -141,6 +149,23 @@ class KernelShell(InteractiveShell):
         self.record = CellRecord()
         self.output_limit = RICH_OUTPUT_LIMIT_BYTES
         super().__init__(**kwargs)
+
+    def should_run_async(
+        self, raw_cell: str, *, transformed_cell=None, preprocessing_exc_tuple=None
+    ) -> bool:
+        """IPython's rule (top-level ``await``, ``async for`` or ``async with`` runs the cell as a
+        coroutine), without compiling a cell in which neither word occurs: it has none."""
+        if (
+            transformed_cell is not None
+            and "await" not in transformed_cell
+            and "async" not in transformed_cell
+        ):
+            return False
+        return super().should_run_async(
+            raw_cell,
+            transformed_cell=transformed_cell,
+            preprocessing_exc_tuple=preprocessing_exc_tuple,
+        )
 
     def ask_exit(self) -> None:
         """``exit()``/``quit()`` in a cell: ignored; the kernel lives until the sandbox closes."""
