@@ -44,7 +44,8 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
-from analyst_env.trainers.art import AnalystScenario, curriculum_scenarios, scenarios
+from analyst_env.trainers.art import curriculum_scenarios, scenarios
+from analyst_env.trainers.scenario import AnalystScenario
 from analyst_env.trainers.trl import fetch_tool_specs
 
 __all__ = ["TEMPLATE", "make_environment", "taskset"]

@@ -36,7 +36,7 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import hermes_tools_prompt, task_prompt
-from analyst_env.trainers.art import AnalystScenario
+from analyst_env.trainers.scenario import AnalystScenario
 from analyst_env.trainers.tool_calls import parse_tool_calls, tool_responses_text
 
 __all__ = [

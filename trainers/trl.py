@@ -36,6 +36,7 @@ import httpx
 from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
+from analyst_env.trainers.scenario import AnalystScenario
 
 ENV_NAME = "analyst_env"
 
@@ -95,17 +96,26 @@ class AnalystToolEnv:
         TRL passes every column of the dataset row; ``task_id`` (or ``split`` and
         ``index``) and ``seed`` choose the episode (neither: a ``--curriculum`` server
         chooses, for ``client_id``, one task per ``curriculum_group``), the rest is ignored.
+
+        Raises:
+            ValueError: The row names no task (no ``task_id``, no ``split`` and ``index``,
+                no ``client_id``): every rollout of a group would get a different task.
         """
+        options = AnalystScenario(
+            task_id=task_id,
+            split=split,
+            index=index,
+            seed=seed,
+            client_id=client_id,
+            curriculum_group=curriculum_group,
+        ).reset_options()
         self._close()
         self.reward, self.done = 0.0, False
         self._client = AnalystEnv(
             base_url=self._base_url, headers=self._headers, message_timeout_s=self._timeout
         ).sync()
         self._client.connect()
-        chosen = {"task_id": task_id, "split": split, "index": index, "client_id": client_id}
-        chosen["curriculum_group"] = curriculum_group
-        options = {k: v for k, v in chosen.items() if v is not None}
-        obs = self._client.reset(seed=seed, **options).observation
+        obs = self._client.reset(**options).observation
         self.task_id = obs.task_id
         prompt = task_prompt(obs.instruction, obs.files)
         if obs.done:  # the sandbox or a setup hook failed: nothing to do, reward 0

@@ -36,7 +36,7 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, openai_tools, task_prompt
-from analyst_env.trainers.art import AnalystScenario, EpisodeStartError
+from analyst_env.trainers.scenario import AnalystScenario, EpisodeStartError
 from analyst_env.trainers.tool_calls import parse_tool_calls
 from analyst_env.trainers.verl_rows import AGENT_NAME, dataset_rows, export_parquet
 

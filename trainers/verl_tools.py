@@ -33,7 +33,7 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.models import CallToolAction
 from analyst_env.prompts import openai_tools
-from analyst_env.trainers.art import AnalystScenario, EpisodeStartError
+from analyst_env.trainers.scenario import AnalystScenario, EpisodeStartError
 from analyst_env.trainers.verl_rows import tool_dataset_rows
 
 __all__ = ["AnalystTool", "compute_score", "tool_dataset_rows"]

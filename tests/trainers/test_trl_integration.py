@@ -90,6 +90,18 @@ def test_episode_prompt_tools_reward_and_tools_raise_after_the_end(server):
     env._close()
 
 
+def test_a_row_that_names_no_task_is_refused_before_a_session_opens(server):
+    """A row with only a prompt (and a seed) would give each rollout of a group whatever task
+    the server draws; it is refused, as every other adapter refuses it."""
+    url, _ = server
+    env = AnalystToolEnv(base_url=url)
+    with pytest.raises(ValueError, match="needs a task_id"):
+        env.reset(seed=3, prompt=[{"role": "user", "content": ""}])
+    assert env._client is None  # no session was opened for it
+    assert "total amount" in env.reset(task_id="tiny-csv", seed=3)  # the env still works
+    env._close()
+
+
 def test_spec_rows_come_from_the_task_api_and_the_factory_pickles(server):
     url, _ = server
     spec = AnalystSpec(url, split="train", seed=3)
