@@ -46,7 +46,7 @@ from analyst_env.models import CallToolAction
 from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
 from analyst_env.trainers.art import curriculum_scenarios, scenarios
 from analyst_env.trainers.scenario import AnalystScenario
-from analyst_env.trainers.trl import fetch_tool_specs
+from analyst_env.trainers.tool_catalog import fetch_tool_specs
 
 __all__ = ["TEMPLATE", "make_environment", "taskset"]
 

@@ -171,7 +171,8 @@ def dataset_rows(
     row names its own ``curriculum_group``, so the samples SkyRL draws of one row in a step
     get one task (and the row's next epoch a new one).
     """
-    from analyst_env.trainers.trl import AnalystSpec, fetch_tool_specs
+    from analyst_env.trainers.tool_catalog import fetch_tool_specs
+    from analyst_env.trainers.trl import AnalystSpec
 
     if client_id is not None and not num_tasks:
         raise ValueError("curriculum rows need num_tasks (how many episodes to play)")

@@ -26,9 +26,6 @@ idled through a long generation never breaks the next episode.
 from __future__ import annotations
 
 import functools
-import keyword
-import re
-import threading
 from typing import Any
 
 import httpx
@@ -37,19 +34,9 @@ from analyst_env.client.analyst_client import AnalystEnv
 from analyst_env.client.endpoints import split_urls
 from analyst_env.prompts import SYSTEM_PROMPT, task_prompt
 from analyst_env.trainers.scenario import AnalystScenario
+from analyst_env.trainers.tool_catalog import bind_tools, fetch_tool_specs
 
 ENV_NAME = "analyst_env"
-
-_JSON_TO_PY = {
-    "string": "str",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "dict",
-}
-_RESERVED = {"reset", "get_reward"}
-_bind_lock = threading.Lock()
 
 
 class EpisodeOverError(RuntimeError):
@@ -79,7 +66,7 @@ class AnalystToolEnv:
         self.reward = 0.0
         self.done = False
         self.task_id: str | None = None
-        bind_tools(fetch_tool_specs(self._base_url, self._headers))
+        bind_tools(fetch_tool_specs(self._base_url, self._headers), type(self))
 
     def reset(
         self,
@@ -148,135 +135,6 @@ class AnalystToolEnv:
 
     def __del__(self) -> None:
         self._close()
-
-
-def fetch_tool_specs(base_url: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The server's tool catalog (``name``, ``description``, ``input_schema``) over ``/mcp``
-    ``tools/list`` (from the first replica that answers, when ``base_url`` names several).
-
-    Raises:
-        RuntimeError: No server answered with a tool list.
-    """
-    problems = []
-    for url in split_urls(base_url):
-        try:
-            reply = httpx.post(
-                f"{url}/mcp",
-                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-                headers=headers,
-                timeout=30,
-            )
-            reply.raise_for_status()
-            tools = reply.json()["result"]["tools"]
-            break
-        except (httpx.HTTPError, KeyError, ValueError) as exc:
-            problems.append(f"{url}/mcp: {exc}")
-    else:
-        raise RuntimeError(f"could not read the tool catalog from {'; '.join(problems)}")
-    return [
-        {
-            "name": t["name"],
-            "description": t.get("description") or "",
-            "input_schema": t.get("inputSchema") or t.get("input_schema") or {},
-        }
-        for t in tools
-    ]
-
-
-def bind_tools(specs: list[dict[str, Any]], cls: type = AnalystToolEnv) -> list[str]:
-    """Set one typed method per tool on ``cls`` (TRL discovers tools on the class).
-
-    Each method has the tool's parameters with Python types from the JSON Schema
-    and a Google-style docstring (summary, ``Args:``, ``Returns:``), which
-    ``transformers.utils.get_json_schema`` turns back into the tool schema the
-    model sees. Tools whose names are not Python identifiers are skipped.
-
-    Returns:
-        The names of the bound tools.
-    """
-    bound = []
-    with _bind_lock:
-        for spec in specs:
-            name = spec["name"]
-            if (
-                not name.isidentifier()
-                or keyword.iskeyword(name)
-                or name.startswith("_")
-                or name in _RESERVED
-            ):
-                continue
-            setattr(
-                cls,
-                name,
-                _make_method(name, spec.get("description", ""), spec.get("input_schema") or {}),
-            )
-            bound.append(name)
-    return bound
-
-
-def _make_method(name: str, description: str, schema: dict[str, Any]):
-    props: dict[str, Any] = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    params = [p for p in props if p.isidentifier() and not keyword.iskeyword(p)]
-    params.sort(key=lambda p: p not in required)  # required ones first
-    signature = ["self"]
-    for p in params:
-        annotation = _JSON_TO_PY.get(props[p].get("type", "string"), "str")
-        if p in required:
-            signature.append(f"{p}: {annotation}")
-        else:
-            signature.append(f"{p}: {annotation} = {props[p].get('default')!r}")
-    doc = _docstring(description, {p: props[p] for p in params})
-    source = (
-        f"def {name}({', '.join(signature)}) -> str:\n"
-        f"    {doc!r}\n"
-        f"    return self._call({name!r}, {{{', '.join(f'{p!r}: {p}' for p in params)}}})\n"
-    )
-    namespace: dict[str, Any] = {}
-    exec(compile(source, f"<analyst_env tool {name}>", "exec"), namespace)  # noqa: S102 (generated from a schema)
-    method = namespace[name]
-    method.__module__ = __name__
-    method.__qualname__ = f"AnalystToolEnv.{name}"
-    return method
-
-
-_SECTION = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Example|Examples):\s*$", re.M)
-
-
-def _docstring(description: str, props: dict[str, Any]) -> str:
-    """A Google-style docstring: the description's summary, Args (one per parameter) and Returns."""
-    sections = _split_sections(description)
-    documented = _arg_lines(sections.get("Args", "") or sections.get("Arguments", ""))
-    lines = [sections[""].strip() or "Call this tool."]
-    if props:
-        lines += ["", "Args:"]
-        for p, prop in props.items():
-            text = documented.get(p) or prop.get("description") or p.replace("_", " ")
-            lines.append(f"    {p}: {' '.join(text.split())}")
-    returns = " ".join(sections.get("Returns", "").split()) or "The tool's output as text."
-    lines += ["", "Returns:", f"    {returns}"]
-    return "\n".join(lines)
-
-
-def _split_sections(text: str) -> dict[str, str]:
-    parts = _SECTION.split(text)
-    sections = {"": parts[0]}
-    for title, body in zip(parts[1::2], parts[2::2]):
-        sections[title] = body
-    return sections
-
-
-def _arg_lines(body: str) -> dict[str, str]:
-    args: dict[str, str] = {}
-    current = None
-    for line in body.splitlines():
-        m = re.match(r"^\s*(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
-        if m:
-            current = m.group(1)
-            args[current] = m.group(2)
-        elif current and line.strip():
-            args[current] += " " + line.strip()
-    return args
 
 
 def environment_reward(environments: list[AnalystToolEnv] | None = None, **_: Any) -> list[float]:

@@ -113,7 +113,8 @@ def tool_dataset_rows(
     """
     import httpx
 
-    from analyst_env.trainers.trl import ENV_NAME, AnalystSpec, fetch_tool_specs
+    from analyst_env.trainers.tool_catalog import fetch_tool_specs
+    from analyst_env.trainers.trl import ENV_NAME, AnalystSpec
 
     token, start, seed = options.get("token"), options.get("start", 0), options.get("seed", 0)
     headers = {"Authorization": f"Bearer {token}"} if token else None

@@ -91,7 +91,7 @@ class AnalystTool(BaseTool):
         """The entry's schema, else the server's own for ``config.tool_name``."""
         if getattr(self, "tool_schema", None):
             return self.tool_schema
-        from analyst_env.trainers.trl import fetch_tool_specs
+        from analyst_env.trainers.tool_catalog import fetch_tool_specs
 
         name = self.config.get("tool_name")
         if not name:
