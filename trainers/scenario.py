@@ -34,7 +34,7 @@ class AnalystScenario:
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any]) -> AnalystScenario:
-        """The scenario a dataset row's fields name (veRL's ``extra_info``, a tool's
+        """The scenario a dataset row's fields name (TRL's row, veRL's ``extra_info``, a tool's
         ``create_kwargs``): ``task_id``; else ``client_id`` (and ``curriculum_group``); else
         ``split`` and ``index``. ``seed`` in every case.
 
@@ -52,7 +52,7 @@ class AnalystScenario:
                 seed=seed,
             )
         if fields.get("index") is None or not fields.get("split"):
-            raise ValueError("no task_id, client_id, or split and index")
+            raise ValueError("a row needs a task_id, a split and an index, or a client_id")
         return cls(split=str(fields["split"]), index=int(fields["index"]), seed=seed)
 
     def reset_options(self) -> dict[str, Any]:

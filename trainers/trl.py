@@ -68,16 +68,7 @@ class AnalystToolEnv:
         self.task_id: str | None = None
         bind_tools(fetch_tool_specs(self._base_url, self._headers), type(self))
 
-    def reset(
-        self,
-        task_id: str | None = None,
-        seed: int | None = None,
-        split: str | None = None,
-        index: int | None = None,
-        client_id: str | None = None,
-        curriculum_group: str | None = None,
-        **_row: Any,
-    ) -> str:
+    def reset(self, **row: Any) -> str:
         """Start an episode on a fresh session; returns the task prompt (instruction and files).
 
         TRL passes every column of the dataset row; ``task_id`` (or ``split`` and
@@ -88,14 +79,7 @@ class AnalystToolEnv:
             ValueError: The row names no task (no ``task_id``, no ``split`` and ``index``,
                 no ``client_id``): every rollout of a group would get a different task.
         """
-        options = AnalystScenario(
-            task_id=task_id,
-            split=split,
-            index=index,
-            seed=seed,
-            client_id=client_id,
-            curriculum_group=curriculum_group,
-        ).reset_options()
+        options = AnalystScenario.from_fields(row).reset_options()
         self._close()
         self.reward, self.done = 0.0, False
         self._client = AnalystEnv(

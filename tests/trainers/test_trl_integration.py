@@ -95,7 +95,7 @@ def test_a_row_that_names_no_task_is_refused_before_a_session_opens(server):
     the server draws; it is refused, as every other adapter refuses it."""
     url, _ = server
     env = AnalystToolEnv(base_url=url)
-    with pytest.raises(ValueError, match="needs a task_id"):
+    with pytest.raises(ValueError, match="a row needs a task_id"):
         env.reset(seed=3, prompt=[{"role": "user", "content": ""}])
     assert env._client is None  # no session was opened for it
     assert "total amount" in env.reset(task_id="tiny-csv", seed=3)  # the env still works
