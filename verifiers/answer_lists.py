@@ -3,7 +3,9 @@
 The ``list`` and ``set`` scorers and the explanation of their zeros both read
 answers this way, so the reading lives apart from either. An answer can be a
 JSON (or Python literal) list, maybe in prose and followed by a bracketed note,
-or items one per line or separated by commas or semicolons. The bracket scan is
+or items one per line or separated by commas or semicolons. What follows the list
+may be a note, never a candidate: a rest that hedges (``["a"] or maybe b``,
+``["a"] [or maybe "b"]``) makes the answer unreadable. The bracket scan is
 one pass over the text, and a list followed by many bracketed groups is refused
 rather than parsed group by group, so a hostile answer cannot make reading slow.
 """
@@ -113,6 +115,8 @@ def parse_collection(text: str) -> list[str] | None:
     start, end = text.find("["), text.rfind("]")
     if 0 <= start < end:
         value = _list_literal(text[start : end + 1])
+        if value is not None and _NOTE_HEDGE.search(text, end + 1):
+            return None  # '["a", "b"] or maybe c': a candidate after the list, as in a note
         if value is None:  # '["a", "b"] [note: sorted by count]': the list, if the rest is a note
             value = _list_before_note(text, start)
         if value is not None:
