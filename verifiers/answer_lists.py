@@ -3,7 +3,9 @@
 The ``list`` and ``set`` scorers and the explanation of their zeros both read
 answers this way, so the reading lives apart from either. An answer can be a
 JSON (or Python literal) list, maybe in prose and followed by a bracketed note,
-or items one per line or separated by commas or semicolons. The bracket scan is
+or items one per line or separated by commas or semicolons. What follows the list
+may be a note, never a candidate: a rest that hedges (``["a"] or maybe b``,
+``["a"] [or maybe "b"]``) makes the answer unreadable. The bracket scan is
 one pass over the text, and a list followed by many bracketed groups is refused
 rather than parsed group by group, so a hostile answer cannot make reading slow.
 """
@@ -15,10 +17,9 @@ import json
 import re
 from typing import Any
 
+from analyst_env.verifiers.normalize import HEDGING_NOTE
+
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
-_NOTE_HEDGE = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|/|\?", re.I
-)
 
 
 MAX_NOTES = 4
@@ -79,7 +80,7 @@ def _list_before_note(text: str, start: int) -> list | tuple | None:
     if first is None:
         return None
     end = groups[0][1]
-    if _NOTE_HEDGE.search(text, end):
+    if HEDGING_NOTE.search(text, end):
         return None
     later = groups[1:] + _bracket_groups(text, end, quotes=False)
     if len(later) > 2 * MAX_NOTES:  # a note or two, not a string of candidates
@@ -113,6 +114,8 @@ def parse_collection(text: str) -> list[str] | None:
     start, end = text.find("["), text.rfind("]")
     if 0 <= start < end:
         value = _list_literal(text[start : end + 1])
+        if value is not None and HEDGING_NOTE.search(text, end + 1):
+            return None  # '["a", "b"] or maybe c': a candidate after the list, as in a note
         if value is None:  # '["a", "b"] [note: sorted by count]': the list, if the rest is a note
             value = _list_before_note(text, start)
         if value is not None:

@@ -16,8 +16,10 @@ the benchmark README states it:
   about a millisecond where the pure-Python ``json5`` takes seconds; and
   matched key by key with the gold dict (keys compared lower-cased and
   stripped; a one-element list equals its element; the value is cast to the
-  gold's type; floats within 1e-2, ints exact, strings ignoring case and outer
-  spaces, lists element-wise and all-or-nothing, ``ignore_order`` sorting them);
+  gold's type (``strict``: only a cast that keeps the value, where upstream's
+  ``int(12.9)`` is 12 and ``bool("no")`` is True); floats within 1e-2, ints
+  exact, strings ignoring case and outer spaces, lists element-wise and
+  all-or-nothing, ``ignore_order`` sorting them);
   ``score_rule`` ``all`` (default) or ``divide``.
 
 Example:
@@ -225,10 +227,28 @@ def _unwrap(value: Any) -> Any:
     return value[0] if isinstance(value, list) and len(value) == 1 else value
 
 
+def _cast(kind: type, value: Any, lossless: bool) -> Any:
+    """``kind(value)``, upstream's cast to the gold's type. ``lossless`` (the ``strict``
+    profile) refuses (``ValueError``) a cast that changes what the answer says: a fraction
+    cut to an int (``int(12.9)`` is 12), a number or a text read as a truth value (``bool("no")``
+    is True), a truth value read as a number."""
+    if lossless and (
+        (kind is bool) != isinstance(value, bool)
+        or (kind is int and isinstance(value, float) and not float(value).is_integer())
+    ):
+        raise ValueError(f"{value!r} is not a {kind.__name__} without changing it")
+    return kind(value)
+
+
 def text_score(
-    gold: dict[str, Any], got: dict[str, Any], score_rule: str = "all", ignore_order: bool = False
+    gold: dict[str, Any],
+    got: dict[str, Any],
+    score_rule: str = "all",
+    ignore_order: bool = False,
+    lossless: bool = True,
 ) -> dict[str, float]:
-    """Per-key scores of an answer dict against the gold dict (upstream ``text_score``)."""
+    """Per-key scores of an answer dict against the gold dict (upstream ``text_score``); with
+    ``lossless``, only casts to the gold's type that keep the value (:func:`_cast`)."""
     got_keys = {str(k).lower().strip(): v for k, v in got.items()}
     scores = {}
     for key, want in gold.items():
@@ -245,8 +265,8 @@ def text_score(
         elif not isinstance(want, list) and isinstance(have, list):
             want = [want]
         try:
-            have = type(want)(have)
-        except (TypeError, ValueError):
+            have = _cast(type(want), have, lossless)
+        except (TypeError, ValueError, OverflowError):
             scores[key] = 0.0
             continue
         scores[key] = _value_score(want, have, ignore_order)
@@ -254,7 +274,11 @@ def text_score(
 
 
 def dacode_text(
-    submitted: str, gold: Any, score_rule: str = "all", ignore_order: bool = False
+    submitted: str,
+    gold: Any,
+    score_rule: str = "all",
+    ignore_order: bool = False,
+    profile: str = "strict",
 ) -> Verdict:
     """Score a JSON answer against the gold dict (or any of several gold dicts).
 
@@ -263,6 +287,8 @@ def dacode_text(
         gold: The gold dict, or a list of accepted gold dicts.
         score_rule: ``all`` (every key right) or ``divide`` (fraction of keys).
         ignore_order: Compare lists as multisets.
+        profile: ``"strict"`` (default: a value cast to the gold's type must keep its value,
+            so ``12.9`` is no int 12 and ``"no"`` no True) or ``"official"`` (upstream's cast).
     """
     if score_rule not in ("all", "divide", "devide"):
         raise ValueError(f"unknown DA-Code score_rule {score_rule!r}; expected 'all' or 'divide'")
@@ -272,7 +298,7 @@ def dacode_text(
         return Verdict(0.0, detail="no JSON object in the answer")
     best, best_parts = -1.0, {}
     for g in golds:
-        parts = text_score(g, got, score_rule, ignore_order)
+        parts = text_score(g, got, score_rule, ignore_order, lossless=profile != "official")
         value = (
             float(all(parts.values()))
             if score_rule == "all"

@@ -17,6 +17,8 @@ is the number a person reading the answer would take as the answer:
    (``2024-03-20``, ``03/20/2024``, ``14:30``), rounding notes (``rounded to 2
    decimal places``, ``2 d.p.``, ``to 3 significant figures``) and anything in
    parentheses (``251.14 (rounded)``), unless the only number is in parentheses.
+   An aside that offers another number as a candidate (``251.14 (or 200)``,
+   ``251.14 [maybe 200]``, ``251.14 (200?)``) is a hedge: no stated number.
 4. If the numbers left differ, years beside the answer (four-digit integers
    1900-2100: ``251.14 for 2023``, ``2023: 251.14``) are set aside too, if a
    number remains; but not a year offered as a candidate, i.e. joined to a
@@ -123,6 +125,12 @@ _HEDGE = re.compile(
     r"\b(?:or|either|maybe|perhaps|possibly|probably|between|and|vs|versus)\b|/|\?", re.I
 )
 _ONLY_SEPARATORS = re.compile(r"^[\s,;:&~\-\u2013\u2014|]*$")
+HEDGING_NOTE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|/|\?", re.I
+)
+"""A note beside an answer that offers another candidate (``(or 13)``, ``[maybe "c"]``,
+``(13?)``): the words of a hedge without ``and`` and ``between``, which a note
+that only describes the answer (``(between 2022 and 2023)``) may use."""
 
 
 def _is_year(token: str) -> bool:
@@ -158,6 +166,15 @@ def _numbers(text: str) -> list[tuple[int, int, float]]:
         if value is not None:
             found.append((m.start(), m.end(), value))
     return found
+
+
+def _hedging_aside(text: str, stated: set[float]) -> bool:
+    """Whether a parenthetical aside offers a number other than the ``stated`` ones as another
+    candidate (``12 (or 13)``, ``12 [maybe 13]``, ``12 (13?)``): not an aside but a hedge."""
+    return any(
+        HEDGING_NOTE.search(aside.group(0)) and {v for _, _, v in _numbers(aside.group(0))} - stated
+        for aside in _PARENTHETICAL.finditer(text)
+    )
 
 
 def parse_number(text: object) -> float | None:
@@ -200,6 +217,8 @@ def parse_number(text: object) -> float | None:
         numbers = _numbers(plain)
         outside = plain
     if not numbers:
+        return None
+    if _hedging_aside(plain, {value for _, _, value in numbers}):
         return None
     if len({value for _, _, value in numbers}) > 1:
         not_years = [n for n in numbers if not _is_aside_year(outside, numbers, n)]

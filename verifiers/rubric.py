@@ -16,7 +16,9 @@ so a finding with judged facts cannot reach 1.0 without a judge.
 
 Against a policy that hedges, a hedge scores the whole finding 0 (not partial
 credit): naming any of an entity's rivals (``others``) too, stating more than
-``max_numbers`` numbers, or saying both directions. An answer longer than
+``max_numbers`` numbers, offering different numbers with a hedge word (``3.2 or
+3.4``, ``3.2 (maybe 3.5)``: fewer than ``max_numbers`` candidates are still a
+hedge), or saying both directions. An answer longer than
 ``max_chars`` scores 0, and so does one that names none of the rubric's entities
 (a finding about nothing: e.g. the question copied back, which may hold a
 direction word).
@@ -36,6 +38,7 @@ import re
 from typing import Any
 
 from analyst_env.verifiers.llm_judge import llm_judge
+from analyst_env.verifiers.normalize import HEDGING_NOTE
 from analyst_env.verifiers.verdict import Verdict
 
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")
@@ -96,6 +99,8 @@ def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool,
         found = numbers_in(text)
         if len(found) > max_numbers:
             return False, f"hedge: states {len(found)} numbers (more than {max_numbers})"
+        if len(set(found)) > 1 and HEDGING_NOTE.search(text):
+            return False, "hedge: offers several numbers as candidates"
         want, tol = float(fact["value"]), float(fact.get("tol", 0.0))
         candidates = [abs(v) for v in found] if fact.get("absolute") else found
         target = abs(want) if fact.get("absolute") else want

@@ -1,6 +1,6 @@
 """Probes for ``rubric`` tasks: the answers a policy would try on a written finding.
 
-Each adversarial probe must score 0: a hedge naming every rival, an instruction
+Each adversarial probe must score 0: a hedge naming every rival or a second number, an instruction
 to the judge, an answer past the length limit, the question copied back, and
 both directions at once. The natural ones (the oracle, the oracle with a lead-in)
 must score 1.
@@ -24,6 +24,9 @@ def rubric_probes(
         Probe("too-long", oracle + " " + "x" * max_chars),
         Probe("both-directions", oracle + " It may also have risen, or fallen."),
     ]
+    numbers = [float(f["value"]) for f in gold["facts"] if f["kind"] == "number"]
+    if numbers:
+        adversarial.append(Probe("hedge-two-numbers", f"{oracle} Or perhaps {numbers[0] + 1:.1f}."))
     if rivals:
         adversarial.append(Probe("hedge-every-rival", oracle + " Or " + ", ".join(rivals) + "."))
     natural = [Probe("oracle", oracle), Probe("lead-in", f"From the data: {oracle}")]

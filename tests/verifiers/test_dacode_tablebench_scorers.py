@@ -174,3 +174,42 @@ def test_dacode_csv_strict_profile_refuses_extra_candidate_columns(tmp_path):
 
     assert run(spray, "official") == 1.0 and run(spray, "strict") == 0.0
     assert run(exact, "official") == 1.0 and run(exact, "strict") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer"),
+    [
+        ({"n": 12}, '{"n": 12.9}'),  # upstream's int(12.9) is 12
+        ({"n": 0}, '{"n": -0.99}'),
+        ({"n": 1}, '{"n": true}'),
+        ({"flag": True}, '{"flag": "no"}'),  # upstream's bool("no") is True
+        ({"flag": True}, '{"flag": "false"}'),
+        ({"flag": False}, '{"flag": ""}'),
+    ],
+)
+def test_dacode_text_strict_refuses_a_cast_that_changes_the_answer(gold, answer):
+    spec = VerifierSpec(name="dacode_text")
+    assert judge(spec, answer, gold, profile="official").reward == 1.0
+    assert judge(spec, answer, gold, profile="strict").reward == 0.0
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer"),
+    [
+        ({"n": 12}, '{"n": 12.0}'),
+        ({"n": 12}, '{"n": "12"}'),
+        ({"n": [12]}, '{"n": 12}'),
+        ({"x": 1.5}, '{"x": "1.5"}'),
+        ({"flag": True}, '{"flag": true}'),
+        ({"flag": False}, '{"flag": [false]}'),
+    ],
+)
+def test_dacode_text_strict_keeps_the_casts_that_keep_the_value(gold, answer):
+    assert text(answer, gold) == 1.0
+
+
+def test_dacode_text_infinity_for_an_int_scores_0_in_both_profiles():
+    spec = VerifierSpec(name="dacode_text")
+    for profile in ("strict", "official"):  # int(inf) raised OverflowError past the cast's catch
+        verdict = judge(spec, '{"n": Infinity}', {"n": 12}, profile=profile)
+        assert verdict.reward == 0.0 and "failed" not in verdict.detail

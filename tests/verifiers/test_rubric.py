@@ -91,6 +91,10 @@ def test_an_injection_gets_no_checked_fact_even_from_a_gullible_judge(stand_in):
     [
         "North, South or East fell most, by 3.2 points.",  # every region
         "North's margin fell by 3.2, 1.1, 2.2, 4.4 or 5.5 points.",  # every number
+        "North's margin fell most, by 3.2 or 3.4 points.",  # two candidates, under max_numbers
+        "North's margin fell most, by 3.1, 3.2, 3.3 or 3.4 points.",
+        "North's margin fell most, by 3.2 points (maybe 3.5).",
+        "North's margin fell most, by 3.2 points. Or perhaps 4.1.",
         "North's margin fell, or rose, by 3.2 points.",  # both directions
         GOOD + " " + "padding " * 100,  # too long
         "Which region's margin fell most, and by how much?",  # the question back
@@ -99,6 +103,11 @@ def test_an_injection_gets_no_checked_fact_even_from_a_gullible_judge(stand_in):
 )
 def test_hedges_and_tricks_score_zero(answer, stand_in):
     assert rubric(answer, judge_url=stand_in["url"], judge_model="m").reward == 0.0
+
+
+def test_a_number_beside_the_finding_is_no_hedge():
+    verdict = rubric("North's margin fell most, by 3.2 points, from 12.1 to 8.9.", judged="exclude")
+    assert verdict.reward == 1.0
 
 
 def test_partial_credit_for_an_honest_miss():

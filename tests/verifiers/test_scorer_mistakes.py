@@ -115,6 +115,9 @@ def test_json_list_followed_by_a_bracketed_note(scorer):
         "['North', 'East'] [x] ['North']",
         '["North", "East"] [or maybe "West"]',
         '["North", "East"] [it\'s] ["West"]',
+        '["North", "East"] or maybe West',
+        '["North", "East"] (or perhaps "West")',
+        '["North", "East"] (West?)',
     ],
 )
 def test_a_second_list_or_a_hedging_note_is_refused(answer):
