@@ -131,6 +131,12 @@ HEDGING_NOTE = re.compile(
 """A note beside an answer that offers another candidate (``(or 13)``, ``[maybe "c"]``,
 ``(13?)``): the words of a hedge without ``and`` and ``between``, which a note
 that only describes the answer (``(between 2022 and 2023)``) may use."""
+HEDGING_WORD = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|\?", re.I
+)
+"""``HEDGING_NOTE`` without the slash, for notes about numbers: there a slash is a unit or a
+period (``12 (km/h)``, ``(FY 2023/24)``), and two numbers joined by one are two numbers stated,
+which every number scorer already reads as no answer or counts."""
 
 
 def _is_year(token: str) -> bool:
@@ -172,7 +178,7 @@ def _hedging_aside(text: str, stated: set[float]) -> bool:
     """Whether a parenthetical aside offers a number other than the ``stated`` ones as another
     candidate (``12 (or 13)``, ``12 [maybe 13]``, ``12 (13?)``): not an aside but a hedge."""
     return any(
-        HEDGING_NOTE.search(aside.group(0)) and {v for _, _, v in _numbers(aside.group(0))} - stated
+        HEDGING_WORD.search(aside.group(0)) and {v for _, _, v in _numbers(aside.group(0))} - stated
         for aside in _PARENTHETICAL.finditer(text)
     )
 

@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from analyst_env.verifiers.llm_judge import llm_judge
-from analyst_env.verifiers.normalize import HEDGING_NOTE
+from analyst_env.verifiers.normalize import HEDGING_WORD
 from analyst_env.verifiers.verdict import Verdict
 
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")
@@ -86,6 +86,25 @@ def numbers_in(text: str) -> list[float]:
     return [float(m.replace(",", "").replace("−", "-")) for m in _NUMBER.findall(text)]
 
 
+CANDIDATE_LEAD_IN = 16
+"""How far before a number a hedge word offers it as another candidate (``3.2 or 3.4``,
+``3.2 points (maybe 3.5)``, ``3.2 points. Or perhaps 4.1``)."""
+
+
+def _offers_alternatives(text: str) -> bool:
+    """Whether a number other than those before it comes just after a hedge word: candidates,
+    not a finding's figures (``from 12.1 to 8.9``), however few numbers the answer states."""
+    seen: set[str] = set()
+    previous_end = 0
+    for m in _NUMBER.finditer(text):
+        lead_in = text[max(previous_end, m.start() - CANDIDATE_LEAD_IN) : m.start()]
+        if seen and m.group(0) not in seen and HEDGING_WORD.search(lead_in):
+            return True
+        seen.add(m.group(0))
+        previous_end = m.end()
+    return False
+
+
 def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool, str]:
     """Whether the lower-cased answer ``text`` states one deterministic fact, and why not
     (the reason never names the expected value: the detail reaches the agent)."""
@@ -99,7 +118,7 @@ def check_fact(text: str, fact: dict[str, Any], max_numbers: int) -> tuple[bool,
         found = numbers_in(text)
         if len(found) > max_numbers:
             return False, f"hedge: states {len(found)} numbers (more than {max_numbers})"
-        if len(set(found)) > 1 and HEDGING_NOTE.search(text):
+        if _offers_alternatives(text):
             return False, "hedge: offers several numbers as candidates"
         want, tol = float(fact["value"]), float(fact.get("tol", 0.0))
         candidates = [abs(v) for v in found] if fact.get("absolute") else found

@@ -61,6 +61,8 @@ NUMERIC_NATURAL = [
     "256171.68 (256,171.68 USD)",
     "256171.68 (or 256,171.68 USD)",
     "256171.68 (between 2022 and 2023)",
+    "256171.68 (FY 2023/24)",  # a slash in an aside is a period or a unit, not a hedge
+    "256171.68 (USD/year, 2023)",
 ]
 
 NUMERIC_ADVERSARIAL = [

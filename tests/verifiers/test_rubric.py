@@ -105,9 +105,17 @@ def test_hedges_and_tricks_score_zero(answer, stand_in):
     assert rubric(answer, judge_url=stand_in["url"], judge_model="m").reward == 0.0
 
 
-def test_a_number_beside_the_finding_is_no_hedge():
-    verdict = rubric("North's margin fell most, by 3.2 points, from 12.1 to 8.9.", judged="exclude")
-    assert verdict.reward == 1.0
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "North's margin fell most, by 3.2 points, from 12.1 to 8.9.",
+        # a hedge word or a slash away from the numbers: prose, not candidates
+        "Either way, North's margin (profit/revenue) fell most, by 3.2 points, from 12.1 to 8.9.",
+        "North's margin fell most, by 3.2 points in FY 2023/24, more than any other region.",
+    ],
+)
+def test_a_number_beside_the_finding_is_no_hedge(answer):
+    assert rubric(answer, judged="exclude").reward == 1.0
 
 
 def test_partial_credit_for_an_honest_miss():
