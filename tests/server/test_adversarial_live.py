@@ -325,3 +325,31 @@ def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):
     assert len(result.observation.model_dump_json()) < 100_000
     state = episode.call_tool("get_notebook_state")
     assert len(str(state)) < 100_000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"ok": true}',
+        '{"ok": true, "files": "x", "columns": 3, "rows": [1], "engine": "e", "truncated": 0}',
+        '{"ok": true, "files": ["x"], "columns": ["a"], "rows": "r", "engine": 1}',
+        '{"ok": false, "error": {"nested": 1}}',
+    ],
+)
+def test_a_replaced_kernel_helper_gets_a_tool_error_not_a_server_error(episode, reply):
+    """The SQL and file-list helpers live in the kernel, where a cell can rebind them to print
+    any JSON: the tool answers "could not", the step is an observation, the episode goes on."""
+    cell(
+        episode,
+        "import builtins\n"
+        f"def fake(*args, **kwargs): print({reply!r})\n"
+        "for name in ('__analyst_sql__', '__analyst_list_files__'):\n"
+        "    setattr(builtins, name, fake); globals()[name] = fake",
+    )
+    sql = episode.run_sql("select 1").observation
+    assert sql.error is None and sql.result["is_error"]
+    assert sql.result["data"].startswith("SQL error:")
+    files = episode.list_files().observation
+    assert files.error is None and files.result["is_error"]
+    assert files.result["data"] == "Error: could not list files."
+    assert cell(episode, "'next'") == "'next'"
