@@ -34,8 +34,14 @@ SERVER_FILE = os.path.realpath(
 
 
 @pytest.fixture(scope="module")
-def server(tiny_dataset):
+def state_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_dataset, state_dir):
     settings = Settings(
+        state_dir=str(state_dir),
         cell_timeout_s=5.0,
         shell_timeout_s=5.0,
         output_limit_chars=2_000,
@@ -353,3 +359,19 @@ def test_a_replaced_kernel_helper_gets_a_tool_error_not_a_server_error(episode, 
     assert files.error is None and files.result["is_error"]
     assert files.result["data"] == "Error: could not list files."
     assert cell(episode, "'next'") == "'next'"
+
+
+def test_an_oversized_tool_call_is_refused_before_it_runs_or_is_stored(episode, state_dir):
+    """40 MB of code in one call (a frame the socket accepts) would be kept in the server's
+    memory, echoed back and written three times into the trajectory, 40 times an episode."""
+    before = episode.state().step_count
+    code = "open('ran.txt', 'w').write('ran')  # " + "a" * (40 * 2**20)
+    observation = episode.add_and_execute_code_cell(code).observation
+    assert observation.error is not None and observation.error.error_type.value == "invalid_args"
+    assert "over the limit" in observation.error.message
+    assert "nothing ran" in observation.error.message
+    assert episode.state().step_count == before + 1
+    assert "No such file" in episode.execute_shell_command("cat ran.txt").observation.text
+    assert cell(episode, "'next'") == "'next'"
+    trajectory = next((state_dir / "trajectories").glob(f"*{episode.state().episode_id}*.jsonl"))
+    assert trajectory.stat().st_size < 1_000_000
