@@ -67,6 +67,7 @@ from analyst_env.server.tool_dispatch import (  # noqa: E402
     SessionClosed,
     ToolCallError,
     invoke_tool,
+    recorded_arguments,
 )
 from analyst_env.server.tools import TOOLS, ToolOutput  # noqa: E402
 from analyst_env.server.trajectories import EpisodeRecorder, last_cell  # noqa: E402
@@ -227,17 +228,13 @@ class AnalystEnvironment(TaskApi, Environment[Action, Observation, AnalystState]
                 step_count=episode.step_count if episode else 0,
                 metadata=metadata,
             )
+            call = {
+                "tool_name": action.tool_name,
+                "arguments": recorded_arguments(action.arguments, episode),
+            }
             if self._recorder is not None:
-                call = {"tool_name": action.tool_name, "arguments": action.arguments}
                 self._recorder.step(episode, call, observation, cell_before, started)
-            self._live.step(
-                self._live_id,
-                episode,
-                {"tool_name": action.tool_name, "arguments": action.arguments},
-                observation,
-                cell_before,
-                started,
-            )
+            self._live.step(self._live_id, episode, call, observation, cell_before, started)
             return observation
 
     async def reset_async(

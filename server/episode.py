@@ -29,6 +29,9 @@ class Limits:
 
     cell_timeout_s: float = 30.0
     shell_timeout_s: float = 60.0
+    max_argument_bytes: int = 262_144
+    """A tool call's arguments (JSON, UTF-8) over this are refused before anything runs: no
+    cell needs more, and each call's arguments are kept in the notebook and the trajectory."""
     output_limit_chars: int = 20_000
     sql_max_rows: int = 50
     episode_output_limit_bytes: int = 16 * 1024 * 1024

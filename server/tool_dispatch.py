@@ -9,12 +9,13 @@ an output marked ``is_error``, which the model reads like any other result.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from openenv.core.env_server.mcp_types import ToolErrorType
 
 from analyst_env.envs.sandbox import SandboxError, SandboxStartError
-from analyst_env.server.episode import Episode
+from analyst_env.server.episode import Episode, Limits
 from analyst_env.server.metrics import ServerMetrics
 from analyst_env.server.tools import TOOLS, ToolOutput
 
@@ -69,6 +70,13 @@ def invoke_tool(
                 ToolErrorType.TOOL_NOT_FOUND,
                 f"Unknown tool: {name!r}. Available tools: {', '.join(TOOLS)}.",
             )
+        size, limit = argument_bytes(arguments), episode.limits.max_argument_bytes
+        if size > limit:
+            raise ToolCallError(
+                ToolErrorType.INVALID_ARGS,
+                f"Invalid arguments for {name}: {size} bytes, over the limit of {limit} bytes "
+                "per call; nothing ran. Send shorter code (a cell can write large data to a file).",
+            )
         try:
             args = tool.validate(arguments)
         except ValueError as exc:
@@ -94,6 +102,19 @@ def invoke_tool(
             "the episode is over with reward 0."
         )
     return output
+
+
+def argument_bytes(arguments: Any) -> int:
+    """The size of a call's arguments as JSON (UTF-8), the measure of ``max_argument_bytes``."""
+    return len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+
+
+def recorded_arguments(arguments: Any, episode: Episode | None) -> Any:
+    """What the trajectory and the live view keep of a call's arguments: all of them, or, for a
+    call refused as too large, only their size (a refused call is no reason to store it)."""
+    limit = (episode.limits if episode is not None else Limits()).max_argument_bytes
+    size = argument_bytes(arguments)
+    return arguments if size <= limit else {"refused_over_limit_bytes": size}
 
 
 def _enforce_step_limit(episode: Episode) -> None:

@@ -25,6 +25,7 @@ from analyst_env.envs.kernel_helpers import LIST_FILES_CALL, sql_call
 from analyst_env.envs.loop_bridge import offload
 from analyst_env.models import NotebookCell, ToolSpec
 from analyst_env.server.episode import Episode
+from analyst_env.server.helper_replies import FileList, SqlFailure, SqlRows, read_reply
 from analyst_env.server.rendering import (
     clip,
     images_of,
@@ -283,9 +284,9 @@ def run_sql(
     result = episode.require_sandbox().run_cell(
         sql_call(query, limits.sql_max_rows), timeout_s=limits.cell_timeout_s, silent=True
     )
-    reply = _helper_reply(result.stdout)
-    if reply is None or not reply.get("ok"):
-        reason = (reply or {}).get("error") or (
+    reply = read_reply(result.stdout, SqlRows, SqlFailure)
+    if not isinstance(reply, SqlRows):
+        reason = (reply.error if isinstance(reply, SqlFailure) else "") or (
             result.error.value if result.error else "the query did not complete"
         )
         text = f"SQL error: {reason}"
@@ -293,13 +294,9 @@ def run_sql(
             NotebookCell(cell_id=0, cell_type="sql", source=query, stderr=text, success=False)
         )
         return ToolOutput(text=clip(text, limits.output_limit_chars), is_error=True)
-    text = render_table(
-        reply["columns"], reply["rows"], reply["truncated"], limits.output_limit_chars
-    )
+    text = render_table(reply.columns, reply.rows, reply.truncated, limits.output_limit_chars)
     episode.add_cell(NotebookCell(cell_id=0, cell_type="sql", source=query, stdout=text))
-    return ToolOutput(
-        text=text, data={k: reply[k] for k in ("engine", "columns", "rows", "truncated")}
-    )
+    return ToolOutput(text=text, data=reply.model_dump(exclude={"ok"}))
 
 
 @tool
@@ -312,12 +309,13 @@ def list_files(episode: Episode) -> ToolOutput:
     result = episode.require_sandbox().run_cell(
         LIST_FILES_CALL, timeout_s=episode.limits.cell_timeout_s, silent=True
     )
-    reply = _helper_reply(result.stdout)
-    if reply is None:
+    reply = read_reply(result.stdout, FileList)
+    if not isinstance(reply, FileList):
         return ToolOutput(text="Error: could not list files.", is_error=True)
-    files = reply["files"]
-    text = "\n".join(f"{f['name']}  ({f['size_bytes']} bytes)" for f in files) or "(no files)"
-    return ToolOutput(text=clip(text, episode.limits.output_limit_chars), data={"files": files})
+    text = "\n".join(f"{f.name}  ({f.size_bytes} bytes)" for f in reply.files) or "(no files)"
+    return ToolOutput(
+        text=clip(text, episode.limits.output_limit_chars), data=reply.model_dump(exclude={"ok"})
+    )
 
 
 @tool
@@ -376,15 +374,3 @@ def final_answer(
         text += f" It was not scored: {verdict.detail}"
         echoed = answer[:1000]  # not the whole oversized answer back over the wire
     return ToolOutput(text=text, data={"answer": echoed, "reward": episode.reward})
-
-
-def _helper_reply(stdout: str) -> dict[str, Any] | None:
-    """The JSON line a kernel helper printed, if any."""
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(reply, dict) and "ok" in reply:
-            return reply
-    return None

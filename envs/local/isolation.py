@@ -216,6 +216,7 @@ def enter_zygote(
     """
     if mode == "none":
         return []
+    hidden = [*hidden, *rootview.venv_strays()]
     if mode == "landlock":
         procctl.set_dumpable(False)
         return landlock.plan(rootview.exposed_paths(package_dir), [package_dir, *hidden])

@@ -22,6 +22,8 @@ exposed directory: a ``pip install`` puts ``analyst_env`` in the very
 site-packages kernels import pandas from. Each such hidden path is covered by an
 empty read-only tmpfs, so ``import analyst_env.datasets`` (which could rebuild
 every shipped task with its answer) fails inside the sandbox in every layout.
+Whatever else lies at the top of the server's venv (a build folder, another install
+of this package, a test server's state) is covered the same way (``venv_strays``).
 Kernels keep the modules the zygote imported before it entered the view; they
 can import nothing more of the server's.
 
@@ -102,11 +104,46 @@ def exposed_paths(package_dir: str) -> list[str]:
     return chosen
 
 
+_VENV_LAYOUT = frozenset(
+    {"bin", "Scripts", "include", "Include", "lib", "Lib", "lib64", "share", "etc", "man"}
+    | {"pyvenv.cfg", ".gitignore", "CACHEDIR.TAG", ".lock"}
+)
+"""What ``venv``, ``virtualenv`` and ``uv`` put at the top of a virtual environment."""
+
+
+def venv_strays() -> list[str]:
+    """Entries of the server's virtual environment that are no part of one: to be hidden.
+
+    The view exposes the interpreter's prefix whole, and a venv is a directory people
+    keep other things in (a build folder, another install of this package with its
+    task catalogue, a test server's state); those would be readable by every kernel.
+    An entry that holds a ``sys.path`` directory stays (an editable install's ``src``).
+    """
+    import site
+
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix)}
+    prefixes -= {os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)}
+    needed = [os.path.realpath(p) for p in (*sys.path, *site.getsitepackages()) if p]
+    strays = []
+    for prefix in sorted(prefixes):
+        try:
+            entries = sorted(os.listdir(prefix))
+        except OSError:
+            continue
+        for entry in entries:
+            path = os.path.join(prefix, entry)
+            holds_needed = any(n == path or n.startswith(path + os.sep) for n in needed)
+            if entry in _VENV_LAYOUT or holds_needed:
+                continue
+            strays.append(path)
+    return strays
+
+
 def covered_paths(hidden: list[str], exposed: list[str]) -> list[str]:
     """The ``hidden`` paths that lie inside an ``exposed`` one (and so need covering)."""
     covered = []
     for path in sorted({os.path.realpath(p) for p in hidden if p}):
-        if not os.path.isdir(path):
+        if not os.path.lexists(path):
             continue
         if any(path == e or path.startswith(e.rstrip("/") + os.sep) for e in exposed):
             covered.append(path)
@@ -114,7 +151,12 @@ def covered_paths(hidden: list[str], exposed: list[str]) -> list[str]:
 
 
 def _cover(target: str) -> None:
-    """Mount an empty, read-only tmpfs over ``target`` (an existing directory of the view)."""
+    """Mount an empty, read-only tmpfs over ``target`` (an existing directory of the view), or
+    the host's ``/dev/null`` over a file (on the view's ``nodev`` mounts it cannot be opened)."""
+    if not os.path.isdir(target):
+        sc.mount("/dev/null", target, None, sc.MS_BIND)
+        sc.mount(None, target, None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID)
+        return
     sc.mount(
         "tmpfs", target, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC, "mode=0555,size=4k"
     )

@@ -8,13 +8,15 @@ cgroups) skip with the reason when the test process is not root.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import sys
 import time
 
 import pytest
 from support import PID_NAMESPACE_OF_CELL, host_pid, wait_dead
 
-from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend
+from analyst_env.envs.local import LocalSandbox, LocalSandboxBackend, landlock
 from analyst_env.envs.local.isolation import Sizing
 from analyst_env.envs.sandbox import SandboxError
 
@@ -96,6 +98,41 @@ def test_private_root_hides_the_server(sandbox: LocalSandbox, tmp_path) -> None:
         sandbox.run_shell("python -c 'print(6*7)' && ls / >/dev/null", timeout_s=20).stdout
         == "42\n"
     )
+
+
+@pytest.mark.parametrize("isolation", ["full", "landlock"])
+def test_what_else_lies_in_the_servers_venv_is_hidden(isolation, tmp_path) -> None:
+    """A venv is exposed as the interpreter's prefix, and people keep other things in it (a
+    test's second install of this package with its task catalogue, a server's state)."""
+    if isolation == "full" and not ROOT:
+        pytest.skip("full isolation needs root")
+    if isolation == "landlock" and landlock.abi() < 6:
+        pytest.skip("needs Landlock ABI >= 6")
+    assert sys.prefix != sys.base_prefix, "the tests run from a venv"
+    stray_dir = os.path.join(sys.prefix, f"stray-{tmp_path.name}")
+    stray_file = stray_dir + ".jsonl"
+    os.makedirs(os.path.join(stray_dir, "datasets"))
+    try:
+        with open(os.path.join(stray_dir, "datasets", "tasks.jsonl"), "w") as f:
+            f.write('{"answer": 42}\n')
+        with open(stray_file, "w") as f:
+            f.write('{"answer": 42}\n')
+        backend = LocalSandboxBackend(isolation=isolation, standbys=0, per_process_limits=True)
+        try:
+            sandbox = backend.start("default", files={})
+            shell = sandbox.run_shell(
+                f"cat {stray_dir}/datasets/tasks.jsonl {stray_file}; "
+                "python -c 'import pandas; print(6*7)'",
+                timeout_s=20,
+            )
+            assert "answer" not in shell.stdout + shell.stderr
+            assert shell.stdout == "42\n"  # the venv itself still works
+            sandbox.close()
+        finally:
+            backend.close()
+    finally:
+        shutil.rmtree(stray_dir)
+        os.unlink(stray_file)
 
 
 def test_task_files_are_staged_even_when_unreadable_to_the_episode(

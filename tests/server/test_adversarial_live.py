@@ -34,8 +34,14 @@ SERVER_FILE = os.path.realpath(
 
 
 @pytest.fixture(scope="module")
-def server(tiny_dataset):
+def state_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_dataset, state_dir):
     settings = Settings(
+        state_dir=str(state_dir),
         cell_timeout_s=5.0,
         shell_timeout_s=5.0,
         output_limit_chars=2_000,
@@ -325,3 +331,47 @@ def test_huge_rich_outputs_never_reach_the_server_whole(server, episode):
     assert len(result.observation.model_dump_json()) < 100_000
     state = episode.call_tool("get_notebook_state")
     assert len(str(state)) < 100_000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"ok": true}',
+        '{"ok": true, "files": "x", "columns": 3, "rows": [1], "engine": "e", "truncated": 0}',
+        '{"ok": true, "files": ["x"], "columns": ["a"], "rows": "r", "engine": 1}',
+        '{"ok": false, "error": {"nested": 1}}',
+    ],
+)
+def test_a_replaced_kernel_helper_gets_a_tool_error_not_a_server_error(episode, reply):
+    """The SQL and file-list helpers live in the kernel, where a cell can rebind them to print
+    any JSON: the tool answers "could not", the step is an observation, the episode goes on."""
+    cell(
+        episode,
+        "import builtins\n"
+        f"def fake(*args, **kwargs): print({reply!r})\n"
+        "for name in ('__analyst_sql__', '__analyst_list_files__'):\n"
+        "    setattr(builtins, name, fake); globals()[name] = fake",
+    )
+    sql = episode.run_sql("select 1").observation
+    assert sql.error is None and sql.result["is_error"]
+    assert sql.result["data"].startswith("SQL error:")
+    files = episode.list_files().observation
+    assert files.error is None and files.result["is_error"]
+    assert files.result["data"] == "Error: could not list files."
+    assert cell(episode, "'next'") == "'next'"
+
+
+def test_an_oversized_tool_call_is_refused_before_it_runs_or_is_stored(episode, state_dir):
+    """40 MB of code in one call (a frame the socket accepts) would be kept in the server's
+    memory, echoed back and written three times into the trajectory, 40 times an episode."""
+    before = episode.state().step_count
+    code = "open('ran.txt', 'w').write('ran')  # " + "a" * (40 * 2**20)
+    observation = episode.add_and_execute_code_cell(code).observation
+    assert observation.error is not None and observation.error.error_type.value == "invalid_args"
+    assert "over the limit" in observation.error.message
+    assert "nothing ran" in observation.error.message
+    assert episode.state().step_count == before + 1
+    assert "No such file" in episode.execute_shell_command("cat ran.txt").observation.text
+    assert cell(episode, "'next'") == "'next'"
+    trajectory = next((state_dir / "trajectories").glob(f"*{episode.state().episode_id}*.jsonl"))
+    assert trajectory.stat().st_size < 1_000_000
