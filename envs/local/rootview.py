@@ -140,14 +140,20 @@ def venv_strays() -> list[str]:
 
 
 def covered_paths(hidden: list[str], exposed: list[str]) -> list[str]:
-    """The ``hidden`` paths that lie inside an ``exposed`` one (and so need covering)."""
-    covered = []
+    """The ``hidden`` paths that lie inside an ``exposed`` one (and so need covering); a path
+    inside another covered one is left out: the outer cover hides it, and once mounted the
+    inner one no longer exists to be covered."""
+    covered: list[str] = []
     for path in sorted({os.path.realpath(p) for p in hidden if p}):
-        if not os.path.lexists(path):
+        if not os.path.lexists(path) or any(_within(path, c) for c in covered):
             continue
-        if any(path == e or path.startswith(e.rstrip("/") + os.sep) for e in exposed):
+        if any(_within(path, e) for e in exposed):
             covered.append(path)
     return covered
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + os.sep)
 
 
 def _cover(target: str) -> None:

@@ -43,3 +43,14 @@ def test_an_interpreter_under_tmp_is_refused_with_a_clear_error(tmp_path, monkey
     with pytest.raises(ValueError, match="outside /tmp"):
         LocalSandboxBackend(isolation="userns")
     LocalSandboxBackend(isolation="none", standbys=0).close()  # no private root: nothing is hidden
+
+
+def test_a_hidden_path_inside_another_is_covered_once_by_the_outer_cover(tmp_path):
+    """Covering the outer path first leaves nothing for an inner cover to mount on (the
+    server's cache inside a stray folder of its venv stopped every zygote)."""
+    for name in ("venv/strays/cache", "venv/strays-2/cache", "venv/lib"):
+        (tmp_path / name).mkdir(parents=True)
+    venv = tmp_path / "venv"
+    hidden = [venv / "strays/cache", venv / "strays", venv / "strays-2/cache", venv / "gone"]
+    covered = rootview.covered_paths([str(p) for p in hidden], [str(venv)])
+    assert covered == [str(venv / "strays"), str(venv / "strays-2/cache")]
