@@ -331,6 +331,7 @@ def confine_child(
         seccomp.install(seccomp_filter)
         if mode not in NAMESPACE_MODES and seccomp.supported():
             seccomp.install(seccomp.build_socket_filter())
+            seccomp.install(seccomp.build_ipc_filter())
 
 
 def protections(mode: Mode) -> dict[str, bool | str]:
