@@ -156,7 +156,7 @@ def resolve_mode(requested: str) -> Mode:
         )
     if requested == "landlock" and landlock.abi() < 1:
         raise fail_closed.Refusal(
-            "isolation landlock needs a kernel with Landlock enabled (Linux >= 5.13, "
+            "isolation landlock needs a kernel with Landlock enabled (ABI 6, Linux >= 6.12, "
             "lsm=landlock); choose another with ANALYST_ENV_ISOLATION (--isolation)"
         )
     return requested  # type: ignore[return-value]

@@ -22,8 +22,9 @@ Anything else (``/tmp``, the home directories, other slots, the task cache)
 is refused with ``EACCES``. Rights this kernel's Landlock ABI does not know are
 simply not handled; ``abi()`` tells which ABI is in force.
 
-Linux >= 5.13 with Landlock enabled; the syscall numbers are the same on every
-architecture.
+Linux >= 6.12 (Landlock ABI 6): below it signals and abstract sockets cannot be
+scoped, and ``restrict`` refuses rather than confine a kernel that could signal the
+server. The syscall numbers are the same on every architecture.
 """
 
 from __future__ import annotations
@@ -157,12 +158,19 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
         writable: Paths to allow everything beneath (the slot directory).
 
     Raises:
-        OSError: Landlock is unavailable or a step was refused (the kernel must
-            not run unconfined).
+        OSError: Landlock is unavailable, below ABI 6 (no signal scoping), or a
+            step was refused (the kernel must not run unconfined).
     """
     version = abi()
     if version < 1:
         raise OSError("Landlock is not available in this kernel")
+    if version < 6:
+        # Without scoping, a kernel of the server's uid could kill the server and connect to
+        # every abstract unix socket of the host (its network namespace is the host's).
+        raise OSError(
+            f"Landlock ABI {version} cannot scope signals and abstract unix sockets "
+            "(ABI 6, Linux >= 6.12)"
+        )
     fs = _handled_fs(version)
     fields = [fs]
     if version >= 4:
