@@ -322,6 +322,8 @@ def confine_child(
         procctl.set_dumpable(False)
         if landlock.abi() >= 6:
             landlock.restrict_scope()
+        if mode == "userns" and landlock.abi() >= 1:
+            landlock.restrict_proc_writes()  # its zygote's and neighbours' /proc are its uid's
     if mode == "landlock":
         procctl.set_dumpable(
             False

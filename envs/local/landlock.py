@@ -124,6 +124,44 @@ def restrict_scope() -> None:
         os.close(ruleset)
 
 
+def restrict_proc_writes() -> None:
+    """Open no file beneath ``/proc`` for writing (ABI 1); everything else stays as it was.
+
+    In ``userns`` every kernel has its zygote's uid, so the ``/proc/<pid>`` files of the
+    zygote and of the other episodes' kernels are its own by ownership: it could set their
+    ``oom_score_adj`` to 1000 (the OOM killer's first victims) or their ``autogroup`` nice to
+    19. Only writing files is handled here, and it is allowed beneath every entry of the
+    root but ``/proc``, which a kernel has no reason to write.
+
+    Raises:
+        OSError: Landlock is unavailable or a step was refused.
+    """
+    attr = struct.pack("=Q", WRITE_FILE)
+    ruleset = _syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    try:
+        for entry in sorted(os.listdir("/")):
+            if entry == "proc":
+                continue
+            try:
+                fd = os.open("/" + entry, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a dangling link needs no rule
+            try:
+                rule = struct.pack("=Qi", WRITE_FILE, fd)
+                _syscall(
+                    _ADD_RULE,
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(_RULE_PATH_BENEATH),
+                    rule,
+                    ctypes.c_uint32(0),
+                )
+            finally:
+                os.close(fd)
+        _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
 CGROUP_TREE = "/sys/fs/cgroup"
 
 
