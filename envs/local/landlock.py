@@ -124,6 +124,28 @@ def restrict_scope() -> None:
         os.close(ruleset)
 
 
+def _allow_beneath(ruleset: int, path: str, access: int) -> None:
+    """Add to ``ruleset`` a rule allowing ``access`` beneath ``path`` (on a file, the rights a
+    file can have); a path that does not exist (or a dangling link) needs no rule."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not os.path.isdir(path):
+            access &= _FILE_ONLY
+        rule = struct.pack("=Qi", access, fd)
+        _syscall(
+            _ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            rule,
+            ctypes.c_uint32(0),
+        )
+    finally:
+        os.close(fd)
+
+
 def restrict_proc_writes() -> None:
     """Open no file beneath ``/proc`` for writing (ABI 1); everything else stays as it was.
 
@@ -140,23 +162,8 @@ def restrict_proc_writes() -> None:
     ruleset = _syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     try:
         for entry in sorted(os.listdir("/")):
-            if entry == "proc":
-                continue
-            try:
-                fd = os.open("/" + entry, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a dangling link needs no rule
-            try:
-                rule = struct.pack("=Qi", WRITE_FILE, fd)
-                _syscall(
-                    _ADD_RULE,
-                    ctypes.c_int(ruleset),
-                    ctypes.c_int(_RULE_PATH_BENEATH),
-                    rule,
-                    ctypes.c_uint32(0),
-                )
-            finally:
-                os.close(fd)
+            if entry != "proc":
+                _allow_beneath(ruleset, "/" + entry, WRITE_FILE)
         _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
@@ -225,24 +232,7 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
         rules += [(p, READ_FILE | WRITE_FILE | (fs & (1 << 15))) for p in _DEVICES]
         rules += [(p, fs) for p in writable]
         for path, access in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a path that does not exist needs no rule
-            try:
-                if not os.path.isdir(path):
-                    access &= _FILE_ONLY
-                access &= fs
-                rule = struct.pack("=Qi", access, fd)
-                _syscall(
-                    _ADD_RULE,
-                    ctypes.c_int(ruleset),
-                    ctypes.c_int(_RULE_PATH_BENEATH),
-                    rule,
-                    ctypes.c_uint32(0),
-                )
-            finally:
-                os.close(fd)
+            _allow_beneath(ruleset, path, access & fs)
         _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
