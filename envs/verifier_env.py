@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shlex
 import sys
 import sysconfig
 
@@ -36,7 +37,14 @@ def clean_env(home: str, extra: dict[str, str]) -> dict[str, str]:
     site-packages under a ``HOME`` the agent wrote would run), Python told not to put the
     working directory first on ``sys.path`` (a planted ``json.py`` there would shadow the
     standard library's) nor to read a user site, a UTF-8 locale, and ``extra``.
+
+    pytest is told to take no configuration from above ``home`` (``PYTEST_ADDOPTS``: no ini
+    file, ``home`` as its root and the limit of its ``conftest.py`` search): ``home`` lies in
+    the working directory, so a ``pytest.ini`` and ``conftest.py`` the agent left there would
+    otherwise be pytest's and could turn every failed test into a pass. A command that names
+    its own ``-c``, ``--rootdir`` or ``--confcutdir`` overrides these (they come first).
     """
+    pytest_opts = f"-c {os.devnull} --rootdir={shlex.quote(home)} --confcutdir={shlex.quote(home)}"
     interpreter_bin = os.path.dirname(sys.executable)
     system = CLEAN_PATH.split(":")
     path = CLEAN_PATH if interpreter_bin in system else f"{interpreter_bin}:{CLEAN_PATH}"
@@ -48,6 +56,7 @@ def clean_env(home: str, extra: dict[str, str]) -> dict[str, str]:
         "PYTHONSAFEPATH": "1",
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_ADDOPTS": pytest_opts,
         **extra,
     }
 

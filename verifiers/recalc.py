@@ -13,7 +13,8 @@ on load" for Excel files (LibreOffice's default is to trust cached values). The
 workbook being recalculated may be the agent's, so the profile also sets, rather
 than leaves to the defaults: links to other files and sources are never
 updated on load (Calc and Writer), macros never run, and untrusted referer
-links are blocked. A
+links are blocked. It runs on the host, outside any sandbox, so it gets an
+environment of its own (``soffice_env``), none of the server's secrets. A
 call that runs longer than its timeout is killed with its whole process group.
 
 Example:
@@ -62,6 +63,24 @@ _PROFILE_XCU = (
     "<value>true</value></prop></item>\n"
     "</oor:items>\n"
 )
+
+
+_PASSED_TO_SOFFICE = ("PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR")
+
+
+def soffice_env(home: str) -> dict[str, str]:
+    """LibreOffice's whole environment: ``PATH``, locale, time zone and ``TMPDIR`` of the
+    server's, and ``HOME`` at ``home`` (the throw-away profile).
+
+    It opens the agent's workbook on the host, unsandboxed; the server's token and API
+    keys (``ANALYST_ENV_TOKEN``, a judge's key, cloud credentials) stay out of its reach.
+    """
+    kept = {
+        name: value
+        for name, value in os.environ.items()
+        if name in _PASSED_TO_SOFFICE or name.startswith("LC_")
+    }
+    return {**kept, "HOME": home}
 
 
 class RecalcError(RuntimeError):
@@ -214,7 +233,7 @@ def recalculate_files(
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, "HOME": profile},
+            env=soffice_env(profile),
         )
         try:
             out, err = proc.communicate(timeout=timeout_s)

@@ -156,7 +156,7 @@ def resolve_mode(requested: str) -> Mode:
         )
     if requested == "landlock" and landlock.abi() < 1:
         raise fail_closed.Refusal(
-            "isolation landlock needs a kernel with Landlock enabled (Linux >= 5.13, "
+            "isolation landlock needs a kernel with Landlock enabled (ABI 6, Linux >= 6.12, "
             "lsm=landlock); choose another with ANALYST_ENV_ISOLATION (--isolation)"
         )
     return requested  # type: ignore[return-value]
@@ -322,6 +322,8 @@ def confine_child(
         procctl.set_dumpable(False)
         if landlock.abi() >= 6:
             landlock.restrict_scope()
+        if mode == "userns" and landlock.abi() >= 1:
+            landlock.restrict_proc_writes()  # its zygote's and neighbours' /proc are its uid's
     if mode == "landlock":
         procctl.set_dumpable(
             False
@@ -331,6 +333,7 @@ def confine_child(
         seccomp.install(seccomp_filter)
         if mode not in NAMESPACE_MODES and seccomp.supported():
             seccomp.install(seccomp.build_socket_filter())
+            seccomp.install(seccomp.build_ipc_filter())
 
 
 def protections(mode: Mode) -> dict[str, bool | str]:

@@ -22,8 +22,9 @@ Anything else (``/tmp``, the home directories, other slots, the task cache)
 is refused with ``EACCES``. Rights this kernel's Landlock ABI does not know are
 simply not handled; ``abi()`` tells which ABI is in force.
 
-Linux >= 5.13 with Landlock enabled; the syscall numbers are the same on every
-architecture.
+Linux >= 6.12 (Landlock ABI 6): below it signals and abstract sockets cannot be
+scoped, and ``restrict`` refuses rather than confine a kernel that could signal the
+server. The syscall numbers are the same on every architecture.
 """
 
 from __future__ import annotations
@@ -123,6 +124,51 @@ def restrict_scope() -> None:
         os.close(ruleset)
 
 
+def _allow_beneath(ruleset: int, path: str, access: int) -> None:
+    """Add to ``ruleset`` a rule allowing ``access`` beneath ``path`` (on a file, the rights a
+    file can have); a path that does not exist (or a dangling link) needs no rule."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not os.path.isdir(path):
+            access &= _FILE_ONLY
+        rule = struct.pack("=Qi", access, fd)
+        _syscall(
+            _ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            rule,
+            ctypes.c_uint32(0),
+        )
+    finally:
+        os.close(fd)
+
+
+def restrict_proc_writes() -> None:
+    """Open no file beneath ``/proc`` for writing (ABI 1); everything else stays as it was.
+
+    In ``userns`` every kernel has its zygote's uid, so the ``/proc/<pid>`` files of the
+    zygote and of the other episodes' kernels are its own by ownership: it could set their
+    ``oom_score_adj`` to 1000 (the OOM killer's first victims) or their ``autogroup`` nice to
+    19. Only writing files is handled here, and it is allowed beneath every entry of the
+    root but ``/proc``, which a kernel has no reason to write.
+
+    Raises:
+        OSError: Landlock is unavailable or a step was refused.
+    """
+    attr = struct.pack("=Q", WRITE_FILE)
+    ruleset = _syscall(_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    try:
+        for entry in sorted(os.listdir("/")):
+            if entry != "proc":
+                _allow_beneath(ruleset, "/" + entry, WRITE_FILE)
+        _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
 CGROUP_TREE = "/sys/fs/cgroup"
 
 
@@ -157,12 +203,19 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
         writable: Paths to allow everything beneath (the slot directory).
 
     Raises:
-        OSError: Landlock is unavailable or a step was refused (the kernel must
-            not run unconfined).
+        OSError: Landlock is unavailable, below ABI 6 (no signal scoping), or a
+            step was refused (the kernel must not run unconfined).
     """
     version = abi()
     if version < 1:
         raise OSError("Landlock is not available in this kernel")
+    if version < 6:
+        # Without scoping, a kernel of the server's uid could kill the server and connect to
+        # every abstract unix socket of the host (its network namespace is the host's).
+        raise OSError(
+            f"Landlock ABI {version} cannot scope signals and abstract unix sockets "
+            "(ABI 6, Linux >= 6.12)"
+        )
     fs = _handled_fs(version)
     fields = [fs]
     if version >= 4:
@@ -179,24 +232,7 @@ def restrict(read_only: list[str], writable: list[str]) -> int:
         rules += [(p, READ_FILE | WRITE_FILE | (fs & (1 << 15))) for p in _DEVICES]
         rules += [(p, fs) for p in writable]
         for path, access in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a path that does not exist needs no rule
-            try:
-                if not os.path.isdir(path):
-                    access &= _FILE_ONLY
-                access &= fs
-                rule = struct.pack("=Qi", access, fd)
-                _syscall(
-                    _ADD_RULE,
-                    ctypes.c_int(ruleset),
-                    ctypes.c_int(_RULE_PATH_BENEATH),
-                    rule,
-                    ctypes.c_uint32(0),
-                )
-            finally:
-                os.close(fd)
+            _allow_beneath(ruleset, path, access & fs)
         _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)

@@ -207,3 +207,54 @@ def build_socket_filter() -> bytes:
         (_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EAFNOSUPPORT),
     ]
     return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
+
+
+_HOST_IPC: dict[str, tuple[int, int]] = {
+    "shmget": (29, 194),
+    "shmat": (30, 196),
+    "shmctl": (31, 195),
+    "shmdt": (67, 197),
+    "semget": (64, 190),
+    "semop": (65, 193),
+    "semctl": (66, 191),
+    "semtimedop": (220, 192),
+    "msgget": (68, 186),
+    "msgsnd": (69, 189),
+    "msgrcv": (70, 188),
+    "msgctl": (71, 187),
+    "mq_open": (240, 180),
+    "mq_unlink": (241, 181),
+    "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184),
+    "mq_getsetattr": (245, 185),
+}
+"""System V IPC and POSIX message queues: objects named in the IPC namespace, not in a file."""
+
+
+def build_ipc_filter() -> bytes:
+    """A third program, for kernels without an IPC namespace: no System V IPC, no message queues.
+
+    Without their own IPC namespace (``landlock`` isolation) kernels share the
+    host's, where Landlock does not reach: a shared memory segment, semaphore set or
+    message queue a kernel creates outlives its episode and the server (the process
+    tree kill cannot reach it), holds memory that no limit counts once detached, and
+    is there for the next episode, or another program of the same uid, to open. Each
+    call answers ``ENOSYS``, what a kernel built without System V IPC answers.
+
+    Raises:
+        OSError: The architecture is not supported.
+    """
+    machine, column = _architecture()
+    numbers = sorted({pair[column] for pair in _HOST_IPC.values()})
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # arch
+        (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
+        (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
+        (_BPF_LD_W_ABS, 0, 0, 0),  # syscall number
+        # each match jumps over the remaining checks and the allow, to ENOSYS
+        *((_BPF_JEQ_K, len(numbers) - i, 0, nr) for i, nr in enumerate(numbers)),
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+        (_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS),
+    ]
+    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)

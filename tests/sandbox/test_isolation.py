@@ -370,6 +370,42 @@ def test_user_namespace_episodes_share_a_uid_but_not_files_or_signals() -> None:
         backend.close()
 
 
+@pytest.mark.skipif(
+    not ROOT,
+    reason="simulates the unprivileged path from root (a user namespace without host privileges)",
+)
+def test_user_namespace_kernels_cannot_write_the_proc_files_of_their_zygote_or_neighbours() -> None:
+    """Same uid, so the /proc files of the zygote and of another episode's kernel are the
+    attacker's by ownership: an ``oom_score_adj`` of 1000 makes the neighbour the OOM killer's
+    first victim, an ``autogroup`` nice of 19 starves it."""
+    backend = LocalSandboxBackend(isolation="userns", standbys=0, per_process_limits=True)
+    try:
+        victim, attacker = backend.start("default", files={}), backend.start("default", files={})
+        victim_inside = int(value(victim, "import os; os.getpid()"))
+        out = value(
+            attacker,
+            "import os\nwrote = []\n"
+            f"for pid in [{victim_inside}, 1]:\n"
+            "    for name, text in (('oom_score_adj', '1000'), ('autogroup', '19'),\n"
+            "                       ('coredump_filter', '0x7f'), ('clear_refs', '5')):\n"
+            "        try:\n            open(f'/proc/{pid}/{name}', 'w').write(text)\n"
+            "            wrote.append(f'{pid}/{name}')\n"
+            "        except OSError:\n            pass\n"
+            "wrote",
+        )
+        assert out == "[]", out
+        assert value(victim, "open('/proc/self/oom_score_adj').read()") == "'0\\n'"
+        assert value(victim, "open('out.txt', 'w').write('ok')") == "2"  # its own files still
+        shell = victim.run_shell(
+            "echo hi > /dev/null && echo hi > /tmp/x && cat /tmp/x", timeout_s=10
+        )
+        assert shell.stdout == "hi\n", shell
+        victim.close()
+        attacker.close()
+    finally:
+        backend.close()
+
+
 def test_invalid_configuration_is_rejected() -> None:
     with pytest.raises(ValueError, match="isolation mode"):
         LocalSandboxBackend(isolation="chroot")

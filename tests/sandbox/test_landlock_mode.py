@@ -14,6 +14,7 @@ server or another episode, no TCP, nothing outside its working directory.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import socket
@@ -117,6 +118,47 @@ def test_nothing_outside_the_slot_is_reachable(backend) -> None:
         listener.close()
         sandbox.close()
         other.close()
+
+
+HOST_IPC = textwrap.dedent(
+    """
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    IPC_CREAT, O_CREAT, O_RDWR = 0o1000, 0o100, 0o2
+    calls = {
+        "shmget": lambda: libc.shmget(0x5EED0, 4096, IPC_CREAT | 0o666),
+        "msgget": lambda: libc.msgget(0x5EED1, IPC_CREAT | 0o666),
+        "semget": lambda: libc.semget(0x5EED2, 1, IPC_CREAT | 0o666),
+        "mq_open": lambda: libc.mq_open(b"/analyst-probe", O_CREAT | O_RDWR, 0o666, None),
+    }
+    made = {}
+    for name, call in calls.items():
+        ctypes.set_errno(0)
+        made[name] = (call(), os.strerror(ctypes.get_errno()))
+    removers = {
+        "shmget": lambda i: libc.shmctl(i, 0, None),
+        "msgget": lambda i: libc.msgctl(i, 0, None),
+        "semget": lambda i: libc.semctl(i, 0, 0),
+        "mq_open": lambda i: libc.mq_unlink(b"/analyst-probe"),
+    }
+    for name, (result, _) in made.items():
+        if result >= 0:  # IPC_RMID: the host keeps nothing even where this test fails
+            removers[name](result)
+    made
+    """
+)
+
+
+def test_no_ipc_object_outlives_the_episode_in_the_hosts_namespace(backend) -> None:
+    # Without an IPC namespace of its own, a kernel's SysV segment, queue or semaphore set (and
+    # a POSIX message queue) would live in the host's: it survives the episode and the server,
+    # holds memory no limit counts once detached, and is there for the next episode to open.
+    sandbox = backend.start("default", files={})
+    try:
+        made = ast.literal_eval(value(sandbox, HOST_IPC))
+    finally:
+        sandbox.close()
+    assert {name: result for name, (result, _) in made.items()} == dict.fromkeys(made, -1), made
 
 
 UNPRIVILEGED = textwrap.dedent(

@@ -60,7 +60,9 @@ def analyst_env() -> str:
     return str(Path(sys.executable).with_name("analyst-env"))
 
 
-def serve(tmp_path: Path, *args: str, wrapper: bool = False) -> subprocess.CompletedProcess:
+def serve(
+    tmp_path: Path, *args: str, wrapper: bool = False, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``analyst-env serve ARGS`` to its end (a refusal ends it at once)."""
     (tmp_path / "scratch").mkdir(exist_ok=True)
     env = {
@@ -68,6 +70,7 @@ def serve(tmp_path: Path, *args: str, wrapper: bool = False) -> subprocess.Compl
         "TMPDIR": str(tmp_path / "scratch"),
         "ANALYST_ENV_STATE_DIR": str(tmp_path / "state"),
         "LANDLOCK_ENOSYS": landlock_enosys_filter().hex(),
+        **(extra_env or {}),
     }
     env.pop("ANALYST_ENV_ISOLATION", None)
     env.pop("ANALYST_ENV_PER_PROCESS_LIMITS", None)
@@ -109,6 +112,27 @@ def test_auto_refuses_to_start_where_no_isolation_works(tmp_path, workers: str) 
 def test_an_explicit_mode_that_does_not_work_refuses_in_one_line(tmp_path) -> None:
     done = serve(tmp_path, "--workers", "1", "--isolation", "landlock", wrapper=True)
     assert "isolation landlock" in one_refusal(done)
+
+
+def test_landlock_without_signal_scoping_refuses_in_one_line(tmp_path) -> None:
+    # A kernel older than 6.12 (Landlock ABI 5 and below) cannot scope signals: a landlock
+    # kernel of the server's uid could kill the server and reach the host's abstract sockets.
+    older = tmp_path / "older-kernel"
+    older.mkdir()
+    (older / "sitecustomize.py").write_text(
+        "from analyst_env.envs.local import landlock\nlandlock.abi = lambda: 5\n"
+    )
+    done = serve(
+        tmp_path,
+        "--workers",
+        "1",
+        "--isolation",
+        "landlock",
+        "--per-process-limits",
+        extra_env={"PYTHONPATH": str(older)},
+    )
+    line = one_refusal(done)
+    assert "isolation landlock" in line and "Landlock ABI 5" in line, line
 
 
 def test_none_is_refused_beyond_loopback(tmp_path) -> None:

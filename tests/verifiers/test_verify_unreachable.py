@@ -94,3 +94,34 @@ def test_a_cell_cannot_move_a_writer_out_of_the_kernels_tree(env, runtime):
         assert "prctl -1 1" in cell(env, LEAVE_THE_TREE)  # EPERM
         obs = call(env, "final_answer", answer="41")
     assert obs.done and obs.reward == 0.0, obs.metadata["reward_breakdown"]
+
+
+PYTEST_42 = (
+    'printf \'def test_answer():\\n    assert open("%s/answer.txt").read().strip() == "42"\\n\''
+    ' "$VERIFIER_DIR" > "$VERIFIER_DIR/test_answer.py" && python -m pytest -q "$VERIFIER_DIR"'
+)
+
+PLANTED_PYTEST_CONFIG = r"""
+conftest = '''
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+'''
+open("conftest.py", "w").write(conftest)
+open("pytest.ini", "w").write("[pytest]\n")
+print("pytest config planted")
+"""
+
+
+@pytest.mark.parametrize("answer,reward", [("41", 0.0), ("42", 1.0)])
+def test_a_conftest_planted_in_the_working_directory_does_not_pass_pytest(
+    env, runtime, answer, reward
+):
+    with task_verified_by(runtime, [PYTEST_42]) as task_id:
+        env.reset(task_id=task_id)
+        assert "planted" in cell(env, PLANTED_PYTEST_CONFIG)
+        obs = call(env, "final_answer", answer=answer)
+    assert obs.done and obs.reward == reward, obs.metadata["reward_breakdown"]

@@ -154,6 +154,23 @@ def test_missing_engine_is_a_clear_error_and_scoring_goes_on_without_it(
     assert score(refs, values, recalc=True) == 1.0
 
 
+def test_libreoffice_gets_none_of_the_servers_secrets(monkeypatch, tmp_path):
+    # It opens the agent's workbook on the host, unsandboxed: whatever a malformed file could
+    # make it do, it must not find the token or an API key in its environment.
+    dump = tmp_path / "environ"
+    fake = tmp_path / "soffice"
+    fake.write_text(f"#!/bin/sh\nenv > {dump}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("ANALYST_ENV_SOFFICE", str(fake))
+    monkeypatch.setenv("ANALYST_ENV_TOKEN", "tok-recalc-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-recalc-secret")
+    with pytest.raises(RecalcError):
+        recalculate_bytes(book([["x", "=1+2"]]))
+    environ = dump.read_text()
+    assert "recalc-secret" not in environ, environ
+    assert "PATH=" in environ and "HOME=" in environ
+
+
 def test_a_workbook_without_formulas_is_scored_without_starting_libreoffice(refs, monkeypatch):
     from analyst_env.verifiers import workbook_match as wm
 
