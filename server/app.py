@@ -11,7 +11,8 @@
   front (``http_reset.py``, ``step_action.py``), all on those sessions;
 * ``/web``, ``/envs``, ``/metrics``, ``/``, ``/sandbox``, ``/health`` (``info_routes.py``),
   ``/ready`` (``readiness.py``), the start and stop hooks and the backend's warm-up
-  (``lifecycle.py``), the optional bearer token and the OpenAPI error statuses.
+  (``lifecycle.py``), the optional bearer token, the refusal of other sites' pages
+  (``same_origin.py``) and the OpenAPI error statuses.
 
 ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first access from
 ``ANALYST_ENV_*`` variables.
@@ -45,6 +46,7 @@ from analyst_env.server.openapi_errors import document_errors  # noqa: E402
 from analyst_env.server.peers import Peers  # noqa: E402
 from analyst_env.server.readiness import mount_readiness  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.same_origin import SameOriginMiddleware  # noqa: E402
 from analyst_env.server.sessions import Sessions  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.step_action import install_http_step  # noqa: E402
@@ -101,6 +103,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     install_lifecycle(app, runtime, sessions, sockets, warm_up, owns_runtime=owns_runtime)
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
+    app.add_middleware(SameOriginMiddleware)  # outermost: another site's page is refused first
     document_errors(app)  # 401 and 404 in the OpenAPI schema, where routes answer them
     return app
 

@@ -1,0 +1,61 @@
+"""Refuse what a browser sends on behalf of another site's page (403, or close 1008).
+
+A browser names the page behind a request in its ``Origin`` header: always on a
+WebSocket handshake, and on every cross-origin ``fetch`` or form post. WebSockets
+are outside the same-origin policy, and a POST that needs no preflight (a
+``text/plain`` body) reaches the server whatever CORS says. Without this check,
+any site the operator visits could open ``/ws`` on a loopback server without a
+token, run code in an episode and read its data, watch every live session on
+``/web/api/live/ws``, and drive ``/mcp``. The /web page is served by this
+server, so its requests name the server's own host; a client that is not a
+browser (OpenEnv's, a trainer's, a sibling worker's relay) sends no ``Origin``
+and is not affected. ``Origin: null`` (a sandboxed frame, a ``file:`` page) is
+another site too.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from analyst_env.server.auth import refuse
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def cross_origin(scope) -> str | None:
+    """The ``Origin`` of a request made by another site's page, or None for one this server's
+    own page made (its origin's host and port are the ``Host``, or ``X-Forwarded-Host`` that a
+    reverse proxy set) and for one with no ``Origin`` at all."""
+    origin = _header(scope, b"origin")
+    if origin is None:
+        return None
+    try:
+        netloc = urlsplit(origin.strip()).netloc.lower()
+    except ValueError:
+        return origin
+    hosts = {
+        h.split(",")[0].strip().lower()
+        for h in (_header(scope, b"host"), _header(scope, b"x-forwarded-host"))
+        if h
+    }
+    return None if netloc and netloc in hosts else origin
+
+
+class SameOriginMiddleware:
+    """Let through only requests with no ``Origin`` or this server's own."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            origin = cross_origin(scope)
+            if origin is not None:
+                detail = f"cross-origin request refused ({origin[:60]!r} is another site)"
+                return await refuse(scope, send, 403, detail)
+        return await self.app(scope, receive, send)
