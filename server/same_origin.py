@@ -11,10 +11,18 @@ server, so its requests name the server's own host; a client that is not a
 browser (OpenEnv's, a trainer's, a sibling worker's relay) sends no ``Origin``
 and is not affected. ``Origin: null`` (a sandboxed frame, a ``file:`` page) is
 another site too.
+
+A page can also pass for this server by DNS rebinding: its own name, resolved
+again to 127.0.0.1, makes its requests same-origin. On a loopback server without
+a token, ``serve`` therefore also refuses a ``Host`` that is a dotted DNS name
+(``LoopbackHostMiddleware``): such a server is reached as an IP address,
+``localhost`` or a one-label name of this machine (``worker``, the name sibling
+workers use), never by a name in someone's DNS.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 from analyst_env.server.auth import refuse
@@ -57,5 +65,37 @@ class SameOriginMiddleware:
             origin = cross_origin(scope)
             if origin is not None:
                 detail = f"cross-origin request refused ({origin[:60]!r} is another site)"
+                return await refuse(scope, send, 403, detail)
+        return await self.app(scope, receive, send)
+
+
+def foreign_host(scope) -> str | None:
+    """The ``Host`` of a request if it is a dotted DNS name (other than ``*.localhost``), else
+    None: an IP address, ``localhost`` or a one-label name of this machine."""
+    host = _header(scope, b"host") or ""
+    try:
+        name = (urlsplit(f"//{host}").hostname or "").rstrip(".")
+    except ValueError:
+        return host
+    try:
+        ipaddress.ip_address(name)
+        return None
+    except ValueError:
+        pass
+    return host if "." in name and not name.endswith(".localhost") else None
+
+
+class LoopbackHostMiddleware:
+    """Refuse a request named for a DNS host: on a loopback server without a token, that is a
+    rebound name of another site (403, or close 1008)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = foreign_host(scope)
+            if host is not None:
+                detail = f"host {host[:60]!r} refused: this server answers only on loopback"
                 return await refuse(scope, send, 403, detail)
         return await self.app(scope, receive, send)
