@@ -35,7 +35,9 @@ def test_a_rebound_name_reaches_nothing_and_loopback_names_do(tmp_path):
                 ):
                     pass
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "worker"):
-            assert httpx.get(f"{server.url}/web/api/info", headers={"Host": host}).status_code == 200
+            assert (
+                httpx.get(f"{server.url}/web/api/info", headers={"Host": host}).status_code == 200
+            )
         with ws_client.connect(f"ws://localhost:{port}/ws") as ws:
             ws.send(json.dumps({"type": "reset", "data": {}}))
             assert json.loads(ws.recv(timeout=120))["type"] == "observation"
