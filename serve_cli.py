@@ -194,6 +194,7 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
 
     from analyst_env.envs.local.fail_closed import is_loopback
     from analyst_env.server.app import build_app
+    from analyst_env.server.body_limit import MAX_MESSAGE_BYTES
     from analyst_env.server.same_origin import LoopbackHostMiddleware
 
     app = build_app(settings, runtime=runtime)
@@ -228,7 +229,7 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        ws_max_size=100 * 2**20,
+        ws_max_size=MAX_MESSAGE_BYTES,
         log_config=log_config,
     )
     server = DrainingServer(config, app.state.sockets, settings.drain_timeout_s)

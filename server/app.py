@@ -12,7 +12,8 @@
 * ``/web``, ``/envs``, ``/metrics``, ``/``, ``/sandbox``, ``/health`` (``info_routes.py``),
   ``/ready`` (``readiness.py``), the start and stop hooks and the backend's warm-up
   (``lifecycle.py``), the optional bearer token, the refusal of other sites' pages
-  (``same_origin.py``) and the OpenAPI error statuses.
+  (``same_origin.py``), the cap on request bodies (``body_limit.py``) and the OpenAPI
+  error statuses.
 
 ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first access from
 ``ANALYST_ENV_*`` variables.
@@ -34,6 +35,7 @@ from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
 from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation  # noqa: E402
 from analyst_env.server.auth import BearerTokenMiddleware  # noqa: E402
+from analyst_env.server.body_limit import BodyLimitMiddleware  # noqa: E402
 from analyst_env.server.environment import AnalystEnvironment  # noqa: E402
 from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
@@ -101,6 +103,7 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     warm_up = app.state.warm_up = BackendWarmUp()  # started, not awaited, at startup
     mount_readiness(app, sessions, sockets, settings.max_sessions, siblings, warm_up)
     install_lifecycle(app, runtime, sessions, sockets, warm_up, owns_runtime=owns_runtime)
+    app.add_middleware(BodyLimitMiddleware)  # inside the token check: no body read before it
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
     app.add_middleware(SameOriginMiddleware)  # outermost: another site's page is refused first

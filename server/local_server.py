@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from analyst_env.server.body_limit import MAX_MESSAGE_BYTES
+
 if TYPE_CHECKING:
     from analyst_env.server.settings import Settings
 
@@ -33,7 +35,11 @@ class BackgroundServer:
     def __init__(self, app, port: int | None = None, startup_timeout_s: float = 60.0) -> None:
         self.port = port or free_port()
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=100 * 2**20
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            ws_max_size=MAX_MESSAGE_BYTES,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
