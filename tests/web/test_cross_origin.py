@@ -98,3 +98,21 @@ def test_requests_naming_another_origin_are_refused_and_the_own_origin_passes(we
     with ws_client.connect(f"{web_url.replace('http://', 'ws://')}/ws", origin=web_url) as ws:
         ws.send(json.dumps({"type": "reset", "data": {}}))
         assert json.loads(ws.recv(timeout=120))["type"] == "observation"
+
+
+def test_another_sites_page_cannot_frame_the_page(browser, web_url):
+    """No click on the page can be tricked by a site that lays it under its own."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        with attacker_site(f'<iframe id="victim" src="{web_url}/web"></iframe>') as attacker:
+            page.goto(f"{attacker}/")
+            page.wait_for_load_state("load")
+            framed = page.frames[1]
+            assert framed.evaluate("document.querySelector('#view') === null")
+        assert (
+            "frame-ancestors 'none'"
+            in httpx.get(f"{web_url}/web").headers["content-security-policy"]
+        )
+    finally:
+        context.close()
