@@ -192,14 +192,12 @@ def _freeze_startup_heap() -> None:
 def _serve(args: argparse.Namespace, settings, runtime) -> int:
     import uvicorn
 
-    from analyst_env.envs.local.fail_closed import is_loopback
     from analyst_env.server.app import build_app
     from analyst_env.server.body_limit import MAX_MESSAGE_BYTES
-    from analyst_env.server.same_origin import LoopbackHostMiddleware
+    from analyst_env.server.same_origin import refuse_rebound_names
 
     app = build_app(settings, runtime=runtime)
-    if is_loopback(args.host) and not settings.token:
-        app.add_middleware(LoopbackHostMiddleware)  # no DNS-rebound page passes for this server
+    refuse_rebound_names(app, args.host, settings.token)  # no DNS-rebound page passes for it
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     runtime = app.state.runtime
     count = "unbounded" if runtime.unbounded else len(runtime.tasks)

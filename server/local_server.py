@@ -75,11 +75,14 @@ def serving(
     started is closed when the block ends."""
     from analyst_env.server.app import build_app
     from analyst_env.server.runtime import Runtime
+    from analyst_env.server.same_origin import refuse_rebound_names
 
     settings = settings.model_copy(update={"max_sessions": sessions})
     runtime = Runtime(settings, datasets=datasets)
     try:
-        with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+        app = build_app(settings, runtime=runtime)
+        refuse_rebound_names(app, "127.0.0.1", settings.token)  # BackgroundServer's address
+        with BackgroundServer(app) as url:
             yield url
     finally:
         runtime.close()

@@ -14,7 +14,8 @@ another site too.
 
 A page can also pass for this server by DNS rebinding: its own name, resolved
 again to 127.0.0.1, makes its requests same-origin. On a loopback server without
-a token, ``serve`` therefore also refuses a ``Host`` that is a dotted DNS name
+a token, ``serve`` (and the in-process server of a command run without ``--url``)
+therefore also refuses a ``Host`` that is a dotted DNS name
 (``LoopbackHostMiddleware``): such a server is reached as an IP address,
 ``localhost`` or a one-label name of this machine (``worker``, the name sibling
 workers use), never by a name in someone's DNS.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from analyst_env.envs.local.fail_closed import is_loopback
 from analyst_env.server.auth import refuse
 
 
@@ -99,3 +101,11 @@ class LoopbackHostMiddleware:
                 detail = f"host {host[:60]!r} refused: this server answers only on loopback"
                 return await refuse(scope, send, 403, detail)
         return await self.app(scope, receive, send)
+
+
+def refuse_rebound_names(app, host: str, token: str | None) -> None:
+    """Install :class:`LoopbackHostMiddleware` on ``app`` if it is served on a loopback ``host``
+    without a ``token`` (with one, a rebound page has no token; beyond loopback, hosts are
+    named in DNS)."""
+    if is_loopback(host) and not token:
+        app.add_middleware(LoopbackHostMiddleware)

@@ -16,6 +16,9 @@ import websockets
 import websockets.sync.client as ws_client
 from server.serve_process import ServeProcess
 
+from analyst_env.server.local_server import serving
+from analyst_env.server.settings import Settings
+
 pytestmark = pytest.mark.live
 
 
@@ -50,3 +53,13 @@ def test_a_server_with_a_token_answers_any_host_name(tmp_path):
             headers={"Host": f"analyst.example:{server.port}", "Authorization": "Bearer t0k"},
         )
         assert response.status_code == 200
+
+
+def test_the_in_process_server_of_a_command_refuses_a_rebound_name_too(tmp_path):
+    """``analyst-env eval`` without ``--url`` serves on loopback without a token while it runs."""
+    settings = Settings(dataset="starter", state_dir=str(tmp_path), standbys=0)
+    with serving(settings, sessions=1) as url:
+        port = url.rsplit(":", 1)[1]
+        rebound = {"Host": f"rebind.attacker.test:{port}"}
+        assert httpx.get(f"{url}/web/api/info", headers=rebound).status_code == 403
+        assert httpx.get(f"{url}/web/api/info").status_code == 200
