@@ -48,7 +48,7 @@ from analyst_env.server.openapi_errors import document_errors  # noqa: E402
 from analyst_env.server.peers import Peers  # noqa: E402
 from analyst_env.server.readiness import mount_readiness  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
-from analyst_env.server.same_origin import SameOriginMiddleware  # noqa: E402
+from analyst_env.server.same_origin import RefusingMiddleware, cross_origin  # noqa: E402
 from analyst_env.server.sessions import Sessions  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.step_action import install_http_step  # noqa: E402
@@ -106,7 +106,8 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     app.add_middleware(BodyLimitMiddleware)  # inside the token check: no body read before it
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
-    app.add_middleware(SameOriginMiddleware)  # outermost: another site's page is refused first
+    # outermost: another site's page is refused first
+    app.add_middleware(RefusingMiddleware, reason=cross_origin)
     document_errors(app)  # 401 and 404 in the OpenAPI schema, where routes answer them
     return app
 

@@ -16,7 +16,7 @@ A page can also pass for this server by DNS rebinding: its own name, resolved
 again to 127.0.0.1, makes its requests same-origin. On a loopback server without
 a token, ``serve`` (and the in-process server of a command run without ``--url``)
 therefore also refuses a ``Host`` that is a dotted DNS name
-(``LoopbackHostMiddleware``): such a server is reached as an IP address,
+(:func:`foreign_host`): such a server is reached as an IP address,
 ``localhost`` or a one-label name of this machine (``worker``, the name sibling
 workers use), never by a name in someone's DNS.
 """
@@ -24,6 +24,8 @@ workers use), never by a name in someone's DNS.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from analyst_env.envs.local.fail_closed import is_loopback
@@ -38,8 +40,8 @@ def _header(scope, name: bytes) -> str | None:
 
 
 def cross_origin(scope) -> str | None:
-    """The ``Origin`` of a request made by another site's page, or None for one this server's
-    own page made (its origin's host and port are the ``Host``, or ``X-Forwarded-Host`` that a
+    """Why a request made by another site's page is refused, or None for one this server's own
+    page made (its origin's host and port are the ``Host``, or ``X-Forwarded-Host`` that a
     reverse proxy set) and for one with no ``Origin`` at all."""
     origin = _header(scope, b"origin")
     if origin is None:
@@ -47,65 +49,52 @@ def cross_origin(scope) -> str | None:
     try:
         netloc = urlsplit(origin.strip()).netloc.lower()
     except ValueError:
-        return origin
+        netloc = ""
     hosts = {
         h.split(",")[0].strip().lower()
         for h in (_header(scope, b"host"), _header(scope, b"x-forwarded-host"))
         if h
     }
-    return None if netloc and netloc in hosts else origin
-
-
-class SameOriginMiddleware:
-    """Let through only requests with no ``Origin`` or this server's own."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            origin = cross_origin(scope)
-            if origin is not None:
-                detail = f"cross-origin request refused ({origin[:60]!r} is another site)"
-                return await refuse(scope, send, 403, detail)
-        return await self.app(scope, receive, send)
+    if netloc and netloc in hosts:
+        return None
+    return f"cross-origin request refused ({origin[:60]!r} is another site)"
 
 
 def foreign_host(scope) -> str | None:
-    """The ``Host`` of a request if it is a dotted DNS name (other than ``*.localhost``), else
-    None: an IP address, ``localhost`` or a one-label name of this machine."""
+    """Why a request whose ``Host`` is a dotted DNS name (other than ``*.localhost``) is
+    refused, or None for an IP address, ``localhost`` or a one-label name of this machine."""
     host = _header(scope, b"host") or ""
+    refusal = f"host {host[:60]!r} refused: this server answers only on loopback"
     try:
         name = (urlsplit(f"//{host}").hostname or "").rstrip(".")
-    except ValueError:
-        return host
+    except ValueError:  # a malformed Host
+        return refusal
     try:
         ipaddress.ip_address(name)
         return None
-    except ValueError:
+    except ValueError:  # a name
         pass
-    return host if "." in name and not name.endswith(".localhost") else None
+    return refusal if "." in name and not name.endswith(".localhost") else None
 
 
-class LoopbackHostMiddleware:
-    """Refuse a request named for a DNS host: on a loopback server without a token, that is a
-    rebound name of another site (403, or close 1008)."""
+class RefusingMiddleware:
+    """Answer 403 (close 1008 on a WebSocket) to every request ``reason`` gives a reason for."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, reason: Callable[[Any], str | None]) -> None:
         self.app = app
+        self.reason = reason
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
-            host = foreign_host(scope)
-            if host is not None:
-                detail = f"host {host[:60]!r} refused: this server answers only on loopback"
+            detail = self.reason(scope)
+            if detail is not None:
                 return await refuse(scope, send, 403, detail)
         return await self.app(scope, receive, send)
 
 
 def refuse_rebound_names(app, host: str, token: str | None) -> None:
-    """Install :class:`LoopbackHostMiddleware` on ``app`` if it is served on a loopback ``host``
-    without a ``token`` (with one, a rebound page has no token; beyond loopback, hosts are
-    named in DNS)."""
+    """Refuse requests named for a DNS host (:func:`foreign_host`) on ``app`` if it is served
+    on a loopback ``host`` without a ``token`` (with one, a rebound page has no token; beyond
+    loopback, hosts are named in DNS)."""
     if is_loopback(host) and not token:
-        app.add_middleware(LoopbackHostMiddleware)
+        app.add_middleware(RefusingMiddleware, reason=foreign_host)

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.live
 def test_a_rebound_name_reaches_nothing_and_loopback_names_do(tmp_path):
     with ServeProcess(tmp_path) as server:
         port = server.port
-        for host in (f"rebind.attacker.test:{port}", f"rebind.attacker.test.:{port}"):
+        for host in (f"rebind.attacker.test:{port}", f"rebind.attacker.test.:{port}", "[::1"):
             for path in ("/web/api/trajectories", "/web/api/info", "/health", "/web"):
                 refused = httpx.get(f"{server.url}{path}", headers={"Host": host})
                 assert refused.status_code == 403, (host, path)
