@@ -193,8 +193,11 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
     import uvicorn
 
     from analyst_env.server.app import build_app
+    from analyst_env.server.body_limit import MAX_MESSAGE_BYTES
+    from analyst_env.server.same_origin import refuse_rebound_names
 
     app = build_app(settings, runtime=runtime)
+    refuse_rebound_names(app, args.host, settings.token)  # no DNS-rebound page passes for it
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     runtime = app.state.runtime
     count = "unbounded" if runtime.unbounded else len(runtime.tasks)
@@ -224,7 +227,7 @@ def _serve(args: argparse.Namespace, settings, runtime) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        ws_max_size=100 * 2**20,
+        ws_max_size=MAX_MESSAGE_BYTES,
         log_config=log_config,
     )
     server = DrainingServer(config, app.state.sockets, settings.drain_timeout_s)

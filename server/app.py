@@ -11,7 +11,9 @@
   front (``http_reset.py``, ``step_action.py``), all on those sessions;
 * ``/web``, ``/envs``, ``/metrics``, ``/``, ``/sandbox``, ``/health`` (``info_routes.py``),
   ``/ready`` (``readiness.py``), the start and stop hooks and the backend's warm-up
-  (``lifecycle.py``), the optional bearer token and the OpenAPI error statuses.
+  (``lifecycle.py``), the optional bearer token, the refusal of other sites' pages
+  (``same_origin.py``), the cap on request bodies (``body_limit.py``) and the OpenAPI
+  error statuses.
 
 ``app`` (for ``uvicorn analyst_env.server.app:app``) is built on first access from
 ``ANALYST_ENV_*`` variables.
@@ -33,6 +35,7 @@ from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
 from analyst_env.models import AnalystResetObservation, AnalystState, AnalystToolObservation  # noqa: E402
 from analyst_env.server.auth import BearerTokenMiddleware  # noqa: E402
+from analyst_env.server.body_limit import BodyLimitMiddleware  # noqa: E402
 from analyst_env.server.environment import AnalystEnvironment  # noqa: E402
 from analyst_env.server.envs_routes import mount_envs  # noqa: E402
 from analyst_env.server.http_mcp import install_http_mcp  # noqa: E402
@@ -45,6 +48,7 @@ from analyst_env.server.openapi_errors import document_errors  # noqa: E402
 from analyst_env.server.peers import Peers  # noqa: E402
 from analyst_env.server.readiness import mount_readiness  # noqa: E402
 from analyst_env.server.runtime import Runtime  # noqa: E402
+from analyst_env.server.same_origin import RefusingMiddleware, cross_origin  # noqa: E402
 from analyst_env.server.sessions import Sessions  # noqa: E402
 from analyst_env.server.settings import Settings  # noqa: E402
 from analyst_env.server.step_action import install_http_step  # noqa: E402
@@ -99,8 +103,11 @@ def build_app(settings: Settings | None = None, *, runtime: Runtime | None = Non
     warm_up = app.state.warm_up = BackendWarmUp()  # started, not awaited, at startup
     mount_readiness(app, sessions, sockets, settings.max_sessions, siblings, warm_up)
     install_lifecycle(app, runtime, sessions, sockets, warm_up, owns_runtime=owns_runtime)
+    app.add_middleware(BodyLimitMiddleware)  # inside the token check: no body read before it
     if settings.token:
         app.add_middleware(BearerTokenMiddleware, token=settings.token)
+    # outermost: another site's page is refused first
+    app.add_middleware(RefusingMiddleware, reason=cross_origin)
     document_errors(app)  # 401 and 404 in the OpenAPI schema, where routes answer them
     return app
 

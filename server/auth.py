@@ -44,28 +44,9 @@ class BearerTokenMiddleware:
             return await self.app(scope, receive, send)
         if self._authorized(scope):
             return await self.app(scope, receive, send)
-        if scope["type"] == "websocket":
-            await send(
-                {
-                    "type": "websocket.close",
-                    "code": 1008,
-                    "reason": "missing or invalid bearer token",
-                }
-            )
-            return
-        body = json.dumps({"detail": "missing or invalid bearer token"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b"Bearer"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await refuse(
+            scope, send, 401, "missing or invalid bearer token", [(b"www-authenticate", b"Bearer")]
         )
-        await send({"type": "http.response.body", "body": body})
 
     def _authorized(self, scope) -> bool:
         for name, value in scope.get("headers", []):
@@ -76,6 +57,29 @@ class BearerTokenMiddleware:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         given = query.get("token", [""])[0].encode()
         return bool(given) and hmac.compare_digest(given, self._token)
+
+
+async def refuse(
+    scope, send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer ``scope`` with ``status`` and a JSON ``detail`` before the app sees it; a WebSocket
+    handshake is closed with 1008 (policy violation) and ``detail`` as the reason."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008, "reason": detail})
+        return
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 _TOKEN_IN_QUERY = re.compile(r"(?i)((?:^|[?&\s])token=)[^&\s\"']*")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from analyst_env.server.body_limit import MAX_MESSAGE_BYTES
+
 if TYPE_CHECKING:
     from analyst_env.server.settings import Settings
 
@@ -33,7 +35,11 @@ class BackgroundServer:
     def __init__(self, app, port: int | None = None, startup_timeout_s: float = 60.0) -> None:
         self.port = port or free_port()
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", ws_max_size=100 * 2**20
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            ws_max_size=MAX_MESSAGE_BYTES,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -69,11 +75,14 @@ def serving(
     started is closed when the block ends."""
     from analyst_env.server.app import build_app
     from analyst_env.server.runtime import Runtime
+    from analyst_env.server.same_origin import refuse_rebound_names
 
     settings = settings.model_copy(update={"max_sessions": sessions})
     runtime = Runtime(settings, datasets=datasets)
     try:
-        with BackgroundServer(build_app(settings, runtime=runtime)) as url:
+        app = build_app(settings, runtime=runtime)
+        refuse_rebound_names(app, "127.0.0.1", settings.token)  # BackgroundServer's address
+        with BackgroundServer(app) as url:
             yield url
     finally:
         runtime.close()

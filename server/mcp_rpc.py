@@ -157,6 +157,8 @@ async def _answer(env: Environment, method: str, params: dict, request_id: Any) 
         return _error(JsonRpcErrorCode.INVALID_PARAMS, "Missing 'name' in params", request_id)
     if name not in tools:  # an unhashable name raises: INTERNAL_ERROR, as in OpenEnv
         return _error(JsonRpcErrorCode.INVALID_PARAMS, f"Tool not found: {name}", request_id)
+    if not isinstance(arguments, dict):  # else a TypeError from the call, as an internal error
+        return _error(JsonRpcErrorCode.INVALID_PARAMS, "'arguments' must be an object", request_id)
     result = tools[name].fn(**arguments)
     if inspect.isawaitable(result):
         result = await result

@@ -43,6 +43,13 @@ from analyst_env.server.web.stream import live_router
 
 STATIC_DIR = Path(__file__).parent / "static"
 NO_CACHE = {"Cache-Control": "no-cache"}
+PAGE_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""The page runs only its own scripts (should agent output ever slip past ``render.js``'s
+sanitizer, no script of its runs) and is never framed by another site (no click on it is
+tricked); plots are ``data:`` PNGs and bars are sized by ``style`` attributes."""
 
 
 def dataset_of(task: Any) -> str:
@@ -58,7 +65,9 @@ def mount_web(app: FastAPI, runtime: Runtime, env_name: str) -> None:
 
     @router.get("/web", include_in_schema=False)
     async def web_index() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", headers=NO_CACHE)
+        return FileResponse(
+            STATIC_DIR / "index.html", headers={**NO_CACHE, "Content-Security-Policy": PAGE_CSP}
+        )
 
     @router.get("/web/", include_in_schema=False)
     async def web_index_slash() -> RedirectResponse:

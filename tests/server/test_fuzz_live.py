@@ -175,6 +175,23 @@ def test_every_http_mcp_body_gets_a_json_rpc_reply(url):
     bystander_works(url)
 
 
+def test_tool_arguments_that_are_not_an_object_are_invalid_params(url):
+    """Not an internal error naming the server's own functions: the caller's mistake, said so."""
+    with httpx.Client(base_url=url, timeout=60) as client, ws(url, "/mcp") as sock:
+        for arguments in ("x", [1, 2], None, 5):
+            request = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "list_files", "arguments": arguments},
+            }
+            sock.send(json.dumps(request))
+            for reply in (client.post("/mcp", json=request).json(), json.loads(sock.recv(60))):
+                assert reply["id"] == 7 and reply["error"]["code"] == -32602, reply
+                assert reply["error"]["message"] == "'arguments' must be an object"
+    bystander_works(url)
+
+
 def bystander_works(url: str) -> None:
     with ws(url) as sock:
         sock.send(json.dumps({"type": "reset", "data": {"task_id": "tiny-csv"}}))
