@@ -43,13 +43,16 @@ from analyst_env.server.web.stream import live_router
 
 STATIC_DIR = Path(__file__).parent / "static"
 NO_CACHE = {"Cache-Control": "no-cache"}
+HUB_PAGE_ORIGIN = "https://huggingface.co"
+"""Where a Space published with ``base_path: /web`` shows this page, in a frame."""
 PAGE_CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    f"object-src 'none'; base-uri 'none'; frame-ancestors 'self' {HUB_PAGE_ORIGIN}"
 )
 """The page runs only its own scripts (should agent output ever slip past ``render.js``'s
-sanitizer, no script of its runs) and is never framed by another site (no click on it is
-tricked); plots are ``data:`` PNGs and bars are sized by ``style`` attributes."""
+sanitizer, no script of its runs) and is framed by no other site than the Hugging Face
+Space page that shows it (no click on it is tricked); plots are ``data:`` PNGs and bars are
+sized by ``style`` attributes."""
 
 
 def dataset_of(task: Any) -> str:
