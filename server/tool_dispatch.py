@@ -71,7 +71,7 @@ def invoke_tool(
                 f"Unknown tool: {name!r}. Available tools: {', '.join(TOOLS)}.",
             )
         size, limit = argument_bytes(arguments), episode.limits.max_argument_bytes
-        if size > limit:
+        if size > limit and name not in OWN_SIZE_LIMIT:
             raise ToolCallError(
                 ToolErrorType.INVALID_ARGS,
                 f"Invalid arguments for {name}: {size} bytes, over the limit of {limit} bytes "
@@ -102,6 +102,12 @@ def invoke_tool(
             "the episode is over with reward 0."
         )
     return output
+
+
+OWN_SIZE_LIMIT = frozenset({"final_answer"})
+"""Tools whose arguments have a limit of their own, with its own outcome: an answer over
+``max_answer_bytes`` ends the episode unscored (reward 0) rather than being refused, so a
+policy gets no second try by sending a huge one first."""
 
 
 def argument_bytes(arguments: Any) -> int:

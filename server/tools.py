@@ -365,12 +365,12 @@ def final_answer(
         A confirmation that the answer was recorded.
     """
     verdict = offload(verify_answer, episode, answer)  # a scoring child: never on the loop
-    episode.submitted_answer = answer
-    episode.finish(verdict.reward, "final_answer")
-    episode.reward_breakdown = {"components": verdict.components, "detail": verdict.detail}
     text = "Answer submitted. The episode is over."
-    echoed = answer
+    kept = answer
     if len(answer.encode()) > episode.limits.max_answer_bytes:
         text += f" It was not scored: {verdict.detail}"
-        echoed = answer[:1000]  # not the whole oversized answer back over the wire
-    return ToolOutput(text=text, data={"answer": echoed, "reward": episode.reward})
+        kept = answer[:1000]  # not the whole oversized answer back, in the state or on disk
+    episode.submitted_answer = kept
+    episode.finish(verdict.reward, "final_answer")
+    episode.reward_breakdown = {"components": verdict.components, "detail": verdict.detail}
+    return ToolOutput(text=text, data={"answer": kept, "reward": episode.reward})

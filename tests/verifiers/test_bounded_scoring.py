@@ -99,6 +99,7 @@ def test_a_10_mb_answer_is_refused_without_parsing_and_ends_the_episode(env):
     assert "over the limit of 65536 bytes" in obs.metadata["reward_breakdown"]["detail"]
     assert "It was not scored" in obs.text  # the agent is told why, in the reply itself
     assert len(str(obs.result)) < 10_000
+    assert len(env.state.submitted_answer) == 1000  # kept in the state and on disk: a head
 
 
 def test_a_symlinked_result_file_scores_0_and_ends_the_episode(env, runtime):
