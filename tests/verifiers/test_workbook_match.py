@@ -4,6 +4,7 @@ edges."""
 from __future__ import annotations
 
 import io
+import time
 
 import openpyxl
 import pytest
@@ -106,6 +107,22 @@ def test_unchanged_input_missing_and_malformed_files_score_zero(refs):
     assert score(refs, None) == 0.0
     assert score(refs, b"not a workbook") == 0.0
     assert score(refs, b"PK\x03\x04 truncated zip") == 0.0
+
+
+def test_a_cell_in_the_sheets_last_corner_is_read_quickly_and_left_outside_the_table(refs):
+    def cornered(total: float) -> bytes:
+        wb = openpyxl.Workbook()
+        for row in [["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, total]]:
+            wb.active.append(row)
+        wb.active.cell(1_048_576, 16_384).value = 1  # a 5 KB file whose bounding box is every cell
+        out = io.BytesIO()
+        wb.save(out)
+        return out.getvalue()
+
+    started = time.monotonic()
+    assert score(refs, cornered(31.0)) == 0.0
+    assert score(refs, cornered(30.5)) == 1.0  # the table is A1's region (upstream's rule)
+    assert time.monotonic() - started < 5.0
 
 
 def test_verdict_names_each_reference(refs):
