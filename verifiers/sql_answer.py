@@ -158,14 +158,32 @@ def _pipe_table(lines: list[str]) -> list[Row] | None:
     return [_pipe_cells(line) for line in lines if not _SEPARATOR_LINE.match(line)]
 
 
+def _header_over_numbers(table: list[Row]) -> bool:
+    """Whether a table's first line, with no ``---`` line under it, may be its header: no number
+    in it, and some column of it text above numbers only (``name | age`` over ``Ann | 31``).
+
+    A first line of text over text may as well be a row; read both ways, two candidate rows
+    (``| Lima |`` over ``| Oslo |``) paid for either.
+    """
+    if len(table) < 2:
+        return False
+    first, rest = table[0], table[1:]
+    if any(_NUMBER_TEXT.fullmatch(cell) for cell in first):
+        return False
+    return any(
+        all(column < len(row) and _NUMBER_TEXT.fullmatch(row[column]) for row in rest)
+        for column in range(len(first))
+    )
+
+
 def read_result_values(text: str) -> list[list[Row]]:
     """Every reading of a typed answer as a result table (an answer matches if any reading does).
 
     Readings, the first kind that applies: a JSON/Python literal (a list of
     rows, a list of values as one column or as one row, a scalar); else a pipe
-    table (header and row-count lines dropped; a first line of no numbers and no
-    ``---`` line under it is read both as a header and as a row); else the whole text as one
-    value, comma/semicolon-separated values on one line as a column or as a
+    table (header and row-count lines dropped; a first line with no ``---`` line under it is
+    read both as a header and as a row where it is text above a column of numbers); else the
+    whole text as one value, comma/semicolon-separated values on one line as a column or as a
     row, one value per line (bullets removed), or lines of tab/comma-separated cells.
 
     Example:
@@ -189,11 +207,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         else None
     )
     if table is not None:
-        if len(table) > 1 and not any(_NUMBER_TEXT.fullmatch(cell) for cell in table[0]):
-            return [
-                table,
-                table[1:],
-            ]  # a header line without its "---" line: read with and without it
+        if _header_over_numbers(table):  # a header line without its "---" line: both readings
+            return [table, table[1:]]
         return [table]
     readings = []
     if len(lines) == 1:
