@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -240,13 +241,17 @@ def _bars(rects: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
 def _names(
     centres: list[tuple[float, float]], ticks: list[tuple[float, float, str]], axis: int
 ) -> tuple[str, ...] | None:
-    """The tick label at each (centre, half-width) mark; None if a mark has no tick on it."""
+    """The tick label at each (centre, half-width) mark; None if a mark has no tick on it, or
+    several. The ticks are sorted once and searched, so thousands of bars over thousands of
+    ticks cost no product of the two."""
+    placed = sorted(((t[axis], t[2]) for t in ticks if t[axis] == t[axis]), key=lambda t: t[0])
+    positions = [p for p, _ in placed]
     out = []
     for centre, half in centres:
-        near = [t for t in ticks if abs((t[0] if axis == 0 else t[1]) - centre) <= half]
-        if len(near) != 1:
+        low = bisect.bisect_left(positions, centre - half)
+        if bisect.bisect_right(positions, centre + half) - low != 1:
             return None
-        out.append(near[0][2])
+        out.append(placed[low][1])
     return tuple(out)
 
 

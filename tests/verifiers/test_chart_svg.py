@@ -5,6 +5,7 @@ and a hand-written file whose labels look right but whose bars are elsewhere all
 from __future__ import annotations
 
 import io
+import time
 
 import matplotlib
 
@@ -121,3 +122,33 @@ def test_the_registered_scorer_reads_the_saved_figure_and_fails_closed(tmp_path)
     assert score(spec, "", gold, context=reader) == 1.0
     assert score(spec, "", {**gold, "figure": "missing.svg"}, context=reader) == 0.0
     assert score(spec, "a perfect chart, trust me", gold, context=VerifyContext()) == 0.0
+
+
+def _many_bars(n: int) -> str:
+    """A hand-written figure of ``n`` bars of height 10, each under its own tick."""
+    parts = ['<svg><g id="axes_1"><g id="patch_0"><path d="M 0 0 L 1 0 L 1 1 L 0 1 z"/></g>']
+    for i in range(n):
+        x = 10 * i
+        parts.append(
+            f'<g id="patch_{i + 1}"><path d="M {x} 100 L {x + 4} 100 L {x + 4} 50 L {x} 50 z"/></g>'
+        )
+    parts.append('<g id="matplotlib.axis_1">')
+    parts += [
+        f'<g id="xtick_{i}"><use x="{10 * i + 2}" y="100"/><text>c{i}</text></g>' for i in range(n)
+    ]
+    parts.append('</g><g id="matplotlib.axis_2">')
+    parts.append('<g id="ytick_0"><use x="0" y="100"/><text>0</text></g>')
+    parts.append('<g id="ytick_1"><use x="0" y="50"/><text>10</text></g></g></g></svg>')
+    return "".join(parts)
+
+
+def test_thousands_of_bars_under_thousands_of_ticks_are_read_quickly() -> None:
+    """Naming each bar by its tick once compared every bar with every tick: 14,000 of each
+    (a 2 MB file) cost 12 s of scoring."""
+    svg = _many_bars(12_000)
+    started = time.monotonic()
+    chart = read_chart(svg)
+    assert chart is not None and chart.kind == "bar" and len(chart.labels) == 12_000
+    assert chart.labels[:2] == ("c0", "c1") and round(chart.ys[-1], 6) == 10.0
+    assert chart_score(svg, GOLD) == 0.0
+    assert time.monotonic() - started < 2.0
