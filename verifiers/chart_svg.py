@@ -147,8 +147,10 @@ def _axis_label(axis: ET.Element) -> str:
     return "".join(direct[-1].itertext()).strip() if direct else ""
 
 
-def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float, str] | None:
-    """(left, right, top, bottom, fill) of a filled rectangular patch (spines are not)."""
+def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float] | None:
+    """(left, right, top, bottom) of a closed rectangular patch (spines are not). Its colour is
+    not read: bars coloured one by one (``color=[...]``) are one series still, and two series of
+    bars can only pass as one by drawing more bars than the gold has categories."""
     paths = [e for e in patch if _local(e.tag) == "path"]
     if not paths:
         return None
@@ -157,8 +159,7 @@ def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float, str] | N
     if len(nums) != 8 or not d.rstrip().endswith("z"):
         return None
     xs, ys = nums[0::2], nums[1::2]
-    fill = re.search(r"fill:\s*([^;\"]+)", paths[0].get("style", ""))
-    return min(xs), max(xs), min(ys), max(ys), fill.group(1).strip() if fill else ""
+    return min(xs), max(xs), min(ys), max(ys)
 
 
 def _line_points(group: ET.Element) -> list[tuple[float, float]]:
@@ -210,8 +211,6 @@ def _common(edges: list[tuple[float, float]], fit: Fit | None) -> float | None:
 
 
 def _bars(rects: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
-    if len({r[4] for r in rects}) != 1:
-        return None  # two fills: two series
     xticks, yticks = ticks
     yfit = _fit([(y, s) for _, y, s in yticks])
     xfit = _fit([(x, s) for x, _, s in xticks])

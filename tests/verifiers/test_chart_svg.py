@@ -152,3 +152,12 @@ def test_thousands_of_bars_under_thousands_of_ticks_are_read_quickly() -> None:
     assert chart.labels[:2] == ("c0", "c1") and round(chart.ys[-1], 6) == 10.0
     assert chart_score(svg, GOLD) == 0.0
     assert time.monotonic() - started < 2.0
+
+
+def test_bars_coloured_one_by_one_are_one_series_and_a_second_series_still_scores_zero() -> None:
+    cats, values = GOLD["categories"], GOLD["values"]
+    coloured = _svg(lambda ax: (ax.bar(cats, values, color=["red", "green", "blue"]), _labels(ax)))
+    assert chart_score(coloured, GOLD) == 1.0
+    for second in ([120.5, 95.0, 99.25], [0.0, 0.0, 0.0], [-1.0, -2.0, -3.0]):
+        two = _svg(lambda ax, s=second: (ax.bar(cats, s), ax.bar(cats, values), _labels(ax)))
+        assert chart_score(two, GOLD) == 0.0, second
