@@ -9,7 +9,8 @@ An analyst agent may answer in either of two forms:
   newline-separated list ``Alice, Bob`` for a one-column result, or the pipe
   table ``run_sql`` printed, pasted as is (with or without the ``---`` line).
   Values are normalized by :func:`canonical`: numbers by value (``3`` equals
-  ``3.0``, floats to 12 significant digits), strings trimmed, ``NULL`` is null.
+  ``3.0``, ``1,204`` equals ``1204``, floats to 12 significant digits), strings trimmed,
+  ``NULL`` is null.
 
 Example:
     >>> extract_sql("```sql\\nSELECT 1;\\n```")
@@ -61,6 +62,7 @@ def extract_sql(text: str) -> str | None:
 
 
 _NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_THOUSANDS_TEXT = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _NULLS = {"null", "none"}
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
 _SEPARATOR_LINE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -73,6 +75,8 @@ def canonical(value: Any) -> Any:
     Example:
         >>> canonical(3.0), canonical(" 3 "), canonical("NULL"), canonical(" Paris ")
         (3, 3, None, 'Paris')
+        >>> canonical("1,204"), canonical("1,204.5"), canonical("1,2")
+        (1204, 1204.5, '1,2')
         >>> canonical(1 / 3)
         0.333333333333
     """
@@ -84,6 +88,8 @@ def canonical(value: Any) -> Any:
         text = value.strip()
         if text.lower() in _NULLS:
             return None
+        if _THOUSANDS_TEXT.fullmatch(text):  # "1,204": a count as people write it
+            text = text.replace(",", "")
         if not _NUMBER_TEXT.fullmatch(text):
             return text
         try:
@@ -199,6 +205,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         return []
     literal = _literal(text)
     if literal is not _NO_LITERAL and (readings := _tables_from_literal(literal)):
+        if _THOUSANDS_TEXT.fullmatch(text):  # "1,204" is also the tuple (1, 204) to Python
+            return [[(text,)], *readings]
         return readings
     lines = [line for line in text.splitlines() if line.strip()]
     table = (
