@@ -195,3 +195,15 @@ def test_has_formulas_sees_shared_and_prefixed_formulas_and_treats_junk_as_formu
     assert not has_formulas(book([["a", 1, "<f> is text here, not a formula"]]))  # escaped in XML
     assert has_formulas(book([["a", "=SUM(1,2)"]]))
     assert has_formulas(b"not a zip")
+
+
+def test_the_agents_workbook_is_opened_once_when_nothing_recalculates_it(refs, monkeypatch):
+    """Opening is most of the cost of a large workbook (a 24 MB sheet: about ten seconds)."""
+    from analyst_env.verifiers import workbook_match as wm
+
+    values = book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])
+    opened: list[bytes] = []
+    load = wm._load_values
+    monkeypatch.setattr(wm, "_load_values", lambda data: (opened.append(data), load(data))[1])
+    assert score(refs, values) == 1.0
+    assert opened.count(values) == 1
