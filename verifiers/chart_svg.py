@@ -96,7 +96,7 @@ def read_chart(svg_text: str) -> Chart | None:
         return None
     try:
         return _read(root)
-    except ValueError:  # a coordinate that is not a number
+    except (ValueError, ArithmeticError):  # a coordinate that is no number, or near 1e308
         return None
 
 
