@@ -118,7 +118,9 @@ def _read(root: ET.Element) -> Chart | None:
         return None
     ticks = _tick_points(axis_groups[0], "xtick_"), _tick_points(axis_groups[1], "ytick_")
     labels = _axis_label(axis_groups[0]), _axis_label(axis_groups[1])
-    rects = [r for r in map(_patch_rect, _direct(ax, "patch_")[1:]) if r is not None]
+    rects = [r for r in map(_patch_rect, _direct(ax, "patch_")) if r is not None]
+    if rects and _covers_ticks(rects[0], ticks):
+        rects = rects[1:]  # the axes' background, drawn first (absent with the frame off)
     lines = [p for p in map(_line_points, _direct(ax, "line2d_")) if p]
     marks = [p for p in map(_use_points, _direct(ax, "PathCollection_")) if p]
     if sum(map(bool, (rects, lines, marks))) != 1 or len(lines) > 1 or len(marks) > 1:
@@ -128,6 +130,18 @@ def _read(root: ET.Element) -> Chart | None:
     if lines:
         return _line(lines[0], ticks, labels)
     return _scatter(marks[0], ticks, labels)
+
+
+def _covers_ticks(rect: tuple[float, float, float, float], ticks: Ticks) -> bool:
+    """Whether ``rect`` holds every tick of both axes (on its edges): the axes' background,
+    not a bar. Taking the first patch for the background by its place alone dropped the first
+    bar of a figure drawn with its frame off (``ax.set_frame_on(False)``), so that a bar too
+    many, drawn first, passed."""
+    left, right, top, bottom = rect
+    return all(
+        left - _EDGE <= x <= right + _EDGE and top - _EDGE <= y <= bottom + _EDGE
+        for x, y, _ in (*ticks[0], *ticks[1])
+    )
 
 
 def _tick_points(axis: ET.Element, prefix: str) -> list[tuple[float, float, str]]:

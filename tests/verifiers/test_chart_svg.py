@@ -127,7 +127,8 @@ def test_the_registered_scorer_reads_the_saved_figure_and_fails_closed(tmp_path)
 
 def _many_bars(n: int) -> str:
     """A hand-written figure of ``n`` bars of height 10, each under its own tick."""
-    parts = ['<svg><g id="axes_1"><g id="patch_0"><path d="M 0 0 L 1 0 L 1 1 L 0 1 z"/></g>']
+    background = f'<g id="patch_0"><path d="M 0 0 L {10 * n} 0 L {10 * n} 100 L 0 100 z"/></g>'
+    parts = [f'<svg><g id="axes_1">{background}']
     for i in range(n):
         x = 10 * i
         parts.append(
@@ -173,3 +174,19 @@ def test_a_tick_moved_to_the_end_of_the_float_range_is_unreadable_not_an_error()
     gold = {"kind": "scatter", "points": [[1, 3], [2, 1], [3, 2]]}
     assert chart_score(right, gold) == 1.0
     assert read_chart(edited) is None and chart_score(edited, gold) == 0.0
+
+
+def test_a_figure_without_its_frame_keeps_its_first_bar() -> None:
+    """With the frame off no background is drawn, and the first bar was taken for it: the right
+    chart scored 0 and one with a bar too many, drawn first, scored 1."""
+    cats, values = GOLD["categories"], GOLD["values"]
+    right = _svg(lambda ax: (ax.set_frame_on(False), ax.bar(cats, values), _labels(ax)))
+    assert chart_score(right, GOLD) == 1.0
+    extra = _svg(
+        lambda ax: (ax.set_frame_on(False), ax.bar(["West", *cats], [150.0, *values]), _labels(ax))
+    )
+    assert chart_score(extra, GOLD) == 0.0
+    hidden = _svg(
+        lambda ax: (ax.patch.set_visible(False), ax.bar(["West", *cats], [150.0, *values]))
+    )
+    assert chart_score(hidden, {**GOLD, "xlabel": "", "ylabel": ""}) == 0.0
