@@ -14,7 +14,9 @@ elsewhere reads as the wrong data. The chart type comes from that structure alon
   (each bin's right edge the next one's left edge, on a numeric x axis); rectangles
   sharing one left edge: ``barh``;
 - exactly one line: ``line``, each vertex named by the x tick at its position;
-- exactly one marker collection: ``scatter``, both coordinates through the ticks.
+- exactly one set of markers: ``scatter``, both coordinates through the ticks (a marker
+  collection, ``ax.scatter``, or a line of markers alone, ``ax.plot(x, y, "o")``; markers on a
+  line are that line's).
 
 Anything else (two series, bars and a line, no marks, a log axis, a vertex with no tick)
 is unreadable. It trusts nothing but geometry: no gid, title or metadata claim counts.
@@ -121,8 +123,10 @@ def _read(root: ET.Element) -> Chart | None:
     rects = [r for r in map(_patch_rect, _direct(ax, "patch_")) if r is not None]
     if rects and _covers_ticks(rects[0], ticks):
         rects = rects[1:]  # the axes' background, drawn first (absent with the frame off)
-    lines = [p for p in map(_line_points, _direct(ax, "line2d_")) if p]
+    line_groups = _direct(ax, "line2d_")
+    lines = [p for p in map(_line_points, line_groups) if p]
     marks = [p for p in map(_use_points, _direct(ax, "PathCollection_")) if p]
+    marks += [p for g in line_groups if not _line_points(g) and (p := _use_points(g))]
     if sum(map(bool, (rects, lines, marks))) != 1 or len(lines) > 1 or len(marks) > 1:
         return None  # nothing drawn, or several series or kinds at once (a hedge)
     if rects:

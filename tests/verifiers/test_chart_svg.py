@@ -190,3 +190,16 @@ def test_a_figure_without_its_frame_keeps_its_first_bar() -> None:
         lambda ax: (ax.patch.set_visible(False), ax.bar(["West", *cats], [150.0, *values]))
     )
     assert chart_score(hidden, {**GOLD, "xlabel": "", "ylabel": ""}) == 0.0
+
+
+def test_markers_drawn_without_a_line_are_a_scatter_and_count_as_a_series() -> None:
+    """``ax.plot(x, y, "o")`` draws a scatter plot as markers on no line; it was read as nothing,
+    so that a right scatter drawn so scored 0 and a second series drawn so beside a line was
+    not seen."""
+    scatter = {"kind": "scatter", "points": [[1, 3], [2, 1], [3, 2]]}
+    assert chart_score(_svg(lambda ax: ax.plot([1, 2, 3], [3, 1, 2], "o")), scatter) == 1.0
+    line = {"kind": "line", "categories": ["Jan", "Feb", "Mar"], "values": [3, 1, 2]}
+    months = line["categories"]
+    assert chart_score(_svg(lambda ax: ax.plot(months, [3, 1, 2], marker="o")), line) == 1.0
+    two = _svg(lambda ax: (ax.plot(months, [3, 1, 2]), ax.plot(months, [1, 2, 3], "o")))
+    assert chart_score(two, line) == 0.0
