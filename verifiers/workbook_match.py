@@ -88,6 +88,8 @@ def workbook_match(
         data = context.read_file(name)
     except FileNotFoundError:
         return Verdict(0.0, detail=f"{name} not found in the working directory")
+    except OSError as exc:  # refused by the reader: a symbolic link, a directory, too large
+        return Verdict(0.0, detail=f"{name} not read: {exc}")
     if not zipfile.is_zipfile(io.BytesIO(data)):
         return Verdict(0.0, detail=f"{name} is not an xlsx workbook")
     try:

@@ -207,3 +207,15 @@ def test_the_agents_workbook_is_opened_once_when_nothing_recalculates_it(refs, m
     monkeypatch.setattr(wm, "_load_values", lambda data: (opened.append(data), load(data))[1])
     assert score(refs, values) == 1.0
     assert opened.count(values) == 1
+
+
+def test_a_workbook_the_reader_refuses_scores_zero_without_raising(refs):
+    """The server's reader refuses a symbolic link, a directory or a file over the cap with an
+    OSError; raised out of the scorer, it retired the scoring worker."""
+
+    def refuse(name: str) -> bytes:
+        raise OSError(f"{name} is not a regular file")
+
+    gold = {"workbook": "w.xlsx", "references": refs}
+    verdict = judge(VerifierSpec(name="workbook_match"), "", gold, VerifyContext(read_file=refuse))
+    assert verdict.reward == 0.0 and "not a regular file" in verdict.detail
