@@ -14,7 +14,9 @@ elsewhere reads as the wrong data. The chart type comes from that structure alon
   (each bin's right edge the next one's left edge, on a numeric x axis); rectangles
   sharing one left edge: ``barh``;
 - exactly one line: ``line``, each vertex named by the x tick at its position;
-- exactly one marker collection: ``scatter``, both coordinates through the ticks.
+- exactly one set of markers: ``scatter``, both coordinates through the ticks (a marker
+  collection, ``ax.scatter``, or a line of markers alone, ``ax.plot(x, y, "o")``; markers on a
+  line are that line's).
 
 Anything else (two series, bars and a line, no marks, a log axis, a vertex with no tick)
 is unreadable. It trusts nothing but geometry: no gid, title or metadata claim counts.
@@ -29,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -95,7 +98,7 @@ def read_chart(svg_text: str) -> Chart | None:
         return None
     try:
         return _read(root)
-    except ValueError:  # a coordinate that is not a number
+    except (ValueError, ArithmeticError):  # a coordinate that is no number, or near 1e308
         return None
 
 
@@ -117,9 +120,13 @@ def _read(root: ET.Element) -> Chart | None:
         return None
     ticks = _tick_points(axis_groups[0], "xtick_"), _tick_points(axis_groups[1], "ytick_")
     labels = _axis_label(axis_groups[0]), _axis_label(axis_groups[1])
-    rects = [r for r in map(_patch_rect, _direct(ax, "patch_")[1:]) if r is not None]
-    lines = [p for p in map(_line_points, _direct(ax, "line2d_")) if p]
+    rects = [r for r in map(_patch_rect, _direct(ax, "patch_")) if r is not None]
+    if rects and _covers_ticks(rects[0], ticks):
+        rects = rects[1:]  # the axes' background, drawn first (absent with the frame off)
+    line_groups = _direct(ax, "line2d_")
+    lines = [p for p in map(_line_points, line_groups) if p]
     marks = [p for p in map(_use_points, _direct(ax, "PathCollection_")) if p]
+    marks += [p for g in line_groups if not _line_points(g) and (p := _use_points(g))]
     if sum(map(bool, (rects, lines, marks))) != 1 or len(lines) > 1 or len(marks) > 1:
         return None  # nothing drawn, or several series or kinds at once (a hedge)
     if rects:
@@ -127,6 +134,18 @@ def _read(root: ET.Element) -> Chart | None:
     if lines:
         return _line(lines[0], ticks, labels)
     return _scatter(marks[0], ticks, labels)
+
+
+def _covers_ticks(rect: tuple[float, float, float, float], ticks: Ticks) -> bool:
+    """Whether ``rect`` holds every tick of both axes (on its edges): the axes' background,
+    not a bar. Taking the first patch for the background by its place alone dropped the first
+    bar of a figure drawn with its frame off (``ax.set_frame_on(False)``), so that a bar too
+    many, drawn first, passed."""
+    left, right, top, bottom = rect
+    return all(
+        left - _EDGE <= x <= right + _EDGE and top - _EDGE <= y <= bottom + _EDGE
+        for x, y, _ in (*ticks[0], *ticks[1])
+    )
 
 
 def _tick_points(axis: ET.Element, prefix: str) -> list[tuple[float, float, str]]:
@@ -146,8 +165,10 @@ def _axis_label(axis: ET.Element) -> str:
     return "".join(direct[-1].itertext()).strip() if direct else ""
 
 
-def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float, str] | None:
-    """(left, right, top, bottom, fill) of a filled rectangular patch (spines are not)."""
+def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float] | None:
+    """(left, right, top, bottom) of a closed rectangular patch (spines are not). Its colour is
+    not read: bars coloured one by one (``color=[...]``) are one series still, and two series of
+    bars can only pass as one by drawing more bars than the gold has categories."""
     paths = [e for e in patch if _local(e.tag) == "path"]
     if not paths:
         return None
@@ -156,8 +177,7 @@ def _patch_rect(patch: ET.Element) -> tuple[float, float, float, float, str] | N
     if len(nums) != 8 or not d.rstrip().endswith("z"):
         return None
     xs, ys = nums[0::2], nums[1::2]
-    fill = re.search(r"fill:\s*([^;\"]+)", paths[0].get("style", ""))
-    return min(xs), max(xs), min(ys), max(ys), fill.group(1).strip() if fill else ""
+    return min(xs), max(xs), min(ys), max(ys)
 
 
 def _line_points(group: ET.Element) -> list[tuple[float, float]]:
@@ -209,8 +229,6 @@ def _common(edges: list[tuple[float, float]], fit: Fit | None) -> float | None:
 
 
 def _bars(rects: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
-    if len({r[4] for r in rects}) != 1:
-        return None  # two fills: two series
     xticks, yticks = ticks
     yfit = _fit([(y, s) for _, y, s in yticks])
     xfit = _fit([(x, s) for x, _, s in xticks])
@@ -240,13 +258,17 @@ def _bars(rects: list, ticks: Ticks, labels: tuple[str, str]) -> Chart | None:
 def _names(
     centres: list[tuple[float, float]], ticks: list[tuple[float, float, str]], axis: int
 ) -> tuple[str, ...] | None:
-    """The tick label at each (centre, half-width) mark; None if a mark has no tick on it."""
+    """The tick label at each (centre, half-width) mark; None if a mark has no tick on it, or
+    several. The ticks are sorted once and searched, so thousands of bars over thousands of
+    ticks cost no product of the two."""
+    placed = sorted(((t[axis], t[2]) for t in ticks if t[axis] == t[axis]), key=lambda t: t[0])
+    positions = [p for p, _ in placed]
     out = []
     for centre, half in centres:
-        near = [t for t in ticks if abs((t[0] if axis == 0 else t[1]) - centre) <= half]
-        if len(near) != 1:
+        low = bisect.bisect_left(positions, centre - half)
+        if bisect.bisect_right(positions, centre + half) - low != 1:
             return None
-        out.append(near[0][2])
+        out.append(placed[low][1])
     return tuple(out)
 
 

@@ -151,6 +151,10 @@ def dacode_csv(
             components[f"file:{name}"] = 0.0
             notes.append(f"{name} not written")
             continue
+        except OSError as exc:  # refused by the reader: a symbolic link, a directory, too large
+            components[f"file:{name}"] = 0.0
+            notes.append(f"{name} not read: {exc}")
+            continue
         except (
             pd.errors.ParserError,
             pd.errors.EmptyDataError,

@@ -9,7 +9,8 @@ An analyst agent may answer in either of two forms:
   newline-separated list ``Alice, Bob`` for a one-column result, or the pipe
   table ``run_sql`` printed, pasted as is (with or without the ``---`` line).
   Values are normalized by :func:`canonical`: numbers by value (``3`` equals
-  ``3.0``, floats to 12 significant digits), strings trimmed, ``NULL`` is null.
+  ``3.0``, ``1,204`` equals ``1204``, floats to 12 significant digits), strings trimmed,
+  ``NULL`` is null.
 
 Example:
     >>> extract_sql("```sql\\nSELECT 1;\\n```")
@@ -61,6 +62,7 @@ def extract_sql(text: str) -> str | None:
 
 
 _NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_THOUSANDS_TEXT = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _NULLS = {"null", "none"}
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?=\S)")
 _SEPARATOR_LINE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -73,6 +75,8 @@ def canonical(value: Any) -> Any:
     Example:
         >>> canonical(3.0), canonical(" 3 "), canonical("NULL"), canonical(" Paris ")
         (3, 3, None, 'Paris')
+        >>> canonical("1,204"), canonical("1,204.5"), canonical("1,2")
+        (1204, 1204.5, '1,2')
         >>> canonical(1 / 3)
         0.333333333333
     """
@@ -84,6 +88,8 @@ def canonical(value: Any) -> Any:
         text = value.strip()
         if text.lower() in _NULLS:
             return None
+        if _THOUSANDS_TEXT.fullmatch(text):  # "1,204": a count as people write it
+            text = text.replace(",", "")
         if not _NUMBER_TEXT.fullmatch(text):
             return text
         try:
@@ -158,14 +164,32 @@ def _pipe_table(lines: list[str]) -> list[Row] | None:
     return [_pipe_cells(line) for line in lines if not _SEPARATOR_LINE.match(line)]
 
 
+def _header_over_numbers(table: list[Row]) -> bool:
+    """Whether a table's first line, with no ``---`` line under it, may be its header: no number
+    in it, and some column of it text above numbers only (``name | age`` over ``Ann | 31``).
+
+    A first line of text over text may as well be a row; read both ways, two candidate rows
+    (``| Lima |`` over ``| Oslo |``) paid for either.
+    """
+    if len(table) < 2:
+        return False
+    first, rest = table[0], table[1:]
+    if any(_NUMBER_TEXT.fullmatch(cell) for cell in first):
+        return False
+    return any(
+        all(column < len(row) and _NUMBER_TEXT.fullmatch(row[column]) for row in rest)
+        for column in range(len(first))
+    )
+
+
 def read_result_values(text: str) -> list[list[Row]]:
     """Every reading of a typed answer as a result table (an answer matches if any reading does).
 
     Readings, the first kind that applies: a JSON/Python literal (a list of
     rows, a list of values as one column or as one row, a scalar); else a pipe
-    table (header and row-count lines dropped; a first line of no numbers and no
-    ``---`` line under it is read both as a header and as a row); else the whole text as one
-    value, comma/semicolon-separated values on one line as a column or as a
+    table (header and row-count lines dropped; a first line with no ``---`` line under it is
+    read both as a header and as a row where it is text above a column of numbers); else the
+    whole text as one value, comma/semicolon-separated values on one line as a column or as a
     row, one value per line (bullets removed), or lines of tab/comma-separated cells.
 
     Example:
@@ -181,6 +205,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         return []
     literal = _literal(text)
     if literal is not _NO_LITERAL and (readings := _tables_from_literal(literal)):
+        if _THOUSANDS_TEXT.fullmatch(text):  # "1,204" is also the tuple (1, 204) to Python
+            return [[(text,)], *readings]
         return readings
     lines = [line for line in text.splitlines() if line.strip()]
     table = (
@@ -189,11 +215,8 @@ def read_result_values(text: str) -> list[list[Row]]:
         else None
     )
     if table is not None:
-        if len(table) > 1 and not any(_NUMBER_TEXT.fullmatch(cell) for cell in table[0]):
-            return [
-                table,
-                table[1:],
-            ]  # a header line without its "---" line: read with and without it
+        if _header_over_numbers(table):  # a header line without its "---" line: both readings
+            return [table, table[1:]]
         return [table]
     readings = []
     if len(lines) == 1:

@@ -88,6 +88,8 @@ def workbook_match(
         data = context.read_file(name)
     except FileNotFoundError:
         return Verdict(0.0, detail=f"{name} not found in the working directory")
+    except OSError as exc:  # refused by the reader: a symbolic link, a directory, too large
+        return Verdict(0.0, detail=f"{name} not read: {exc}")
     if not zipfile.is_zipfile(io.BytesIO(data)):
         return Verdict(0.0, detail=f"{name} is not an xlsx workbook")
     try:
@@ -102,7 +104,7 @@ def workbook_match(
             "not opened",
         )
     try:
-        _load_values(data)
+        saved = _load_values(data)  # kept: a large workbook costs seconds to open again
     except Exception as exc:  # openpyxl raises many types on a corrupt package
         return Verdict(0.0, detail=f"{name} cannot be opened: {type(exc).__name__}: {exc}")
     detail_prefix = ""
@@ -113,7 +115,7 @@ def workbook_match(
             recalculated = _recalculate(blobs, timeout_s)
         except RecalcError as exc:
             detail_prefix = f"not recalculated ({exc}); "
-    result = _load_values(recalculated[0] or data)
+    result = _load_values(recalculated[0]) if recalculated[0] else saved
     result_formulas = None
     if recalculated[0] is None and has_formulas(data):  # its formulas may lack values
         result_formulas = openpyxl.load_workbook(io.BytesIO(data))

@@ -50,6 +50,15 @@ def test_dacode_csv_missing_empty_malformed(gold_csv):
     assert csv_reward(gold_csv, b"\xff\xfe\x00garbage") == 0.0
 
 
+def test_dacode_csv_a_file_the_reader_refuses_scores_zero_without_raising(gold_csv):
+    def refuse(name):
+        raise OSError(f"{name} is a symbolic link; only regular files are scored")
+
+    gold = {"outputs": [{"file": "out.csv", "gold": [gold_csv], "options": {}}]}
+    verdict = judge(VerifierSpec(name="dacode_csv"), "", gold, VerifyContext(read_file=refuse))
+    assert verdict.reward == 0.0 and "symbolic link" in verdict.detail
+
+
 def test_dacode_csv_bad_option_is_an_error(gold_csv):
     with pytest.raises(ValueError, match="score_rule"):
         csv_reward(gold_csv, b"c,u\nRoad,1\nKids,2\n", score_rule="most")

@@ -543,6 +543,17 @@ def test_sql_values_adversarial_answers_score_0(town_db):
         assert _sql(town_db, answer) == 0.0, answer
 
 
+def test_a_text_line_over_text_lines_is_a_row_not_a_header_so_two_candidates_score_0(town_db):
+    gold = "SELECT name FROM people WHERE age > 40"  # Cid
+    for answer in ["| Bob |\n| Cid |", "Bob |\nCid |", "Bob\nCid"]:
+        assert _sql(town_db, answer, gold) == 0.0, answer
+    gold = "SELECT name, name FROM people WHERE age > 40"
+    assert _sql(town_db, "Bob | Bob\nCid | Cid", gold) == 0.0
+    assert _sql(town_db, "| Cid |", "SELECT name FROM people WHERE age > 40") == 1.0
+    gold = "SELECT name, age FROM people WHERE age > 40"
+    assert _sql(town_db, "name | age\nCid | 45", gold) == 1.0
+
+
 def test_sql_execution_handles_capped_nasty_answers_quickly(town_db):
     for name, answer in NASTY.items():
         started = time.monotonic()

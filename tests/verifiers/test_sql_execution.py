@@ -202,6 +202,15 @@ def test_float_results_compare_by_value(db):
     assert grade(db, "0.3", gold).reward == 0.0  # one decimal is too few to be a rounding
 
 
+def test_a_number_written_with_thousands_separators_is_that_number(db):
+    assert grade(db, "1,204", "SELECT 1204").reward == 1.0
+    assert grade(db, "1,204.5", "SELECT 1204.5").reward == 1.0
+    assert grade(db, "Ann | 1,204", "SELECT 'Ann', 1204").reward == 1.0
+    assert grade(db, "1,205", "SELECT 1204").reward == 0.0
+    assert grade(db, "12,04", "SELECT 1204").reward == 0.0
+    assert grade(db, "1,204", "SELECT 1, 204").reward == 1.0  # as before: the tuple (1, 204)
+
+
 @pytest.mark.parametrize("answer", ["", "   ", "\n"])
 def test_empty_answer_scores_zero(db, answer):
     verdict = grade(db, answer, GOLD_COUNT)

@@ -4,6 +4,7 @@ edges."""
 from __future__ import annotations
 
 import io
+import time
 
 import openpyxl
 import pytest
@@ -108,6 +109,22 @@ def test_unchanged_input_missing_and_malformed_files_score_zero(refs):
     assert score(refs, b"PK\x03\x04 truncated zip") == 0.0
 
 
+def test_a_cell_in_the_sheets_last_corner_is_read_quickly_and_left_outside_the_table(refs):
+    def cornered(total: float) -> bytes:
+        wb = openpyxl.Workbook()
+        for row in [["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, total]]:
+            wb.active.append(row)
+        wb.active.cell(1_048_576, 16_384).value = 1  # a 5 KB file whose bounding box is every cell
+        out = io.BytesIO()
+        wb.save(out)
+        return out.getvalue()
+
+    started = time.monotonic()
+    assert score(refs, cornered(31.0)) == 0.0
+    assert score(refs, cornered(30.5)) == 1.0  # the table is A1's region (upstream's rule)
+    assert time.monotonic() - started < 5.0
+
+
 def test_verdict_names_each_reference(refs):
     verdict = judge(
         VerifierSpec(name="workbook_match", params={"recalc": False}),
@@ -195,3 +212,27 @@ def test_has_formulas_sees_shared_and_prefixed_formulas_and_treats_junk_as_formu
     assert not has_formulas(book([["a", 1, "<f> is text here, not a formula"]]))  # escaped in XML
     assert has_formulas(book([["a", "=SUM(1,2)"]]))
     assert has_formulas(b"not a zip")
+
+
+def test_the_agents_workbook_is_opened_once_when_nothing_recalculates_it(refs, monkeypatch):
+    """Opening is most of the cost of a large workbook (a 24 MB sheet: about ten seconds)."""
+    from analyst_env.verifiers import workbook_match as wm
+
+    values = book([["Week", "Sales", "Total"], ["W1", 10, 0.3], ["W2", 20, 30.5]])
+    opened: list[bytes] = []
+    load = wm._load_values
+    monkeypatch.setattr(wm, "_load_values", lambda data: (opened.append(data), load(data))[1])
+    assert score(refs, values) == 1.0
+    assert opened.count(values) == 1
+
+
+def test_a_workbook_the_reader_refuses_scores_zero_without_raising(refs):
+    """The server's reader refuses a symbolic link, a directory or a file over the cap with an
+    OSError; raised out of the scorer, it retired the scoring worker."""
+
+    def refuse(name: str) -> bytes:
+        raise OSError(f"{name} is not a regular file")
+
+    gold = {"workbook": "w.xlsx", "references": refs}
+    verdict = judge(VerifierSpec(name="workbook_match"), "", gold, VerifyContext(read_file=refuse))
+    assert verdict.reward == 0.0 and "not a regular file" in verdict.detail
