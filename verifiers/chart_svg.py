@@ -16,7 +16,7 @@ elsewhere reads as the wrong data. The chart type comes from that structure alon
 - exactly one line: ``line``, each vertex named by the x tick at its position;
 - exactly one set of markers: ``scatter``, both coordinates through the ticks (a marker
   collection, ``ax.scatter``, or a line of markers alone, ``ax.plot(x, y, "o")``; markers on a
-  line are that line's).
+  line are that line's, and so are markers drawn apart on exactly its vertices).
 
 Anything else (two series, bars and a line, no marks, a log axis, a vertex with no tick)
 is unreadable. It trusts nothing but geometry: no gid, title or metadata claim counts.
@@ -127,6 +127,7 @@ def _read(root: ET.Element) -> Chart | None:
     lines = [p for p in map(_line_points, line_groups) if p]
     marks = [p for p in map(_use_points, _direct(ax, "PathCollection_")) if p]
     marks += [p for g in line_groups if not _line_points(g) and (p := _use_points(g))]
+    marks = [p for p in marks if not any(_on_vertices(p, line) for line in lines)]
     if sum(map(bool, (rects, lines, marks))) != 1 or len(lines) > 1 or len(marks) > 1:
         return None  # nothing drawn, or several series or kinds at once (a hedge)
     if rects:
@@ -187,6 +188,16 @@ def _line_points(group: ET.Element) -> list[tuple[float, float]]:
     nums = [float(n) for n in _NUM.findall(paths[0].get("d", ""))]
     points = list(zip(nums[0::2], nums[1::2], strict=False))
     return points if len(points) >= 2 else []
+
+
+def _on_vertices(marks: list[tuple[float, float]], line: list[tuple[float, float]]) -> bool:
+    """Whether markers sit exactly on a line's vertices, one on each: the line's own markers
+    drawn as a second artist (``ax.plot(x, y); ax.plot(x, y, "o")``), no second series."""
+
+    def spots(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return sorted((round(x, 2), round(y, 2)) for x, y in points)
+
+    return spots(marks) == spots(line)
 
 
 def _use_points(group: ET.Element) -> list[tuple[float, float]]:

@@ -203,3 +203,10 @@ def test_markers_drawn_without_a_line_are_a_scatter_and_count_as_a_series() -> N
     assert chart_score(_svg(lambda ax: ax.plot(months, [3, 1, 2], marker="o")), line) == 1.0
     two = _svg(lambda ax: (ax.plot(months, [3, 1, 2]), ax.plot(months, [1, 2, 3], "o")))
     assert chart_score(two, line) == 0.0
+    # the line's own markers drawn as a second artist, on its vertices: one series still
+    for markers in (
+        lambda ax: ax.plot(months, [3, 1, 2], "o"),
+        lambda ax: ax.scatter(months, [3, 1, 2]),
+    ):
+        styled = _svg(lambda ax, markers=markers: (ax.plot(months, [3, 1, 2]), markers(ax)))
+        assert chart_score(styled, line) == 1.0
