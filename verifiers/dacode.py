@@ -231,11 +231,17 @@ def _unwrap(value: Any) -> Any:
     return value[0] if isinstance(value, list) and len(value) == 1 else value
 
 
+_TRUTH = {"true": True, "false": False}
+
+
 def _cast(kind: type, value: Any, lossless: bool) -> Any:
     """``kind(value)``, upstream's cast to the gold's type. ``lossless`` (the ``strict``
     profile) refuses (``ValueError``) a cast that changes what the answer says: a fraction
     cut to an int (``int(12.9)`` is 12), a number or a text read as a truth value (``bool("no")``
-    is True), a truth value read as a number."""
+    is True), a truth value read as a number. Under it the text ``"true"`` or ``"false"`` (any
+    case) is that truth value: it says so, and upstream's ``bool("false")`` is True."""
+    if lossless and kind is bool and isinstance(value, str) and value.strip().lower() in _TRUTH:
+        return _TRUTH[value.strip().lower()]
     if lossless and (
         (kind is bool) != isinstance(value, bool)
         or (kind is int and isinstance(value, float) and not float(value).is_integer())

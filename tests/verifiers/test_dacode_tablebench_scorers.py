@@ -211,6 +211,8 @@ def test_dacode_text_strict_refuses_a_cast_that_changes_the_answer(gold, answer)
         ({"x": 1.5}, '{"x": "1.5"}'),
         ({"flag": True}, '{"flag": true}'),
         ({"flag": False}, '{"flag": [false]}'),
+        ({"flag": True}, '{"flag": "True"}'),  # the text of a truth value is that value
+        ({"flag": False}, '{"flag": " false "}'),
     ],
 )
 def test_dacode_text_strict_keeps_the_casts_that_keep_the_value(gold, answer):
