@@ -125,15 +125,12 @@ _HEDGE = re.compile(
     r"\b(?:or|either|maybe|perhaps|possibly|probably|between|and|vs|versus)\b|/|\?", re.I
 )
 _ONLY_SEPARATORS = re.compile(r"^[\s,;:&~\-\u2013\u2014|]*$")
-HEDGING_NOTE = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|/|\?", re.I
-)
+_HEDGE_WORDS = r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|\?"
+HEDGING_NOTE = re.compile(_HEDGE_WORDS + "|/", re.I)
 """A note beside an answer that offers another candidate (``(or 13)``, ``[maybe "c"]``,
 ``(13?)``): the words of a hedge without ``and`` and ``between``, which a note
 that only describes the answer (``(between 2022 and 2023)``) may use."""
-HEDGING_WORD = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|alternatively|instead|otherwise)\b|\?", re.I
-)
+HEDGING_WORD = re.compile(_HEDGE_WORDS, re.I)
 """``HEDGING_NOTE`` without the slash, for notes about numbers: there a slash is a unit or a
 period (``12 (km/h)``, ``(FY 2023/24)``), and two numbers joined by one are two numbers stated,
 which every number scorer already reads as no answer or counts."""
