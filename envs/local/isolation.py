@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import resource
 import signal
 import socket
@@ -153,6 +154,12 @@ def resolve_mode(requested: str) -> Mode:
     if requested == "full" and os.geteuid() != 0:
         raise fail_closed.Refusal(
             "isolation full needs the server to run as root; use ANALYST_ENV_ISOLATION=auto"
+        )
+    if requested == "landlock" and not seccomp.supported():
+        raise fail_closed.Refusal(
+            f"isolation landlock needs a seccomp filter for this architecture "
+            f"({platform.machine()}; there is one for x86_64 and aarch64) to refuse sockets "
+            "and IPC; choose another with ANALYST_ENV_ISOLATION (--isolation)"
         )
     if requested == "landlock" and landlock.abi() < 1:
         raise fail_closed.Refusal(
@@ -325,6 +332,13 @@ def confine_child(
         if mode == "userns" and landlock.abi() >= 1:
             landlock.restrict_proc_writes()  # its zygote's and neighbours' /proc are its uid's
     if mode == "landlock":
+        if seccomp_filter is None or not seccomp.supported():
+            # Without a network namespace, only the socket filter keeps a kernel off the
+            # host's network and only the IPC filter off the host's System V IPC.
+            raise OSError(
+                f"no seccomp filter for architecture {platform.machine()}: landlock mode "
+                "needs it to refuse sockets and IPC (x86_64, aarch64)"
+            )
         procctl.set_dumpable(
             False
         )  # fork keeps the zygote's flag; said again so it never depends on that

@@ -135,6 +135,59 @@ def test_landlock_without_signal_scoping_refuses_in_one_line(tmp_path) -> None:
     assert "isolation landlock" in line and "Landlock ABI 5" in line, line
 
 
+def other_architecture(tmp_path: Path) -> dict[str, str]:
+    """An environment whose interpreters see a machine with no seccomp filter table."""
+    other = tmp_path / "other-arch"
+    other.mkdir(exist_ok=True)
+    (other / "sitecustomize.py").write_text(
+        "from analyst_env.envs.local import seccomp\nseccomp.supported = lambda: False\n"
+    )
+    return {"PYTHONPATH": str(other)}
+
+
+def test_landlock_without_a_seccomp_filter_refuses_in_one_line(tmp_path) -> None:
+    # Without a network namespace only the socket and IPC filters keep a landlock kernel off
+    # the host's network and System V IPC; where the architecture has no filter table the
+    # mode must not serve without them.
+    done = serve(
+        tmp_path,
+        "--workers",
+        "1",
+        "--isolation",
+        "landlock",
+        "--per-process-limits",
+        extra_env=other_architecture(tmp_path),
+    )
+    line = one_refusal(done)
+    assert "isolation landlock" in line and "seccomp filter" in line, line
+
+
+def test_the_probe_fails_landlock_without_a_seccomp_filter(tmp_path) -> None:
+    # ``auto`` reaches landlock through the probe, not the static check: the probe's kernel
+    # must fail, so ``auto`` moves on (and refuses when nothing else works).
+    env = {**os.environ, **other_architecture(tmp_path), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "analyst_env.envs.local.probe",
+            "--mode",
+            "landlock",
+            "--host-root",
+            str(tmp_path),
+        ],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    verdict = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert verdict, done.stdout + done.stderr
+    assert '"ok": false' in verdict[-1] and "no seccomp filter" in verdict[-1], verdict[-1]
+
+
 def test_none_is_refused_beyond_loopback(tmp_path) -> None:
     done = serve(
         tmp_path, "--workers", "1", "--isolation", "none", "--host", "0.0.0.0", "--token", "t"
