@@ -3,10 +3,11 @@
 A layout names the files: one CSV, two CSVs, a CSV beside a workbook
 (cross-format), one SQLite database or one workbook with two sheets. The
 reference answer is computed twice from the files as written: once through
-pandas (``read_pandas``, which reads workbooks through openpyxl) and once
-through the standard library alone (``read_plain``, with its own workbook
-parser ``xlsx_plain``), so a reader quirk (a value pandas reads as missing, a
-number stored as text) shows up as a disagreement and the task is dropped.
+pandas (``read_pandas``: ``read_csv``, ``read_sql_query``, and for a workbook
+pandas' own dtype inference over its cells as ``pd.read_excel`` does, in
+``xlsx_pandas``) and once through the standard library alone (``read_plain``), so
+a reader quirk (a value pandas reads as missing, a number stored as text) shows up
+as a disagreement and the task is dropped.
 """
 
 from __future__ import annotations
@@ -19,17 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyst_env.datasets.procedural import xlsx_plain
+from analyst_env.datasets.procedural import xlsx_pandas, xlsx_plain
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.writers import write_csv, write_sqlite, write_xlsx_fast
 
 LAYOUTS = ("csv", "csv+csv", "csv+xlsx", "sqlite", "excel")
 """Every file layout; ``csv`` alone holds no dimension table, so join templates never use it."""
-
-PANDAS_XLSX_ENGINE = "openpyxl"
-"""The reader pandas uses for workbooks, as an agent's ``pd.read_excel`` does by default.
-(calamine reads them in ~3 ms instead of ~20-30 ms, but installed beside pandas it makes
-every kernel's ``pd.read_excel`` print a FutureWarning about the coming default.)"""
 
 WORKBOOK_LAYOUTS = frozenset({"csv+xlsx", "excel"})
 """Layouts with an Excel workbook among their files."""
@@ -125,19 +121,16 @@ def _pandas_one(path: Path, table: str | None) -> pd.DataFrame:
         finally:
             con.close()
     if path.suffix == ".xlsx":
-        return pd.read_excel(path, sheet_name=table, engine=PANDAS_XLSX_ENGINE)
+        return xlsx_pandas.read_sheets(path, [_table(table)])[_table(table)]
     return pd.read_csv(path)
 
 
 def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The fact and dimension tables through pandas, as an analyst would load them."""
     if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):  # one workbook: open it once
-        sheets = pd.read_excel(
-            directory / p.fact_file,
-            sheet_name=[p.fact_table, p.dim_table],
-            engine=PANDAS_XLSX_ENGINE,
-        )
-        return sheets[p.fact_table], sheets[p.dim_table]
+        fact_sheet, dim_sheet = _table(p.fact_table), _table(p.dim_table)
+        sheets = xlsx_pandas.read_sheets(directory / p.fact_file, [fact_sheet, dim_sheet])
+        return sheets[fact_sheet], sheets[dim_sheet]
     fact = _pandas_one(directory / p.fact_file, p.fact_table)
     dim = _pandas_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
     return fact, dim
