@@ -42,6 +42,16 @@ def _blank(cell: Any) -> bool:
     )
 
 
+def _as_seen(cell: Any) -> str | None:
+    """A cell as two rows are compared for duplicates: its text, or None where it is blank."""
+    return None if _blank(cell) else str(cell)
+
+
+def _signature(row: Record) -> tuple[str | None, ...]:
+    """A row as duplicates are found: every cell as seen, in column order."""
+    return tuple(map(_as_seen, row.values()))
+
+
 def _number(cell: Any) -> float | None:
     kind = type(cell)  # a plain number or a plain numeral first: this runs for most cells
     if kind is float:
@@ -90,7 +100,7 @@ def raw_facts(fact: list[Record], dim: list[Record] | None, domain: Domain) -> d
     seen: set[tuple] = set()
     dups = 0
     for row in fact:
-        sig = tuple(None if _blank(v) else str(v) for v in row.values())
+        sig = _signature(row)
         dups += sig in seen
         seen.add(sig)
     out = {
@@ -118,7 +128,7 @@ def prepare(
         seen: set[tuple] = set()
         unique = []
         for row in fact:
-            sig = tuple(None if _blank(v) else str(v) for v in row.values())
+            sig = _signature(row)
             if sig not in seen:
                 seen.add(sig)
                 unique.append(row)
@@ -172,7 +182,13 @@ def _keep(rec: Record, role: str, op: str, value: Any) -> bool:
     x = rec[role]
     if x is None:
         return False
-    return {"eq": lambda: x == value, "gt": lambda: x > value, "lt": lambda: x < value}[op]()
+    if op == "eq":
+        return x == value
+    if op == "gt":
+        return x > value
+    if op == "lt":
+        return x < value
+    raise ValueError(f"unknown filter {op!r}")
 
 
 def _agg(rows: list[Record], fn: str, role: str) -> float | None:
@@ -255,7 +271,8 @@ def _hist(xs: list[float], edges: list[float]) -> list[int]:
 
 def evaluate(q: Query, records: list[Record]) -> Any:
     rows = [r for r in records if r.get("attr") is not None] if uses_attr(q) else records
-    rows = [r for r in rows if all(_keep(r, *f) for f in q["filters"])]
+    for f in q["filters"]:
+        rows = [r for r in rows if _keep(r, *f)]
     name, *a = q["op"]
     if not rows:
         return None
