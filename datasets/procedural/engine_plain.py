@@ -145,33 +145,31 @@ def prepare(
         d.m1.name,
         d.m2.name,
     )
-    dates: dict[tuple[type, Any], dt.date | None] = {}  # a day recurs on many rows: read it once
-    records = []
-    for row in fact:
-        m1 = _number(row[m1_col])
-        if m1 is not None and other is not None and row[unit] == other:
-            m1 = m1 / factor
-        cell = row[date_col]
-        day = dates.get((type(cell), cell), _UNREAD)
-        if day is _UNREAD:
-            day = dates[(type(cell), cell)] = _date(cell)
-        rec: Record = {
+    # Column by column: one pass per role in comprehensions, then one dict per record.
+    m1s = [_number(row[m1_col]) for row in fact]
+    if other is not None:
+        m1s = [
+            m / factor if m is not None and row[unit] == other else m for m, row in zip(m1s, fact)
+        ]
+    cells = [row[date_col] for row in fact]
+    typed = list(zip(map(type, cells), cells))  # 1, 1.0 and "1" are read apart
+    read = {k: _date(k[1]) for k in set(typed)}  # a day recurs on many rows: read it once
+    records: list[Record] = [
+        {
             "id": str(row[id_col]),
-            "date": day,
+            "date": read[t],
             "g1": str(row[g1]),
             "g2": str(row[g2]),
             "key": str(row[key]),
             "m1": m1,
             "m2": _number(row[m2_col]),
         }
-        if lookup is not None:
+        for row, t, m1 in zip(fact, typed, m1s)
+    ]
+    if lookup is not None:
+        for rec in records:
             rec["attr"] = lookup.get(rec["key"])
-        records.append(rec)
     return records
-
-
-_UNREAD = object()
-"""A date cell not read yet (``None`` is a date cell that does not read as a date)."""
 
 
 def _keep(rec: Record, role: str, op: str, value: Any) -> bool:

@@ -105,7 +105,7 @@ def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
     fact = pd.DataFrame(
         {
             domain.id_col: ids,
-            domain.date_col: _text([(start + dt.timedelta(days=int(d))).isoformat() for d in days]),
+            domain.date_col: _text(_day_labels(start, span)[days]),
             domain.g1[0]: _text(g1_texts[g1]),
             domain.g2[0]: _text(g2_texts[rng.choice(len(g2_pool), n_rows, p=w2)]),
             domain.key: _text(key_texts[rng.integers(0, n_keys, n_rows)]),
@@ -121,6 +121,12 @@ def draw(domain: Domain, rng: np.random.Generator, n_rows: int) -> Truth:
         }
     )
     return Truth(fact, dim, domain)
+
+
+def _day_labels(start: dt.date, span: int) -> np.ndarray:
+    """``start + k`` days as ISO text for every ``k`` below ``span``: a table's days repeat,
+    so each label is made once and picked by index."""
+    return np.array([(start + dt.timedelta(days=k)).isoformat() for k in range(span)], dtype=object)
 
 
 def _text(values: Any) -> pd.Series:
@@ -151,12 +157,16 @@ def _local_timestamps(days: pd.Series, rng: np.random.Generator) -> list[str]:
     sites = rng.choice(TZ_OFFSETS_MIN, int(rng.integers(2, 5)), replace=False)
     seconds = rng.integers(0, 86_400, len(days))
     offsets = rng.choice(sites, len(days))
-    out = []
-    for day, second, offset in zip(days, seconds, offsets):
-        utc = dt.datetime.fromisoformat(str(day)).replace(tzinfo=dt.UTC)
-        local = dt.timezone(dt.timedelta(minutes=int(offset)))
-        out.append((utc + dt.timedelta(seconds=int(second))).astimezone(local).isoformat())
-    return out
+    utc = np.asarray(days, dtype=str).astype("datetime64[D]").astype("datetime64[s]") + seconds
+    wall = np.datetime_as_string(utc + offsets * 60, unit="s")  # the site's clock, no offset
+    return [f"{clock}{_OFFSET_TEXT[int(offset)]}" for clock, offset in zip(wall, offsets)]
+
+
+_OFFSET_TEXT = {
+    minutes: f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    for minutes in TZ_OFFSETS_MIN
+}
+"""Each site's offset as ``isoformat`` writes it after the time (``+05:30``, ``-08:00``)."""
 
 
 def apply_mess(
