@@ -139,10 +139,12 @@ def read_pandas(p: Placement, directory: Path) -> tuple[pd.DataFrame, pd.DataFra
 Rows = list[dict[str, object]]
 
 
-def _sheet_rows(wb: xlsx_plain.Workbook, table: str) -> Rows:
-    rows = wb.rows(table)
-    names = [str(c) for c in next(rows)]
-    return [dict(zip(names, r)) for r in rows]
+def _sheet_rows(rows: tuple[tuple[xlsx_plain.Cell, ...], ...]) -> Rows:
+    """A sheet's rows as ``{header: cell}``, the header being its first row."""
+    if not rows:
+        return []
+    names = [str(c) for c in rows[0]]
+    return [dict(zip(names, r)) for r in rows[1:]]
 
 
 def _plain_one(path: Path, table: str | None) -> Rows:
@@ -155,8 +157,8 @@ def _plain_one(path: Path, table: str | None) -> Rows:
         finally:
             con.close()
     if path.suffix == ".xlsx":
-        with xlsx_plain.Workbook(path) as wb:
-            return _sheet_rows(wb, _table(table))
+        sheet = _table(table)
+        return _sheet_rows(xlsx_plain.sheets(path, (sheet,))[sheet])
     with open(path, newline="", encoding="utf-8") as fh:
         return _csv_rows(csv.reader(fh))
 
@@ -184,8 +186,9 @@ def _csv_rows(reader: Iterator[list[str]]) -> Rows:
 def read_plain(p: Placement, directory: Path) -> tuple[Rows, Rows | None]:
     """The same tables through the standard library alone, every cell as stored."""
     if p.fact_file == p.dim_file and p.fact_file.endswith(".xlsx"):
-        with xlsx_plain.Workbook(directory / p.fact_file) as wb:
-            return _sheet_rows(wb, _table(p.fact_table)), _sheet_rows(wb, _table(p.dim_table))
+        fact_sheet, dim_sheet = _table(p.fact_table), _table(p.dim_table)
+        sheets = xlsx_plain.sheets(directory / p.fact_file, (fact_sheet, dim_sheet))
+        return _sheet_rows(sheets[fact_sheet]), _sheet_rows(sheets[dim_sheet])
     fact = _plain_one(directory / p.fact_file, p.fact_table)
     dim = _plain_one(directory / p.dim_file, p.dim_table) if p.dim_file else None
     return fact, dim

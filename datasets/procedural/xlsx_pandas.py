@@ -68,8 +68,7 @@ def read_sheets(path: Path, sheets: Sequence[str]) -> dict[str, pd.DataFrame]:
     """``pd.read_excel(path, sheet_name=list(sheets), engine="openpyxl")``, for a workbook
     the generator wrote."""
     try:
-        with xlsx_plain.Workbook(path) as book:
-            grids = {name: _grid(book.rows(name)) for name in sheets}
+        grids = {name: _grid(rows) for name, rows in xlsx_plain.sheets(path, tuple(sheets)).items()}
     except xlsx_plain.UnsupportedWorkbook:
         return pd.read_excel(path, sheet_name=list(sheets), engine=OPENPYXL)
     return {name: _frame(grid) for name, grid in grids.items()}

@@ -1,11 +1,11 @@
 """The cells of a generated workbook, read with the standard library alone (zipfile, ElementTree).
 
-The plain reading of a task's files (``files.read_plain``) is meant to share as
-little as possible with the pandas reading, and ``pd.read_excel`` goes through
-openpyxl. This reader parses the sheet XML itself, so a quirk of either parser
-shows up as a disagreement between the two engines and the task is dropped. It
-is also ~5x faster than openpyxl on the small workbooks the generator writes
-(openpyxl parses the whole style sheet and theme before the first cell).
+Both readings of a task's workbook start from these cells, parsed once (``sheets``):
+the plain reading (``files.read_plain``) as they are, the pandas reading through
+pandas' own dtype inference (``xlsx_pandas``), whose frames a test keeps equal to
+``pd.read_excel``'s (openpyxl). This reader is ~5x faster than openpyxl on the small
+workbooks the generator writes (openpyxl parses the whole style sheet and theme before
+the first cell).
 
 It is strict on purpose: it reads what ``writers.write_xlsx_fast`` writes
 (shared, inline and formula strings, numbers and booleans without a number
@@ -17,6 +17,7 @@ without a decimal point or an exponent is an ``int``, other numbers are
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import zipfile
@@ -134,4 +135,24 @@ class Workbook:
         )
 
 
-__all__ = ["UnsupportedWorkbook", "Workbook"]
+def sheets(path: Path, names: tuple[str, ...]) -> dict[str, tuple[tuple[Cell, ...], ...]]:
+    """The rows of the sheets ``names`` (as ``Workbook.rows`` gives them), parsed once per
+    version of the file: the generator reads a workbook it wrote twice, once for each engine
+    (``files.read_plain`` and ``xlsx_pandas.read_sheets``).
+
+    Raises:
+        UnsupportedWorkbook: The workbook holds a cell this reader does not read.
+    """
+    stat = path.stat()
+    return _parsed(str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size, names)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(
+    path: str, inode: int, mtime_ns: int, size: int, names: tuple[str, ...]
+) -> dict[str, tuple[tuple[Cell, ...], ...]]:
+    with Workbook(Path(path)) as book:
+        return {name: tuple(book.rows(name)) for name in names}
+
+
+__all__ = ["UnsupportedWorkbook", "Workbook", "sheets"]

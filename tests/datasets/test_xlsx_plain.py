@@ -81,3 +81,17 @@ def test_a_date_cell_is_refused_rather_than_guessed(tmp_path):
     wb.save(path)
     with Workbook(path) as book, pytest.raises(UnsupportedWorkbook, match="style"):
         list(book.rows("s"))
+
+
+def test_sheets_parses_a_workbook_again_once_it_is_rewritten(tmp_path):
+    # The parse is kept per version of the file: a workbook written anew at the same path
+    # (a cache slot reused) is read anew, never served from the parse of the old one.
+    from analyst_env.datasets.procedural.xlsx_plain import sheets
+
+    path = tmp_path / "book.xlsx"
+    write_xlsx_fast({"s": pd.DataFrame({"a": [1, 2]})}, path)
+    assert sheets(path, ("s",))["s"] == (("a",), (1,), (2,))
+    assert sheets(path, ("s",)) is sheets(path, ("s",))  # parsed once
+    path.unlink()
+    write_xlsx_fast({"s": pd.DataFrame({"a": [7]})}, path)
+    assert sheets(path, ("s",))["s"] == (("a",), (7,))
