@@ -8,12 +8,12 @@ missing values are read, how ties sort) shows up as a disagreement.
 from __future__ import annotations
 
 import bisect
-import datetime as dt
 import math
 import statistics
 from collections.abc import Callable
 from typing import Any
 
+from analyst_env.datasets.procedural import plain_cells as cells
 from analyst_env.datasets.procedural.domain_schema import Domain
 from analyst_env.datasets.procedural.query import (
     Query,
@@ -27,97 +27,28 @@ from analyst_env.datasets.procedural.tables import ALT_UNITS, Mess, unit_col
 Record = dict[str, Any]
 
 
-def _blank(cell: Any) -> bool:
-    if cell is None:
-        return True
-    kind = type(cell)  # the exact types a reader returns first: this runs for every cell
-    if kind is str:
-        return not cell.strip()
-    if kind is int:
-        return False
-    if kind is float:
-        return math.isnan(cell)
-    return (isinstance(cell, str) and cell.strip() == "") or (
-        isinstance(cell, float) and math.isnan(cell)
-    )
-
-
-def _as_seen(cell: Any) -> str | None:
-    """A cell as two rows are compared for duplicates: its text, or None where it is blank."""
-    return None if _blank(cell) else str(cell)
-
-
-def _signature(row: Record) -> tuple[str | None, ...]:
-    """A row as duplicates are found: every cell as seen, in column order."""
-    return tuple(map(_as_seen, row.values()))
-
-
-def _number(cell: Any) -> float | None:
-    kind = type(cell)  # a plain number or a plain numeral first: this runs for most cells
-    if kind is float:
-        return None if math.isnan(cell) else cell
-    if kind is int:
-        return float(cell)
-    if kind is str and cell and cell[-1] in _DIGITS and cell[0] in _DIGITS:
-        try:
-            return float(cell)
-        except ValueError:
-            pass
-    if _blank(cell):
-        return None
-    if isinstance(cell, (int, float)):
-        return float(cell)
-    try:
-        return float(str(cell).replace("$", "").replace(",", ""))
-    except ValueError:
-        return None
-
-
-_DIGITS = frozenset("0123456789")
-
-
-def _date(cell: Any) -> dt.date | None:
-    text = str(cell).strip()
-    try:
-        if len(text) == 10 and text[4] == "-" and text[7] == "-":
-            return dt.date(int(text[:4]), int(text[5:7]), int(text[8:]))
-        if len(text) == 10 and text[2] == "/" and text[5] == "/":
-            return dt.date(int(text[6:]), int(text[3:5]), int(text[:2]))
-        if len(text) > 10 and text[10] == "T":  # a local timestamp with its offset: the UTC day
-            instant = dt.datetime.fromisoformat(text)
-            if instant.tzinfo is not None:
-                return instant.astimezone(dt.UTC).date()
-    except ValueError:
-        return None
-    return None
-
-
-def _text(cell: Any) -> str:
-    return str(cell)
-
-
 def raw_facts(fact: list[Record], dim: list[Record] | None, domain: Domain) -> dict[str, int]:
     seen: set[tuple] = set()
     dups = 0
     for row in fact:
-        sig = _signature(row)
+        sig = cells.signature(row)
         dups += sig in seen
         seen.add(sig)
     out = {
         "rows": len(fact),
         "duplicates": dups,
-        "missing_m1": sum(_blank(r[domain.m1.name]) for r in fact),
+        "missing_m1": sum(cells.blank(r[domain.m1.name]) for r in fact),
     }
     if dim is not None:
-        known = {_text(r[domain.key]) for r in dim}
-        out["orphan_keys"] = len({_text(r[domain.key]) for r in fact} - known)
+        known = {cells.text(r[domain.key]) for r in dim}
+        out["orphan_keys"] = len({cells.text(r[domain.key]) for r in fact} - known)
     return out
 
 
 def lookup_column(fact: list[Record], dim: list[Record], domain: Domain) -> list[Any]:
     """Each record row's ``attr`` cell, as stored in the lookup table (None for an unknown key)."""
-    lookup = {_text(r[domain.key]): r[domain.attr[0]] for r in dim}
-    return [lookup.get(_text(r[domain.key])) for r in fact]
+    lookup = {cells.text(r[domain.key]): r[domain.attr[0]] for r in dim}
+    return [lookup.get(cells.text(r[domain.key])) for r in fact]
 
 
 def prepare(
@@ -128,12 +59,14 @@ def prepare(
         seen: set[tuple] = set()
         unique = []
         for row in fact:
-            sig = _signature(row)
+            sig = cells.signature(row)
             if sig not in seen:
                 seen.add(sig)
                 unique.append(row)
         fact = unique
-    lookup = {_text(r[d.key]): _text(r[d.attr[0]]) for r in dim} if dim is not None else None
+    lookup = (
+        {cells.text(r[d.key]): cells.text(r[d.attr[0]]) for r in dim} if dim is not None else None
+    )
     other, factor = ALT_UNITS[d.m1.unit][1:] if mess.units and d.m1.unit in ALT_UNITS else (None, 1)
     unit = unit_col(d) if other is not None else ""
     id_col, date_col, g1, g2, key, m1_col, m2_col = (
@@ -146,14 +79,14 @@ def prepare(
         d.m2.name,
     )
     # Column by column: one pass per role in comprehensions, then one dict per record.
-    m1s = [_number(row[m1_col]) for row in fact]
+    m1s = [cells.number(row[m1_col]) for row in fact]
     if other is not None:
         m1s = [
             m / factor if m is not None and row[unit] == other else m for m, row in zip(m1s, fact)
         ]
-    cells = [row[date_col] for row in fact]
-    typed = list(zip(map(type, cells), cells))  # 1, 1.0 and "1" are read apart
-    read = {k: _date(k[1]) for k in set(typed)}  # a day recurs on many rows: read it once
+    date_cells = [row[date_col] for row in fact]
+    typed = list(zip(map(type, date_cells), date_cells))  # 1, 1.0 and "1" are read apart
+    read = {k: cells.day(k[1]) for k in set(typed)}  # a day recurs on many rows: read it once
     records: list[Record] = [
         {
             "id": str(row[id_col]),
@@ -162,7 +95,7 @@ def prepare(
             "g2": str(row[g2]),
             "key": str(row[key]),
             "m1": m1,
-            "m2": _number(row[m2_col]),
+            "m2": cells.number(row[m2_col]),
         }
         for row, t, m1 in zip(fact, typed, m1s)
     ]
