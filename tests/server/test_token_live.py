@@ -10,13 +10,13 @@ ends up in proxies and history), and a header token still works.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx
 import pytest
 import websockets
 from server.serve_process import ServeProcess
+from websockets.sync.client import connect
 
 pytestmark = pytest.mark.live
 
@@ -42,23 +42,15 @@ def test_a_query_token_opens_only_websockets_and_never_reaches_the_log(tmp_path)
             == 401
         )
 
-        async def episode():
-            async with websockets.connect(f"{ws}/ws?token={TOKEN}") as sock:
-                await sock.send(
-                    json.dumps({"type": "reset", "data": {"task_id": "starter-sales-000"}})
-                )
-                return json.loads(await sock.recv())
+        # The synchronous client: a browser fixture of an earlier test (Playwright's sync API)
+        # may still hold a running event loop in this thread, where asyncio.run refuses.
+        with connect(f"{ws}/ws?token={TOKEN}") as sock:
+            sock.send(json.dumps({"type": "reset", "data": {"task_id": "starter-sales-000"}}))
+            assert json.loads(sock.recv(timeout=60))["type"] == "observation"
 
-        assert asyncio.run(episode())["type"] == "observation"
-
-        async def refused():
-            async with websockets.connect(f"{ws}/ws?token=wrong") as sock:
-                await sock.recv()
-
-        with pytest.raises(
-            websockets.InvalidStatus, match="403"
-        ):  # closed before accept: the handshake fails
-            asyncio.run(refused())
+        with pytest.raises(websockets.InvalidStatus, match="403"):  # refused before accept
+            with connect(f"{ws}/ws?token=wrong") as sock:
+                sock.recv(timeout=60)
         log = server.log()
     assert "GET /web?token=***" in log, (
         "the access log is on in this test: the request line must be there, redacted"
