@@ -30,6 +30,8 @@ def blank(cell: Any) -> bool:
 
 def as_seen(cell: Any) -> str | None:
     """A cell as two rows are compared for duplicates: its text, or None where it is blank."""
+    if type(cell) is str:  # a csv cell, the commonest: its own text
+        return cell if cell.strip() else None
     return None if blank(cell) else str(cell)
 
 
